@@ -1,0 +1,57 @@
+// Source files and positions. Every AST node keeps a SourceRange into a file
+// owned by the SourceManager, so diagnostics can quote the line they are about.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace linnet {
+
+struct SourceRange {
+  uint32_t file = 0;   // index into SourceManager; 0 means "no location"
+  uint32_t begin = 0;  // byte offsets, [begin, end)
+  uint32_t end = 0;
+  bool valid() const { return file != 0; }
+  static SourceRange merge(SourceRange a, SourceRange b) {
+    if (!a.valid()) return b;
+    if (!b.valid()) return a;
+    return {a.file, std::min(a.begin, b.begin), std::max(a.end, b.end)};
+  }
+};
+
+struct LineCol {
+  uint32_t line = 0;  // 1-based
+  uint32_t col = 0;   // 1-based, in bytes
+};
+
+class SourceFile {
+ public:
+  SourceFile(std::string path, std::string text);
+  const std::string& path() const { return path_; }
+  std::string_view text() const { return text_; }
+  LineCol lineCol(uint32_t offset) const;
+  std::string_view lineText(uint32_t line) const;
+
+ private:
+  std::string path_;
+  std::string text_;
+  std::vector<uint32_t> lineStarts_;
+};
+
+class SourceManager {
+ public:
+  // Returns the file id (>= 1).
+  uint32_t add(std::string path, std::string text);
+  // Reads a file from disk; returns 0 when it cannot be read.
+  uint32_t load(const std::string& path);
+  const SourceFile& file(uint32_t id) const { return *files_.at(id - 1); }
+  std::string_view text(SourceRange r) const;
+
+ private:
+  std::vector<std::unique_ptr<SourceFile>> files_;
+};
+
+}  // namespace linnet
