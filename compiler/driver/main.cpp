@@ -1,0 +1,136 @@
+// linnetc: the Linnet compiler driver.
+//   linnetc check PACKAGE [--set Name=Value]...   parse, resolve and shape-check
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <regex>
+
+#include "base/diagnostics.h"
+#include "sema/checker.h"
+#include "sema/program.h"
+
+namespace {
+
+std::string withCommas(int64_t v) {
+  std::string digits = std::to_string(v);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string bytes(int64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  return fmt::format("{:.2f} {}", v, units[u]);
+}
+
+std::string shapeStr(const std::vector<int64_t>& s) {
+  return fmt::format("[{}]", fmt::join(s, ", "));
+}
+
+// `layers.7.mlp.up.weight` -> `layers.*.mlp.up.weight`, so a summary lists a
+// layer's parameters once.
+std::string collapseIndices(const std::string& path) {
+  static const std::regex index(R"(\.\d+\.)");
+  return std::regex_replace(path, index, ".*.");
+}
+
+void printSummary(const std::string& package, const linnet::sema::Summary& s, bool allParams,
+                  double seconds) {
+  fmt::print("{}: ok\n", package);
+  fmt::print("  root: {}\n", s.root);
+  fmt::print("  blocks instantiated: {}\n", s.blockCount);
+  fmt::print("  entries ({}):\n", s.entries.size());
+  for (const auto& e : s.entries) fmt::print("    {}\n", e.signature);
+  struct Group {
+    std::vector<int64_t> shape;
+    const char* dtype;
+    int count = 0;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Group> groups;
+  for (const auto& p : s.params) {
+    std::string key = allParams ? p.path : collapseIndices(p.path);
+    auto [it, inserted] = groups.try_emplace(key, Group{p.shape, linnet::sema::name(p.dtype)});
+    if (inserted) order.push_back(key);
+    ++it->second.count;
+  }
+  fmt::print("  parameters: {} tensors, {} values, {}\n", s.params.size(),
+             withCommas(s.paramCount), bytes(s.paramBytes));
+  for (const auto& key : order) {
+    const Group& g = groups[key];
+    fmt::print("    {} {} {}{}\n", key, shapeStr(g.shape), g.dtype,
+               g.count > 1 ? fmt::format("  (x{})", g.count) : "");
+  }
+  fmt::print("  state: {} tensors, {}\n", s.states.size(), bytes(s.stateBytes));
+  fmt::print("  checked in {:.3f} s\n", seconds);
+}
+
+std::string stdlibDir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("LINNET_STDLIB")) return env;
+  return LINNET_STDLIB_DIR;
+}
+
+int runCheck(const std::string& package, const std::vector<std::string>& sets,
+             const std::string& stdlib, bool allParams) {
+  auto start = std::chrono::steady_clock::now();
+  linnet::SourceManager sources;
+  linnet::Diagnostics diags(sources);
+  linnet::sema::Program program(sources, diags, stdlibDir(stdlib));
+  for (const auto& s : sets) program.setGeneric(s);
+  if (!diags.hasErrors()) program.loadPackage(package);
+  std::optional<linnet::sema::Summary> summary;
+  if (program.root()) {
+    linnet::sema::Checker checker(program, diags);
+    checker.checkDefinitions();
+    if (!diags.hasErrors()) summary = checker.instantiateRoot();
+  }
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (diags.hasErrors()) {
+    fputs(diags.render().c_str(), stderr);
+    fmt::print(stderr, "{}: {} error{}\n", package, diags.errorCount(),
+               diags.errorCount() == 1 ? "" : "s");
+    return 1;
+  }
+  if (summary) {
+    printSummary(package, *summary, allParams, seconds);
+  } else {
+    fmt::print("{}: ok ({} modules checked in {:.3f} s; no root block to instantiate)\n", package,
+               program.modules().size(), seconds);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"linnetc: the Linnet compiler"};
+  app.set_version_flag("--version", std::string("linnetc ") + LINNET_VERSION);
+  app.require_subcommand(1);
+
+  std::string package, stdlib;
+  std::vector<std::string> sets;
+  bool allParams = false;
+  auto* check = app.add_subcommand("check", "Parse, resolve and shape-check a package or file");
+  check->add_option("package", package, "Package folder (with linnet.toml) or a .linnet file")
+      ->required();
+  check->add_option("--set", sets, "Override a generic of the root block: Name=Value");
+  check->add_option("--stdlib", stdlib, "Standard library folder (default: LINNET_STDLIB or the "
+                                        "source tree's stdlib/)");
+  check->add_flag("--params", allParams, "List every parameter tensor, not one per layer");
+
+  CLI11_PARSE(app, argc, argv);
+  if (check->parsed()) return runCheck(package, sets, stdlib, allParams);
+  return 2;
+}

@@ -1,0 +1,653 @@
+// Bodies: statements, expressions, subscripts, comprehensions and calls.
+#include <fmt/format.h>
+
+#include "sema/checker_impl.h"
+
+namespace linnet::sema {
+
+using namespace syntax;
+using dims::Expr;
+using dims::Rel;
+using dims::Relation;
+
+Local* Checker::Impl::findLocal(Ctx& ctx, const std::string& name) {
+  for (auto it = ctx.scopes.rbegin(); it != ctx.scopes.rend(); ++it) {
+    auto found = it->find(name);
+    if (found != it->end()) return &found->second;
+  }
+  return nullptr;
+}
+
+void Checker::Impl::declare(Ctx& ctx, const Ident& name, Local local) {
+  local.declared = name.range;
+  if (ctx.scopes.empty()) ctx.scopes.emplace_back();
+  auto& scope = ctx.scopes.back();
+  if (auto it = scope.find(name.name); it != scope.end()) {
+    Diagnostic& d = error(ctx, name.range, fmt::format("`{}` is already defined in this scope",
+                                                       name.name));
+    Diagnostics::note(d, it->second.declared, "previous definition");
+    return;
+  }
+  scope[name.name] = std::move(local);
+}
+
+void Checker::Impl::checkFnBody(Ctx& ctx, const FnDecl& fn) {
+  ctx.scopes.emplace_back();
+  for (const ParamDecl& p : fn.params) {
+    Local l;
+    l.kind = Local::Param;
+    l.type = evalType(ctx, *p.type);
+    declare(ctx, p.name, l);
+  }
+  ctx.result = fn.result ? evalType(ctx, *fn.result) : Type::unit();
+  checkStmts(ctx, fn.body);
+  if (ctx.result->kind != Type::Unit && !ctx.sawReturn)
+    error(ctx, fn.name.range, fmt::format("fn `{}` must return a `{}` but has no `return`",
+                                          fn.name.name, ctx.result->str()));
+  ctx.scopes.pop_back();
+}
+
+void Checker::Impl::checkStmts(Ctx& ctx, const StmtList& stmts) {
+  for (const StmtPtr& s : stmts) {
+    if (diags.errorCount() >= Diagnostics::kMaxErrors) return;
+    checkStmt(ctx, *s);
+  }
+}
+
+// The extent of every index variable, or an error for the ones never used
+// as a plain subscript.
+static std::optional<Shape> extentsOf(Checker::Impl& impl, Ctx& ctx, IndexScope& scope,
+                                      const std::vector<Ident>& names) {
+  Shape shape;
+  bool ok = true;
+  for (const Ident& n : names) {
+    auto& v = scope.vars[n.name];
+    if (!v.extent) {
+      impl.error(ctx, n.range, fmt::format("cannot infer the range of index `{}`: use it directly "
+                                           "as a subscript of a tensor, as in `x[{}]`",
+                                           n.name, n.name));
+      ok = false;
+      continue;
+    }
+    shape.push_back(Dim::of(ctx.facts.simplify(*v.extent)));
+  }
+  if (!ok) return std::nullopt;
+  return shape;
+}
+
+static Value withIndexScope(Checker::Impl& impl, Ctx& ctx, IndexScope& scope,
+                            const std::vector<Ident>& names, const syntax::Expr& body) {
+  ctx.scopes.emplace_back();
+  for (const Ident& n : names) {
+    if (scope.vars.count(n.name)) {
+      impl.error(ctx, n.range, fmt::format("index `{}` is bound twice", n.name));
+      continue;
+    }
+    scope.vars[n.name].declared = n.range;
+    Local l;
+    l.kind = Local::IndexVar;
+    l.type = Type::scalar(DType::weakInt());
+    l.declared = n.range;
+    ctx.scopes.back()[n.name] = l;
+  }
+  ctx.indexScopes.push_back(&scope);
+  Value v = impl.checkExpr(ctx, body);
+  ctx.indexScopes.pop_back();
+  ctx.scopes.pop_back();
+  return v;
+}
+
+void Checker::Impl::checkStmt(Ctx& ctx, const Stmt& s) {
+  switch (s.kind) {
+    case StmtKind::Let: {
+      const auto& let = static_cast<const LetStmt&>(s);
+      Value v = checkExpr(ctx, *let.value);
+      Local l;
+      l.kind = Local::Let;
+      l.type = finalizeWeak(v.type);
+      if (v.type.kind == Type::Unit)
+        error(ctx, let.value->range, "this expression has no value");
+      if (let.type) {
+        Type declared = evalType(ctx, *let.type);
+        std::string why = mismatch(ctx, v.type, declared);
+        if (!why.empty())
+          error(ctx, let.value->range, fmt::format("`{}` is declared `{}` but its value is `{}`: {}",
+                                                   let.name.name, declared.str(), v.type.str(),
+                                                   why));
+        l.type = declared;
+      }
+      declare(ctx, let.name, l);
+      return;
+    }
+    case StmtKind::LetTuple: {
+      const auto& let = static_cast<const LetTupleStmt&>(s);
+      Value v = checkExpr(ctx, *let.value);
+      bool ok = v.type.kind == Type::Tuple && v.type.elems.size() == let.names.size();
+      if (!ok && !v.type.isError())
+        error(ctx, let.value->range, fmt::format("cannot unpack `{}` into {} names",
+                                                 v.type.str(), let.names.size()));
+      for (size_t i = 0; i < let.names.size(); ++i) {
+        Local l;
+        l.type = ok ? v.type.elems[i] : Type::error();
+        declare(ctx, let.names[i], l);
+      }
+      return;
+    }
+    case StmtKind::Comprehension: {
+      const auto& c = static_cast<const ComprehensionStmt&>(s);
+      IndexScope scope;
+      Value body = withIndexScope(*this, ctx, scope, c.indices, *c.body);
+      auto shape = extentsOf(*this, ctx, scope, c.indices);
+      Local l;
+      l.type = Type::error();
+      if (!body.type.isError()) {
+        if (body.type.kind != Type::Tensor || !body.type.isScalar()) {
+          error(ctx, c.body->range,
+                fmt::format("the body of comprehension `{}` must be a scalar, but it is `{}`; "
+                            "subscript every dimension",
+                            c.name.name, body.type.str()));
+        } else if (shape) {
+          l.type = finalizeWeak(Type::tensor(*shape, body.type.dtype));
+        }
+      }
+      declare(ctx, c.name, l);
+      return;
+    }
+    case StmtKind::Var: {
+      const auto& var = static_cast<const VarStmt&>(s);
+      Value v = checkExpr(ctx, *var.value);
+      Local l;
+      l.kind = Local::Var;
+      l.type = finalizeWeak(v.type);
+      if (var.type) {
+        Type declared = evalType(ctx, *var.type);
+        std::string why = mismatch(ctx, v.type, declared);
+        if (!why.empty())
+          error(ctx, var.value->range, fmt::format("`{}` is declared `{}` but its value is `{}`: {}",
+                                                   var.name.name, declared.str(), v.type.str(),
+                                                   why));
+        l.type = declared;
+      }
+      declare(ctx, var.name, l);
+      return;
+    }
+    case StmtKind::Assign: {
+      const auto& a = static_cast<const AssignStmt&>(s);
+      Value v = checkExpr(ctx, *a.value);
+      Type target;
+      std::string what;
+      if (Local* l = findLocal(ctx, a.target.name)) {
+        if (l->kind != Local::Var) {
+          Diagnostic& d = error(ctx, a.target.range,
+                                fmt::format("cannot assign to `{}`: it is not a `var`",
+                                            a.target.name));
+          Diagnostics::note(d, l->declared, "declared here; declare it with `var` to assign it");
+          return;
+        }
+        target = l->type;
+        what = fmt::format("`{}`", a.target.name);
+      } else if (ctx.block && ctx.block->members.count(a.target.name)) {
+        const MemberInfo& m = ctx.block->members.at(a.target.name);
+        if (m.decl->kind != MemberKind::State) {
+          error(ctx, a.target.range, fmt::format("cannot assign to `{}`: only `state` members "
+                                                 "can be assigned",
+                                                 a.target.name));
+          return;
+        }
+        target = substitute(m.type, ctx.bindings);
+        what = fmt::format("state `{}`", a.target.name);
+      } else {
+        error(ctx, a.target.range, fmt::format("cannot assign to unknown name `{}`",
+                                               a.target.name));
+        return;
+      }
+      std::string why = mismatch(ctx, v.type, target);
+      if (!why.empty())
+        error(ctx, a.value->range, fmt::format("{} is `{}` but is assigned `{}`: {}", what,
+                                               target.str(), v.type.str(), why));
+      return;
+    }
+    case StmtKind::Return: {
+      const auto& r = static_cast<const ReturnStmt&>(s);
+      ctx.sawReturn = true;
+      Type expected = ctx.result ? *ctx.result : Type::unit();
+      if (!r.value) {
+        if (expected.kind != Type::Unit)
+          error(ctx, r.range, fmt::format("`return` needs a value of type `{}`", expected.str()));
+        return;
+      }
+      Value v = checkExpr(ctx, *r.value);
+      std::string why = mismatch(ctx, v.type, expected);
+      if (!why.empty())
+        error(ctx, r.value->range, fmt::format("returns `{}`, but the declared result is `{}`: {}",
+                                               v.type.str(), expected.str(), why));
+      return;
+    }
+    case StmtKind::Expr: {
+      const auto& e = static_cast<const ExprStmt&>(s);
+      Value v = checkExpr(ctx, *e.expr);
+      if (e.expr->kind != ExprKind::Call && !v.type.isError())
+        error(ctx, e.range, "this expression's value is unused");
+      return;
+    }
+    case StmtKind::StaticFor: {
+      const auto& f = static_cast<const StaticForStmt&>(s);
+      dims::Facts saved = ctx.facts;
+      size_t whereSize = ctx.where.size();
+      ctx.scopes.emplace_back();
+      Local l;
+      if (f.iterable) {
+        Value it = checkExpr(ctx, *f.iterable);
+        if (it.type.kind != Type::BlockArray) {
+          if (!it.type.isError())
+            error(ctx, f.iterable->range,
+                  fmt::format("`static for x in ...` runs over an array of sub-blocks or a range "
+                              "`lo..hi`, not over `{}`",
+                              it.type.str()));
+          l.type = Type::error();
+        } else {
+          l.kind = Local::StaticBlock;
+          l.type = it.type;
+          l.type.kind = Type::Block;
+        }
+      } else {
+        auto lo = evalDim(ctx, *f.lo);
+        auto hi = evalDim(ctx, *f.hi);
+        l.kind = Local::StaticInt;
+        l.type = Type::scalar(DType::weakInt());
+        if (lo && hi) {
+          Relation ordered{*lo, Rel::Le, *hi};
+          if (!prove(ctx, ordered))
+            unproven(ctx, SourceRange::merge(f.lo->range, f.hi->range), ordered,
+                     "a `static for` range must not run backwards");
+          Expr i = Expr::var(f.var.name);
+          l.staticInt = i;
+          ctx.facts.add({i, Rel::Ge, *lo});
+          ctx.facts.add({i, Rel::Lt, *hi});
+          ctx.where.push_back(fmt::format("{} <= {} < {}", lo->str(), f.var.name, hi->str()));
+        }
+      }
+      declare(ctx, f.var, l);
+      ctx.scopes.emplace_back();
+      checkStmts(ctx, f.body);
+      ctx.scopes.pop_back();
+      ctx.scopes.pop_back();
+      ctx.facts = saved;
+      ctx.where.resize(whereSize);
+      return;
+    }
+    case StmtKind::While: {
+      const auto& w = static_cast<const WhileStmt&>(s);
+      Value c = checkExpr(ctx, *w.cond);
+      if (!c.type.isError() && !(c.type.isScalar() && c.type.dtype.boolLike()))
+        error(ctx, w.cond->range,
+              fmt::format("a `while` condition must be a `bool`, not `{}`", c.type.str()));
+      ctx.scopes.emplace_back();
+      checkStmts(ctx, w.body);
+      ctx.scopes.pop_back();
+      return;
+    }
+  }
+}
+
+// ------------------------------------------------------------ expressions
+
+Value Checker::Impl::checkExpr(Ctx& ctx, const syntax::Expr& e) {
+  if (++depth > 200) {
+    --depth;
+    error(ctx, e.range, "expression nests too deeply");
+    return Value::error();
+  }
+  Value v;
+  switch (e.kind) {
+    case ExprKind::IntLiteral:
+      v.type = Type::scalar(DType::weakInt());
+      v.staticInt = Expr::constant(static_cast<const IntLiteralExpr&>(e).value);
+      break;
+    case ExprKind::FloatLiteral:
+      v.type = Type::scalar(DType::weakFloat());
+      break;
+    case ExprKind::BoolLiteral:
+      v.type = Type::scalar(DType::concrete(Scalar::Bool));
+      break;
+    case ExprKind::Name:
+      v = checkName(ctx, static_cast<const NameExpr&>(e));
+      break;
+    case ExprKind::Unary:
+      v = checkUnary(ctx, static_cast<const UnaryExpr&>(e));
+      break;
+    case ExprKind::Binary:
+      v = checkBinary(ctx, static_cast<const BinaryExpr&>(e));
+      break;
+    case ExprKind::Call:
+      v = checkCall(ctx, static_cast<const CallExpr&>(e));
+      break;
+    case ExprKind::Member:
+      v = checkMember(ctx, static_cast<const MemberExpr&>(e));
+      break;
+    case ExprKind::Index:
+      v = checkIndex(ctx, static_cast<const IndexExpr&>(e));
+      break;
+    case ExprKind::Reduce:
+      v = checkReduce(ctx, static_cast<const ReduceExpr&>(e));
+      break;
+    case ExprKind::Tuple: {
+      v.type.kind = Type::Tuple;
+      for (const auto& x : static_cast<const TupleExpr&>(e).elems)
+        v.type.elems.push_back(finalizeWeak(checkExpr(ctx, *x).type));
+      break;
+    }
+    case ExprKind::List:
+      error(ctx, e.range, "a list `[...]` is only an argument of `reshape`, `permute` or `fill`");
+      break;
+    case ExprKind::Spread:
+      error(ctx, e.range, "`..L` is only allowed in a shape");
+      break;
+  }
+  --depth;
+  return v;
+}
+
+Value Checker::Impl::checkName(Ctx& ctx, const NameExpr& e) {
+  if (Local* l = findLocal(ctx, e.name)) {
+    Value v;
+    v.type = l->type;
+    v.staticInt = l->staticInt;
+    if (l->kind == Local::IndexVar) v.indexVar = e.name;
+    return v;
+  }
+  if (auto it = ctx.generics.find(e.name); it != ctx.generics.end()) {
+    if (it->second == "Dim") {
+      Value v;
+      v.type = Type::scalar(DType::weakInt());
+      v.staticInt = ctx.bindings.dims.at(e.name);
+      return v;
+    }
+    error(ctx, e.range, fmt::format("`{}` is a `{}` generic and has no value", e.name, it->second));
+    return Value::error();
+  }
+  if (ctx.block) {
+    if (auto it = ctx.block->members.find(e.name); it != ctx.block->members.end()) {
+      Value v;
+      v.type = substitute(it->second.type, ctx.bindings);
+      return v;
+    }
+    if (ctx.block->fns.count(e.name)) {
+      error(ctx, e.range, fmt::format("`{}` is a fn; call it as `{}(...)`", e.name, e.name));
+      return Value::error();
+    }
+  }
+  if (const Item* item = program.lookup(*ctx.module, e.name)) {
+    if (item->kind == Item::Const) {
+      Ctx cctx;
+      cctx.module = item->module;
+      Value v;
+      v.type = evalType(cctx, *item->constant->type);
+      return v;
+    }
+    error(ctx, e.range, fmt::format("`{}` is a {}, not a value", e.name,
+                                    item->kind == Item::Block ? "block" : "fn"));
+    return Value::error();
+  }
+  error(ctx, e.range, fmt::format("unknown name `{}`", e.name));
+  return Value::error();
+}
+
+Value Checker::Impl::checkUnary(Ctx& ctx, const UnaryExpr& e) {
+  Value v = checkExpr(ctx, *e.operand);
+  if (v.type.isError()) return Value::error();
+  if (v.type.kind != Type::Tensor) {
+    error(ctx, e.range, fmt::format("`{}` needs a tensor or a scalar, not `{}`", spelling(e.op),
+                                    v.type.str()));
+    return Value::error();
+  }
+  Value out;
+  out.type = v.type;
+  if (e.op == UnaryOp::Neg) {
+    if (!(v.type.dtype.floatLike() || v.type.dtype.intLike())) {
+      error(ctx, e.range, fmt::format("`-` needs numbers, not `{}`", v.type.str()));
+      return Value::error();
+    }
+    if (v.staticInt) out.staticInt = Expr::constant(0) - *v.staticInt;
+  } else if (!v.type.dtype.boolLike()) {
+    error(ctx, e.range, fmt::format("`!` needs a `bool`, not `{}`", v.type.str()));
+    return Value::error();
+  }
+  return out;
+}
+
+Value Checker::Impl::checkBinary(Ctx& ctx, const BinaryExpr& e) {
+  Value l = checkExpr(ctx, *e.lhs);
+  Value r = checkExpr(ctx, *e.rhs);
+  if (l.type.isError() || r.type.isError()) return Value::error();
+  const char* op = spelling(e.op);
+  if (l.type.kind != Type::Tensor || r.type.kind != Type::Tensor) {
+    error(ctx, e.range, fmt::format("`{}` needs tensors or scalars, not `{}` and `{}`", op,
+                                    l.type.str(), r.type.str()));
+    return Value::error();
+  }
+  std::string why;
+  auto shape = broadcast(ctx, l.type.shape, r.type.shape, why);
+  if (!shape) {
+    error(ctx, e.range, fmt::format("cannot broadcast `{}` with `{}` in `{}`: {}", l.type.str(),
+                                    r.type.str(), op, why));
+    return Value::error();
+  }
+  auto dtype = unifyDTypes(l.type.dtype, r.type.dtype);
+  if (!dtype) {
+    error(ctx, e.range, fmt::format("`{}` of `{}` and `{}`: element types differ; convert one "
+                                    "side with `cast<...>`",
+                                    op, l.type.dtype.str(), r.type.dtype.str()));
+    return Value::error();
+  }
+  Value out;
+  switch (e.op) {
+    case BinaryOp::And: case BinaryOp::Or:
+      if (!dtype->boolLike()) {
+        error(ctx, e.range, fmt::format("`{}` needs `bool` operands, not `{}`", op, dtype->str()));
+        return Value::error();
+      }
+      out.type = Type::tensor(*shape, DType::concrete(Scalar::Bool));
+      return out;
+    case BinaryOp::Eq: case BinaryOp::Ne: case BinaryOp::Lt: case BinaryOp::Le:
+    case BinaryOp::Gt: case BinaryOp::Ge:
+      out.type = Type::tensor(*shape, DType::concrete(Scalar::Bool));
+      return out;
+    case BinaryOp::BitAnd: case BinaryOp::BitOr: case BinaryOp::BitXor: case BinaryOp::Shl:
+    case BinaryOp::Shr:
+      if (!dtype->intLike() && !dtype->boolLike()) {
+        error(ctx, e.range, fmt::format("`{}` needs integer operands, not `{}`", op, dtype->str()));
+        return Value::error();
+      }
+      out.type = Type::tensor(*shape, *dtype);
+      return out;
+    default:
+      break;
+  }
+  if (dtype->boolLike()) {
+    error(ctx, e.range, fmt::format("`{}` needs numbers, not `bool`", op));
+    return Value::error();
+  }
+  out.type = Type::tensor(*shape, *dtype);
+  if (l.staticInt && r.staticInt) {
+    try {
+      switch (e.op) {
+        case BinaryOp::Add: out.staticInt = *l.staticInt + *r.staticInt; break;
+        case BinaryOp::Sub: out.staticInt = *l.staticInt - *r.staticInt; break;
+        case BinaryOp::Mul: out.staticInt = *l.staticInt * *r.staticInt; break;
+        case BinaryOp::Div:
+        case BinaryOp::Rem:
+          if (prove(ctx, {*r.staticInt, Rel::Gt, Expr::constant(0)}))
+            out.staticInt = e.op == BinaryOp::Div ? Expr::floorDiv(*l.staticInt, *r.staticInt)
+                                                  : Expr::mod(*l.staticInt, *r.staticInt);
+          break;
+        default: break;
+      }
+    } catch (const dims::DimOverflow& o) {
+      error(ctx, e.range, o.what());
+    }
+  }
+  return out;
+}
+
+Value Checker::Impl::checkIndex(Ctx& ctx, const IndexExpr& e) {
+  Value base = checkExpr(ctx, *e.base);
+  if (base.type.isError()) {
+    for (const IndexItem& item : e.items) {
+      if (item.index) checkExpr(ctx, *item.index);
+    }
+    return Value::error();
+  }
+  if (base.type.kind != Type::Tensor) {
+    error(ctx, e.base->range, fmt::format("cannot subscript `{}`", base.type.str()));
+    return Value::error();
+  }
+  const Shape& shape = base.type.shape;
+  if (hasPack(shape)) {
+    error(ctx, e.range, fmt::format("cannot subscript `{}`: its shape has a dimension pack",
+                                    base.type.str()));
+    return Value::error();
+  }
+  if (e.items.size() > shape.size()) {
+    error(ctx, e.range, fmt::format("`{}` has rank {}, but {} subscripts are given",
+                                    base.type.str(), shape.size(), e.items.size()));
+    return Value::error();
+  }
+  Shape out;
+  bool ok = true;
+  for (size_t k = 0; k < e.items.size(); ++k) {
+    const IndexItem& item = e.items[k];
+    const Expr& dim = shape[k].expr;
+    if (item.kind == IndexItem::Slice) {
+      auto bound = [&](const ExprPtr& x, Expr fallback) -> std::optional<Expr> {
+        if (!x) return fallback;
+        Value v = checkExpr(ctx, *x);
+        if (v.type.isError()) return std::nullopt;
+        if (!v.staticInt) {
+          error(ctx, x->range, "slice bounds must be static dimensions (numbers, `Dim` generics "
+                               "and their arithmetic)");
+          return std::nullopt;
+        }
+        return v.staticInt;
+      };
+      auto lo = bound(item.lo, Expr::constant(0));
+      auto hi = bound(item.hi, dim);
+      if (!lo || !hi) {
+        ok = false;
+        continue;
+      }
+      for (const Relation& need : {Relation{*lo, Rel::Ge, Expr::constant(0)},
+                                   Relation{*lo, Rel::Le, *hi}, Relation{*hi, Rel::Le, dim}}) {
+        if (!prove(ctx, need)) {
+          unproven(ctx, item.range, need,
+                   fmt::format("the slice `{}:{}` must lie within dimension {} (`{}`)", lo->str(),
+                               hi->str(), k, dim.str()));
+          ok = false;
+          break;
+        }
+      }
+      out.push_back(Dim::of(ctx.facts.simplify(*hi - *lo)));
+      continue;
+    }
+    Value v = checkExpr(ctx, *item.index);
+    if (v.type.isError()) {
+      ok = false;
+      continue;
+    }
+    if (!v.indexVar.empty()) {
+      IndexScope::Var* var = nullptr;
+      for (auto it = ctx.indexScopes.rbegin(); it != ctx.indexScopes.rend() && !var; ++it)
+        if (auto f = (*it)->vars.find(v.indexVar); f != (*it)->vars.end()) var = &f->second;
+      if (var && !var->extent) {
+        var->extent = dim;
+        var->firstUse = item.range;
+      } else if (var && !dimsEqual(ctx, *var->extent, dim)) {
+        Diagnostic& d = error(ctx, item.range,
+                              fmt::format("index `{}` ranges over `{}` here, but over `{}` where "
+                                          "it was first used",
+                                          v.indexVar, dim.str(), var->extent->str()));
+        Diagnostics::note(d, var->firstUse, "first used here");
+        ok = false;
+      }
+      continue;
+    }
+    if (!(v.type.isScalar() && v.type.dtype.intLike())) {
+      error(ctx, item.range, fmt::format("a subscript must be an integer scalar, not `{}`",
+                                         v.type.str()));
+      ok = false;
+      continue;
+    }
+    if (v.staticInt) {
+      for (const Relation& need : {Relation{*v.staticInt, Rel::Ge, Expr::constant(0)},
+                                   Relation{*v.staticInt, Rel::Lt, dim}}) {
+        if (!prove(ctx, need)) {
+          unproven(ctx, item.range, need,
+                   fmt::format("index `{}` must lie within dimension {} (`{}`)",
+                               v.staticInt->str(), k, dim.str()));
+          ok = false;
+          break;
+        }
+      }
+    }
+    // A runtime index: a gather, clamped into range when it runs.
+  }
+  if (!ok) return Value::error();
+  for (size_t k = e.items.size(); k < shape.size(); ++k) out.push_back(shape[k]);
+  Value v;
+  v.type = Type::tensor(std::move(out), base.type.dtype);
+  return v;
+}
+
+Value Checker::Impl::checkReduce(Ctx& ctx, const ReduceExpr& e) {
+  IndexScope scope;
+  Value body = withIndexScope(*this, ctx, scope, e.binders, *e.body);
+  auto shape = extentsOf(*this, ctx, scope, e.binders);
+  if (body.type.isError() || !shape) return Value::error();
+  if (!body.type.isScalar()) {
+    error(ctx, e.body->range, fmt::format("the body of `{}[...]` must be a scalar, not `{}`",
+                                          e.op.name, body.type.str()));
+    return Value::error();
+  }
+  bool logical = e.op.name == "all" || e.op.name == "any";
+  if (logical != body.type.dtype.boolLike()) {
+    error(ctx, e.body->range,
+          fmt::format("`{}[...]` needs a {} body, not `{}`", e.op.name,
+                      logical ? "`bool`" : "numeric", body.type.str()));
+    return Value::error();
+  }
+  Value v;
+  v.type = body.type;
+  return v;
+}
+
+Value Checker::Impl::checkMember(Ctx& ctx, const MemberExpr& e) {
+  Value base = checkExpr(ctx, *e.base);
+  if (base.type.isError()) return Value::error();
+  if (base.type.kind != Type::Block) {
+    error(ctx, e.member.range, fmt::format("`{}` has no members", base.type.str()));
+    return Value::error();
+  }
+  const Module* calleeModule = nullptr;
+  for (const auto& m : program.modules())
+    for (const auto& b : m->ast->blocks)
+      if (b.get() == base.type.block) calleeModule = m.get();
+  const BlockSig& sig = blockSig(base.type.block, calleeModule);
+  auto it = sig.members.find(e.member.name);
+  if (it == sig.members.end()) {
+    if (sig.fns.count(e.member.name))
+      error(ctx, e.member.range, fmt::format("`{}` is a fn; call it", e.member.name));
+    else
+      error(ctx, e.member.range, fmt::format("block `{}` has no member `{}`",
+                                             base.type.block->name.name, e.member.name));
+    return Value::error();
+  }
+  Bindings args;
+  args.dims = base.type.blockDims;
+  args.packs = base.type.blockPacks;
+  args.dtypes = base.type.blockDTypes;
+  Value v;
+  v.type = substitute(it->second.type, args);
+  return v;
+}
+
+}  // namespace linnet::sema

@@ -1,0 +1,159 @@
+// The checker's internals, shared by checker.cpp (items, statements,
+// expressions, calls) and builtins.cpp (the typing rules of the primitives).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sema/checker.h"
+#include "syntax/ast.h"
+
+namespace linnet::sema {
+
+// A fn's signature in its own terms: its block's and its own generics are
+// free names. Calls substitute their arguments into it.
+struct Signature {
+  const syntax::FnDecl* fn = nullptr;
+  const Module* module = nullptr;
+  const syntax::BlockDecl* block = nullptr;  // the enclosing block, if a method
+  std::vector<Type> params;
+  Type result;
+  std::vector<dims::Relation> where;
+  std::vector<SourceRange> whereRanges;
+  bool ok = true;
+};
+
+struct MemberInfo {
+  const syntax::MemberDecl* decl = nullptr;
+  Type type;  // in the block's own terms
+};
+
+struct BlockSig {
+  const syntax::BlockDecl* block = nullptr;
+  const Module* module = nullptr;
+  std::vector<dims::Relation> where;
+  std::vector<SourceRange> whereRanges;
+  std::map<std::string, MemberInfo> members;
+  std::map<std::string, const syntax::FnDecl*> fns;
+  bool ok = true;
+};
+
+// A name bound inside a body.
+struct Local {
+  enum Kind { Let, Var, Param, IndexVar, StaticInt, StaticBlock } kind = Let;
+  Type type;
+  std::optional<dims::Expr> staticInt;
+  SourceRange declared;
+};
+
+// The extents of a comprehension's (or reduction's) index variables, learnt
+// from the subscripts they appear in.
+struct IndexScope {
+  struct Var {
+    std::optional<dims::Expr> extent;
+    SourceRange firstUse;
+    SourceRange declared;
+  };
+  std::map<std::string, Var> vars;
+};
+
+// The result of checking an expression.
+struct Value {
+  Type type;
+  std::optional<dims::Expr> staticInt;  // a compile-time integer (literal, dimension, ...)
+  std::string indexVar;                 // set when the expression is an index variable
+  static Value error() { return {}; }
+};
+
+// Everything a body is checked in.
+struct Ctx {
+  const Module* module = nullptr;
+  const BlockSig* block = nullptr;
+  std::map<std::string, std::string> generics;  // name -> kind, in scope
+  Bindings bindings;  // generic -> value: itself (symbolic) or a number (concrete)
+  dims::Facts facts;
+  std::vector<std::string> where;  // the where clause in scope, as written, for notes
+  std::vector<std::string> chain;  // how we got here, outermost first, for notes
+  bool concrete = false;
+  std::optional<Type> result;  // a fn body's declared result
+  bool sawReturn = false;
+  std::vector<std::map<std::string, Local>> scopes;
+  std::vector<IndexScope*> indexScopes;
+  std::string what;  // "fn `forward` of block `Model`", for messages
+};
+
+struct Checker::Impl {
+  Impl(const Program& p, Diagnostics& d) : program(p), diags(d) {}
+
+  const Program& program;
+  Diagnostics& diags;
+  std::map<const syntax::FnDecl*, Signature> signatures;
+  std::map<const syntax::BlockDecl*, BlockSig> blockSigs;
+  std::set<std::string> concreteDone;  // memo of concrete instances checked
+  size_t concreteBlocks = 0;
+  int depth = 0;
+
+  // -- definitions (checker.cpp)
+  void checkModule(const Module& m);
+  const BlockSig& blockSig(const syntax::BlockDecl* b, const Module* m);
+  const Signature& signature(const syntax::FnDecl* fn, const BlockSig* block, const Module* m);
+  Ctx definitionCtx(const Module* m, const BlockSig* block, const syntax::FnDecl* fn,
+                    bool withFnWhere);
+  void addGenerics(Ctx& ctx, const std::vector<syntax::GenericParam>& generics);
+  void addWhere(Ctx& ctx, const std::vector<syntax::ExprPtr>& where, std::vector<dims::Relation>* out,
+                std::vector<SourceRange>* ranges);
+  void checkFnBody(Ctx& ctx, const syntax::FnDecl& fn);
+  void checkBlockMembers(Ctx& ctx, const BlockSig& sig);
+  Type memberType(Ctx& ctx, const MemberInfo& m);
+
+  // -- concrete instantiation
+  bool bindGenericsFromPackage(const syntax::BlockDecl& block, const std::map<std::string, GenericValue>& values,
+                               Bindings& out, SourceRange at);
+  void instantiateBlock(const BlockSig& sig, const Bindings& b, const std::vector<std::string>& chain,
+                        const std::string& path, Summary* summary);
+  void checkFnInstance(const Signature& sig, const Bindings& b, std::vector<std::string> chain);
+
+  // -- types
+  Type evalType(Ctx& ctx, const syntax::TypeExpr& t);
+  std::optional<dims::Expr> evalDim(Ctx& ctx, const syntax::Expr& e);
+  Shape evalShapeList(Ctx& ctx, const std::vector<syntax::ExprPtr>& dims, SourceRange range);
+  std::optional<dims::Relation> evalRelation(Ctx& ctx, const syntax::Expr& e);
+  std::optional<DType> evalDType(Ctx& ctx, const syntax::Expr& e);
+  Type blockType(Ctx& ctx, const syntax::TypeExpr& t);
+
+  // -- proofs
+  bool prove(Ctx& ctx, const dims::Relation& r);
+  bool dimsEqual(Ctx& ctx, const dims::Expr& a, const dims::Expr& b);
+  Diagnostic& unproven(Ctx& ctx, SourceRange at, const dims::Relation& r, const std::string& why);
+  void addContextNotes(Ctx& ctx, Diagnostic& d);
+  // Explains why `actual` is not `expected`; empty when it is.
+  std::string mismatch(Ctx& ctx, const Type& actual, const Type& expected);
+  std::optional<Shape> broadcast(Ctx& ctx, const Shape& a, const Shape& b, std::string& why);
+  std::optional<DType> unifyDTypes(const DType& a, const DType& b);
+
+  // -- statements and expressions
+  void checkStmts(Ctx& ctx, const syntax::StmtList& stmts);
+  void checkStmt(Ctx& ctx, const syntax::Stmt& s);
+  Value checkExpr(Ctx& ctx, const syntax::Expr& e);
+  Value checkName(Ctx& ctx, const syntax::NameExpr& e);
+  Value checkUnary(Ctx& ctx, const syntax::UnaryExpr& e);
+  Value checkBinary(Ctx& ctx, const syntax::BinaryExpr& e);
+  Value checkIndex(Ctx& ctx, const syntax::IndexExpr& e);
+  Value checkReduce(Ctx& ctx, const syntax::ReduceExpr& e);
+  Value checkCall(Ctx& ctx, const syntax::CallExpr& e);
+  Value checkMember(Ctx& ctx, const syntax::MemberExpr& e);
+  Value callFn(Ctx& ctx, const syntax::CallExpr& call, const Signature& sig, const Bindings& blockArgs,
+               const std::string& calleeName);
+  Value checkBuiltin(Ctx& ctx, const syntax::CallExpr& call, const std::string& name, bool& handled);
+  Local* findLocal(Ctx& ctx, const std::string& name);
+  void declare(Ctx& ctx, const syntax::Ident& name, Local local);
+  Type finalizeWeak(const Type& t);
+
+  Diagnostic& error(Ctx& ctx, SourceRange at, std::string message);
+};
+
+}  // namespace linnet::sema

@@ -1,0 +1,93 @@
+// A program: the package's modules and the standard library modules they use,
+// each with its own items and its imports resolved. `crate.a.b` names the
+// file src/a/b.linnet of the package, `std.a.b` the file std/a/b.linnet of the
+// standard library.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/diagnostics.h"
+#include "syntax/ast.h"
+
+namespace linnet::sema {
+
+struct Module;
+
+struct Item {
+  enum Kind { Block, Fn, Const } kind = Block;
+  std::string name;
+  SourceRange range;
+  bool isPub = false;
+  const Module* module = nullptr;
+  const syntax::BlockDecl* block = nullptr;
+  const syntax::FnDecl* fn = nullptr;
+  const syntax::ConstDecl* constant = nullptr;
+};
+
+struct Module {
+  std::string name;  // as the path names it: `llama.attention`, `std.nn.linear`
+  std::string path;
+  uint32_t file = 0;
+  std::unique_ptr<syntax::ModuleAst> ast;
+  std::map<std::string, Item> items;    // defined here
+  std::map<std::string, Item> imports;  // brought in by `use`
+};
+
+// A generic value given in nest.toml's [generics] or on the command line.
+struct GenericValue {
+  std::optional<int64_t> number;
+  std::string dtype;  // set for element types, e.g. "bf16"
+  std::string origin;  // where it was set, for messages
+};
+
+struct Package {
+  std::string dir;
+  std::string name;
+  std::string rootFile;   // src/lib.linnet unless nest.toml's [source] says otherwise
+  std::string rootBlock;  // nest.toml's [source] root, e.g. "Model"
+  std::map<std::string, GenericValue> generics;  // [generics], then --set overrides
+  std::map<std::string, GenericValue> check;     // [check]: entries' own generics
+};
+
+class Program {
+ public:
+  Program(SourceManager& sources, Diagnostics& diags, std::string stdlibDir);
+
+  // Loads a package folder (linnet.toml, optional nest.toml, src/), or a
+  // single .linnet file whose `crate.` is its own folder. False on errors.
+  bool loadPackage(const std::string& dir);
+  bool loadFile(const std::string& path);
+  // Command-line `--set Name=Value`.
+  bool setGeneric(const std::string& assignment);
+
+  const Package& package() const { return package_; }
+  const Module* root() const { return root_; }
+  const std::vector<std::unique_ptr<Module>>& modules() const { return modules_; }
+  const SourceManager& sources() const { return sources_; }
+
+  // A name as seen from a module: its own items, then its imports.
+  const Item* lookup(const Module& from, const std::string& name) const;
+
+ private:
+  Module* loadModule(const std::string& name, const std::string& path, SourceRange usedAt);
+  void resolveImports(Module& module);
+  void collectItems(Module& module);
+  std::string pathFor(const std::vector<syntax::Ident>& path, const Module& from,
+                      std::string& moduleName) const;
+  bool readToml(const std::string& dir);
+
+  SourceManager& sources_;
+  Diagnostics& diags_;
+  std::string stdlibDir_;
+  std::string crateDir_;  // src/ of the package
+  Package package_;
+  std::vector<std::unique_ptr<Module>> modules_;
+  std::map<std::string, Module*> byPath_;
+  const Module* root_ = nullptr;
+};
+
+}  // namespace linnet::sema

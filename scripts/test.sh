@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test:
+#   1. Release build (g++): unit tests and the golden corpus, through ctest.
+#   2. AddressSanitizer + UndefinedBehaviorSanitizer build (clang): the same
+#      tests again, then the parser fuzzer for a bounded time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+
+echo "== release build"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+ninja -C build
+(cd build && ctest --output-on-failure)
+
+echo "== sanitizer build (ASan + UBSan) and fuzzing"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DLINNET_SANITIZE=ON -DLINNET_FUZZ=ON >/dev/null
+ninja -C build-asan
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+(cd build-asan && ctest --output-on-failure)
