@@ -32,6 +32,7 @@ void Checker::Impl::declare(Ctx& ctx, const Ident& name, Local local) {
 }
 
 void Checker::Impl::checkFnBody(Ctx& ctx, const FnDecl& fn) {
+  activeFns.push_back(&fn);
   ctx.scopes.emplace_back();
   for (const ParamDecl& p : fn.params) {
     Local l;
@@ -45,6 +46,7 @@ void Checker::Impl::checkFnBody(Ctx& ctx, const FnDecl& fn) {
     error(ctx, fn.name.range, fmt::format("fn `{}` must return a `{}` but has no `return`",
                                           fn.name.name, ctx.result->str()));
   ctx.scopes.pop_back();
+  activeFns.pop_back();
 }
 
 void Checker::Impl::checkStmts(Ctx& ctx, const StmtList& stmts) {
@@ -356,6 +358,11 @@ Value Checker::Impl::checkName(Ctx& ctx, const NameExpr& e) {
     if (l->kind == Local::IndexVar) v.indexVar = e.name;
     return v;
   }
+  if (e.name == "none") {
+    Value v;
+    v.type.kind = Type::None;
+    return v;
+  }
   if (auto it = ctx.generics.find(e.name); it != ctx.generics.end()) {
     if (it->second == "Dim") {
       Value v;
@@ -455,7 +462,7 @@ Value Checker::Impl::checkBinary(Ctx& ctx, const BinaryExpr& e) {
       return out;
     case BinaryOp::BitAnd: case BinaryOp::BitOr: case BinaryOp::BitXor: case BinaryOp::Shl:
     case BinaryOp::Shr:
-      if (!dtype->intLike() && !dtype->boolLike()) {
+      if (!dtype->intLike()) {
         error(ctx, e.range, fmt::format("`{}` needs integer operands, not `{}`", op, dtype->str()));
         return Value::error();
       }
@@ -466,6 +473,10 @@ Value Checker::Impl::checkBinary(Ctx& ctx, const BinaryExpr& e) {
   }
   if (dtype->boolLike()) {
     error(ctx, e.range, fmt::format("`{}` needs numbers, not `bool`", op));
+    return Value::error();
+  }
+  if (e.op == BinaryOp::Rem && !dtype->intLike()) {
+    error(ctx, e.range, fmt::format("`%` needs integer operands, not `{}`", dtype->str()));
     return Value::error();
   }
   out.type = Type::tensor(*shape, *dtype);
@@ -508,8 +519,9 @@ Value Checker::Impl::checkIndex(Ctx& ctx, const IndexExpr& e) {
                                     base.type.str()));
     return Value::error();
   }
-  if (e.items.size() > shape.size()) {
-    error(ctx, e.range, fmt::format("`{}` has rank {}, but {} subscripts are given",
+  if (e.items.size() != shape.size()) {
+    error(ctx, e.range, fmt::format("`{}` has rank {}, but {} subscripts are given; write `:` "
+                                    "for a whole axis",
                                     base.type.str(), shape.size(), e.items.size()));
     return Value::error();
   }
@@ -592,7 +604,6 @@ Value Checker::Impl::checkIndex(Ctx& ctx, const IndexExpr& e) {
     // A runtime index: a gather, clamped into range when it runs.
   }
   if (!ok) return Value::error();
-  for (size_t k = e.items.size(); k < shape.size(); ++k) out.push_back(shape[k]);
   Value v;
   v.type = Type::tensor(std::move(out), base.type.dtype);
   return v;

@@ -3,6 +3,8 @@
 // clause proven from the caller's facts, the result type substituted.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "sema/checker_impl.h"
 
 namespace linnet::sema {
@@ -156,6 +158,12 @@ Value Checker::Impl::checkCall(Ctx& ctx, const CallExpr& call) {
 Value Checker::Impl::callFn(Ctx& ctx, const CallExpr& call, const Signature& sig,
                             const Bindings& blockArgs, const std::string& calleeName) {
   const FnDecl& fn = *sig.fn;
+  if (std::find(activeFns.begin(), activeFns.end(), sig.fn) != activeFns.end()) {
+    error(ctx, call.range, fmt::format("`{}` calls itself; fns cannot recurse, since every call "
+                                       "is inlined",
+                                       calleeName));
+    return Value::error();
+  }
   // Arguments to parameters: positional first, then by name.
   std::vector<const syntax::Expr*> bound(fn.params.size(), nullptr);
   bool ok = true;

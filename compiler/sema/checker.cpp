@@ -502,6 +502,9 @@ Diagnostic& Checker::Impl::unproven(Ctx& ctx, SourceRange at, const Relation& r,
     Diagnostics::note(d, {}, "no where clause is in scope");
   else
     Diagnostics::note(d, {}, fmt::format("where clause in scope: {}", fmt::join(ctx.where, ", ")));
+  if (!ctx.concrete && !ctx.what.empty())
+    Diagnostics::note(d, {}, fmt::format("help: if it holds, state `{}` in the where clause of {}",
+                                         r.str(), ctx.what));
   addContextNotes(ctx, d);
   return d;
 }
@@ -573,6 +576,7 @@ std::string Checker::Impl::mismatch(Ctx& ctx, const Type& actual, const Type& ex
   if (actual.isError() || expected.isError()) return {};
   if (expected.kind == Type::Option && actual.kind == Type::Option)
     return mismatch(ctx, actual.elems[0], expected.elems[0]);
+  if (expected.kind == Type::Option && actual.kind == Type::None) return {};
   if (expected.kind != actual.kind) return "different kinds of value";
   switch (expected.kind) {
     case Type::Tensor: {

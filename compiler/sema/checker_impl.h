@@ -95,6 +95,7 @@ struct Checker::Impl {
   std::map<const syntax::BlockDecl*, BlockSig> blockSigs;
   std::set<std::string> concreteDone;  // memo of concrete instances checked
   size_t concreteBlocks = 0;
+  std::vector<const syntax::FnDecl*> activeFns;  // fns being checked, outermost first
   int depth = 0;
 
   // -- definitions (checker.cpp)

@@ -93,6 +93,18 @@ bool Checker::Impl::bindGenericsFromPackage(const BlockDecl& block,
   return ok;
 }
 
+// `Heads = 30, KvHeads = 8`: the values a relation's generics take.
+static std::string valuesOf(const Relation& r, const Bindings& b) {
+  std::set<std::string> vars;
+  r.lhs.collectVars(vars);
+  r.rhs.collectVars(vars);
+  std::vector<std::string> parts;
+  for (const auto& v : vars)
+    if (auto it = b.dims.find(v); it != b.dims.end())
+      parts.push_back(fmt::format("{} = {}", v, it->second.str()));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 static std::vector<int64_t> numbers(const Shape& shape) {
   std::vector<int64_t> out;
   for (const Dim& d : shape) out.push_back(d.isPack() || !d.expr.isConstant() ? -1 : d.expr.constantValue());
@@ -120,8 +132,10 @@ void Checker::Impl::instantiateBlock(const BlockSig& sig, const Bindings& b,
       if (!none.prove(r)) {
         Diagnostic& d = diags.error(
             sig.whereRanges[i],
-            fmt::format("the where clause of `{}` does not hold: `{}` is `{}`, which is false",
-                        sig.block->name.name, sig.where[i].str(), r.str()));
+            fmt::format("the where clause of `{}` does not hold: `{}` is `{}`, which is false "
+                        "for {}",
+                        sig.block->name.name, sig.where[i].str(), r.str(),
+                        valuesOf(sig.where[i], b)));
         addContextNotes(ctx, d);
         return;
       }

@@ -64,6 +64,7 @@ bool Program::readToml(const std::string& dir) {
         }
       };
       readValues("generics", package_.generics);
+      for (const auto& [name, value] : package_.overrides) package_.generics[name] = value;
       readValues("check", package_.check);
     }
   } catch (const toml::parse_error& e) {
@@ -82,8 +83,9 @@ bool Program::setGeneric(const std::string& assignment) {
                                  assignment));
     return false;
   }
-  package_.generics[assignment.substr(0, eq)] =
-      parseGenericValue(assignment.substr(eq + 1), "--set " + assignment);
+  GenericValue v = parseGenericValue(assignment.substr(eq + 1), "--set " + assignment);
+  package_.overrides[assignment.substr(0, eq)] = v;
+  package_.generics[assignment.substr(0, eq)] = v;
   return true;
 }
 
@@ -113,6 +115,15 @@ bool Program::loadFile(const std::string& path) {
   return root_ && !diags_.hasErrors();
 }
 
+bool Program::loadSource(const std::string& path, std::string text) {
+  crateDir_ = fs::path(path).parent_path().string();
+  package_.dir = crateDir_;
+  package_.name = fs::path(path).stem().string();
+  package_.rootFile = path;
+  root_ = loadModule(package_.name, path, {}, &text);
+  return root_ && !diags_.hasErrors();
+}
+
 std::string Program::pathFor(const std::vector<syntax::Ident>& path, const Module& from,
                              std::string& moduleName) const {
   fs::path file;
@@ -130,10 +141,13 @@ std::string Program::pathFor(const std::vector<syntax::Ident>& path, const Modul
   return file.string() + ".linnet";
 }
 
-Module* Program::loadModule(const std::string& name, const std::string& path, SourceRange usedAt) {
-  std::string canonical = fs::weakly_canonical(path).string();
+Module* Program::loadModule(const std::string& name, const std::string& path, SourceRange usedAt,
+                            const std::string* text) {
+  std::error_code ec;
+  std::string canonical = fs::weakly_canonical(path, ec).string();
+  if (ec) canonical = path;
   if (auto it = byPath_.find(canonical); it != byPath_.end()) return it->second;
-  uint32_t file = sources_.load(path);
+  uint32_t file = text ? sources_.add(path, *text) : sources_.load(path);
   if (file == 0) {
     diags_.error(usedAt, fmt::format("cannot find module `{}`: no file {}", name, path));
     return nullptr;

@@ -50,6 +50,7 @@ struct Package {
   std::string rootFile;   // src/lib.linnet unless nest.toml's [source] says otherwise
   std::string rootBlock;  // nest.toml's [source] root, e.g. "Model"
   std::map<std::string, GenericValue> generics;  // [generics], then --set overrides
+  std::map<std::string, GenericValue> overrides;  // --set, applied after reading nest.toml
   std::map<std::string, GenericValue> check;     // [check]: entries' own generics
 };
 
@@ -61,6 +62,8 @@ class Program {
   // single .linnet file whose `crate.` is its own folder. False on errors.
   bool loadPackage(const std::string& dir);
   bool loadFile(const std::string& path);
+  // Like loadFile, for a root module held in memory (tests, fuzzing).
+  bool loadSource(const std::string& path, std::string text);
   // Command-line `--set Name=Value`.
   bool setGeneric(const std::string& assignment);
 
@@ -73,7 +76,8 @@ class Program {
   const Item* lookup(const Module& from, const std::string& name) const;
 
  private:
-  Module* loadModule(const std::string& name, const std::string& path, SourceRange usedAt);
+  Module* loadModule(const std::string& name, const std::string& path, SourceRange usedAt,
+                     const std::string* text = nullptr);
   void resolveImports(Module& module);
   void collectItems(Module& module);
   std::string pathFor(const std::vector<syntax::Ident>& path, const Module& from,

@@ -619,7 +619,10 @@ class Parser {
       case TokenKind::LParen: {
         advance();
         ExprPtr first = parseExpr();
-        if (accept(TokenKind::RParen)) return first;  // grouping
+        if (accept(TokenKind::RParen)) {  // grouping: the range covers the parentheses
+          first->range = from(start);
+          return first;
+        }
         auto tuple = std::make_unique<TupleExpr>(start);
         tuple->elems.push_back(std::move(first));
         while (accept(TokenKind::Comma)) {

@@ -18,6 +18,12 @@ Expr div(const Expr& a, const Expr& b) { return Expr::floorDiv(a, b); }
 Expr mod(const Expr& a, const Expr& b) { return Expr::mod(a, b); }
 Relation rel(const Expr& a, Rel op, const Expr& b) { return {a, op, b}; }
 
+std::string fmt_join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
 // The where clause of the sharded attention card.
 Facts cardFacts() {
   Expr shards = v("Shards"), heads = v("Heads"), kv = v("KvHeads"), h = v("H");
@@ -70,6 +76,11 @@ TEST_CASE("printing uses minimal parentheses around / and %", "[dims][print]") {
   CHECK(div(h + v("Extra"), c(2) * heads).str() == "(H + Extra) / (2 * Heads)");
   CHECK(mod(h, heads).str() == "H % Heads");
   CHECK((s * mod(h, heads)).str() == "S * (H % Heads)");
+  CHECK(mod(headDim, c(2)).str() == "(H / Heads) % 2");
+  CHECK(mod(h * v("Extra"), c(4)).str() == "(H * Extra) % 4");
+  CHECK(div(mod(h, c(8)), c(3)).str() == "(H % 8) / 3");
+  CHECK(div(div(h, heads), shards).str() == "H / Heads / Shards");
+  CHECK(div(h * v("Extra"), c(3)).str() == "H * Extra / 3");
 }
 
 TEST_CASE("addition and multiplication are commutative and distribute", "[dims][normal]") {
@@ -356,6 +367,29 @@ TEST_CASE("facts combine: scaled, chained and multiplied", "[dims][compare]") {
   CHECK_FALSE(f.prove(rel(m, Rel::Gt, n)));
 }
 
+TEST_CASE("flattened indices stay in bounds", "[dims][compare]") {
+  Expr i = v("fi"), j = v("fj"), k = v("fk"), n = v("FN"), m = v("FM"), kk = v("FK");
+  Facts f;
+  f.add(rel(i, Rel::Lt, n));
+  f.add(rel(j, Rel::Lt, m));
+  f.add(rel(k, Rel::Lt, kk));
+  CHECK(f.prove(rel(i * m + j, Rel::Lt, n * m)));
+  CHECK(f.prove(rel((i * m + j) * kk + k, Rel::Lt, n * m * kk)));
+  CHECK_FALSE(f.prove(rel(i * m + j + c(1), Rel::Lt, n * m)));
+  CHECK_FALSE(f.prove(rel(i * kk + j, Rel::Lt, n * m)));
+}
+
+TEST_CASE("facts are only multiplied by nonnegative atoms", "[dims][compare]") {
+  Expr n = v("N"), m = v("M"), s = v("S");
+  Facts f;
+  f.add(rel(n, Rel::Ge, m));
+  CHECK(f.prove(rel(n * s, Rel::Ge, m * s)));
+  Expr maybeNegative = div(s - c(1), c(2));  // -1 when S = 0
+  CHECK(f.prove(rel(n * maybeNegative * maybeNegative, Rel::Ge, m * maybeNegative * maybeNegative)));
+  CHECK_FALSE(f.prove(rel(n * maybeNegative, Rel::Ge, m * maybeNegative)));
+  CHECK_FALSE(f.prove(rel(maybeNegative, Rel::Ge, c(0))));
+}
+
 TEST_CASE("floor division and modulo have bounds", "[dims][compare]") {
   Expr n = v("N"), s = v("S"), q = v("Q");
   Facts f;
@@ -448,4 +482,164 @@ TEST_CASE("proving stays fast on the card", "[dims][perf]") {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   CHECK(proven == 5 * 2000);
   CHECK(ms < 5000);  // about 10,000 proofs with fresh caches; loose for sanitizer builds
+}
+
+// ---- randomized soundness ------------------------------------------------------------------
+
+namespace {
+
+// A tiny deterministic generator of expressions, with a reference evaluator
+// independent of the normal form.
+struct RandomExprs {
+  uint64_t state = 0x2545F4914F6CDD1DULL;
+  std::vector<std::string> names{"ra", "rb", "rc"};
+
+  uint64_t next() {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return state;
+  }
+  int pick(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
+
+  struct Node {
+    char op;  // 'c' constant, 'v' variable, or + - * / %
+    int64_t value = 0;
+    std::string name;
+    std::shared_ptr<Node> l, r;
+  };
+  using NodeP = std::shared_ptr<Node>;
+
+  NodeP gen(int depth) {
+    if (depth == 0 || pick(3) == 0) {
+      auto n = std::make_shared<Node>();
+      if (pick(2)) n->op = 'c', n->value = pick(7) - 2;
+      else n->op = 'v', n->name = names[static_cast<size_t>(pick(3))];
+      return n;
+    }
+    auto n = std::make_shared<Node>();
+    n->op = "+-*/%"[pick(5)];
+    n->l = gen(depth - 1);
+    n->r = gen(depth - 1);
+    return n;
+  }
+
+  static Expr build(const NodeP& n) {
+    switch (n->op) {
+      case 'c': return Expr::constant(n->value);
+      case 'v': return Expr::var(n->name);
+      case '+': return build(n->l) + build(n->r);
+      case '-': return build(n->l) - build(n->r);
+      case '*': return build(n->l) * build(n->r);
+      case '/': return Expr::floorDiv(build(n->l), build(n->r));
+      default: return Expr::mod(build(n->l), build(n->r));
+    }
+  }
+
+  static std::optional<int64_t> eval(const NodeP& n, const std::map<std::string, int64_t>& env) {
+    if (n->op == 'c') return n->value;
+    if (n->op == 'v') return env.at(n->name);
+    auto l = eval(n->l, env), r = eval(n->r, env);
+    if (!l || !r) return std::nullopt;
+    switch (n->op) {
+      case '+': return *l + *r;
+      case '-': return *l - *r;
+      case '*': return *l * *r;
+      default: {
+        if (*r == 0) return std::nullopt;
+        int64_t q = *l / *r;
+        if (*l % *r != 0 && ((*l < 0) != (*r < 0))) --q;
+        return n->op == '/' ? q : *l - *r * q;
+      }
+    }
+  }
+};
+
+std::vector<std::map<std::string, int64_t>> grid() {
+  std::vector<std::map<std::string, int64_t>> out;
+  for (int64_t a = 0; a <= 6; ++a)
+    for (int64_t b = 0; b <= 6; ++b)
+      for (int64_t cc = 0; cc <= 6; ++cc) out.push_back({{"ra", a}, {"rb", b}, {"rc", cc}});
+  return out;
+}
+
+bool holds(Rel op, int64_t l, int64_t r) {
+  switch (op) {
+    case Rel::Eq: return l == r;
+    case Rel::Ne: return l != r;
+    case Rel::Lt: return l < r;
+    case Rel::Le: return l <= r;
+    case Rel::Gt: return l > r;
+    case Rel::Ge: return l >= r;
+  }
+  return false;
+}
+
+// Whether r holds at env; nullopt where it is undefined (division by zero).
+std::optional<bool> holdsAt(const Relation& r, const std::map<std::string, int64_t>& env) {
+  auto l = r.lhs.evaluate(env), rr = r.rhs.evaluate(env);
+  if (!l || !rr) return std::nullopt;
+  return holds(r.op, *l, *rr);
+}
+
+}  // namespace
+
+TEST_CASE("normal forms evaluate like the expressions they came from", "[dims][random]") {
+  RandomExprs gen;
+  auto points = grid();
+  int compared = 0;
+  for (int i = 0; i < 400; ++i) {
+    auto tree = gen.gen(3);
+    Expr e = RandomExprs::build(tree);
+    for (size_t p = 0; p < points.size(); p += 7) {
+      auto want = RandomExprs::eval(tree, points[p]);
+      if (!want) continue;  // the normal form may define what the source left undefined
+      auto got = e.evaluate(points[p]);
+      INFO(e.str());
+      REQUIRE(got == want);
+      ++compared;
+    }
+  }
+  CHECK(compared > 5000);
+}
+
+TEST_CASE("proofs and simplifications hold at every point satisfying the facts", "[dims][random]") {
+  RandomExprs gen;
+  auto points = grid();
+  const Rel rels[] = {Rel::Eq, Rel::Ne, Rel::Lt, Rel::Le, Rel::Gt, Rel::Ge};
+  auto randomRelation = [&](int depth) {
+    return Relation{RandomExprs::build(gen.gen(depth)), rels[gen.pick(6)], RandomExprs::build(gen.gen(depth))};
+  };
+  int proven = 0;
+  for (int i = 0; i < 600; ++i) {
+    Facts facts;
+    int nFacts = 1 + gen.pick(3);
+    for (int k = 0; k < nFacts; ++k) facts.add(randomRelation(1 + gen.pick(2)));
+    if (gen.pick(2)) facts.add({Expr::mod(Expr::var("ra"), Expr::var("rb")), Rel::Eq, Expr::constant(0)});
+    Relation goal = randomRelation(2);
+    Expr e = RandomExprs::build(gen.gen(2));
+    bool ok = facts.prove(goal);
+    proven += ok;
+    Expr simplified = facts.simplify(e);
+    for (const auto& env : points) {
+      bool satisfied = std::all_of(facts.relations().begin(), facts.relations().end(),
+                                   [&](const Relation& r) { return holdsAt(r, env) == std::optional<bool>(true); });
+      if (!satisfied) continue;
+      INFO("facts: " << fmt_join(facts.describe()) << "  goal: " << goal.str() << "  e: " << e.str());
+      if (ok && holdsAt(goal, env)) REQUIRE(*holdsAt(goal, env));
+      auto before = e.evaluate(env), after = simplified.evaluate(env);
+      if (before) REQUIRE(after == before);
+    }
+  }
+  CHECK(proven > 50);
+}
+
+TEST_CASE("a divisibility fact keeps the defining bounds of its quotient", "[dims][facts]") {
+  // With `D % 2 == 0`, `2 * (D / 2)` simplifies to `D`; `D / 2 <= D` must
+  // still be provable (rope's halves `x[..., 0:D / 2]`, `x[..., D / 2:D]`).
+  Expr D = Expr::var("D");
+  Expr half = Expr::floorDiv(D, Expr::constant(2));
+  Facts facts;
+  facts.add({Expr::mod(D, Expr::constant(2)), Rel::Eq, Expr::constant(0)});
+  CHECK(facts.prove({half, Rel::Le, D}));
+  CHECK(facts.prove({half + half, Rel::Eq, D}));
+  CHECK_FALSE(facts.prove({half, Rel::Ge, D}));
 }

@@ -255,15 +255,34 @@ Expr mapAtoms(const Expr& e, const std::function<std::optional<Expr>(Atom)>& f) 
 
 // ---- printing --------------------------------------------------------------------
 
-std::string leftOperand(const Expr& e) {
-  return e.terms().size() > 1 ? "(" + e.str() + ")" : e.str();
+// Appends rather than `"(" + s + ")"`, which trips a false -Wrestrict in GCC 12.
+std::string parenthesized(const std::string& s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '(';
+  out += s;
+  out += ')';
+  return out;
+}
+
+bool isPlainAtom(const Expr& e) {
+  auto a = e.asAtom();
+  return a && ((*a)->kind == AtomNode::Kind::Var || (*a)->kind == AtomNode::Kind::Pack);
+}
+
+// Sums always need parentheses. Beyond that, spell out groupings readers
+// might misread even where precedence makes them redundant:
+// `(H / Heads) % 2`, `(B * S) % 4`, `(H % 8) / 2`.
+std::string leftOperand(const Expr& e, AtomNode::Kind op) {
+  bool paren = e.terms().size() > 1;
+  if (op == AtomNode::Kind::Mod) paren |= !e.isConstant() && !isPlainAtom(e);
+  if (auto a = e.asAtom(); a && (*a)->kind == AtomNode::Kind::Mod) paren = true;
+  return paren ? parenthesized(e.str()) : e.str();
 }
 
 std::string rightOperand(const Expr& e) {
-  if (e.isConstant() && e.constantValue() >= 0) return e.str();
-  if (auto a = e.asAtom(); a && ((*a)->kind == AtomNode::Kind::Var || (*a)->kind == AtomNode::Kind::Pack))
-    return e.str();
-  return "(" + e.str() + ")";
+  if ((e.isConstant() && e.constantValue() >= 0) || isPlainAtom(e)) return e.str();
+  return parenthesized(e.str());
 }
 
 // A term without its sign. `unary` is set when a unary minus precedes it,
@@ -279,7 +298,7 @@ std::string termBody(uint64_t absCoef, const Factors& fs, bool unary) {
       std::string s = f.atom->str();
       bool paren = (f.atom->kind == AtomNode::Kind::Div && !first) ||
                    (f.atom->kind == AtomNode::Kind::Mod && !alone);
-      parts.push_back(paren ? "(" + s + ")" : s);
+      parts.push_back(paren ? parenthesized(s) : s);
     }
   }
   std::string out = parts[0];
@@ -300,8 +319,8 @@ std::string AtomNode::str() const {
   switch (kind) {
     case Kind::Var: return name;
     case Kind::Pack: return "prod(" + name + ")";
-    case Kind::Div: return leftOperand(lhs) + " / " + rightOperand(rhs);
-    case Kind::Mod: return leftOperand(lhs) + " % " + rightOperand(rhs);
+    case Kind::Div: return leftOperand(lhs, kind) + " / " + rightOperand(rhs);
+    case Kind::Mod: return leftOperand(lhs, kind) + " % " + rightOperand(rhs);
   }
   return "?";
 }

@@ -24,7 +24,9 @@ using Atom = const AtomNode*;
 
 // Atom order: by kind (packs, variables, divisions, modulos), then by creation
 // order. Creation order keeps printed products in the order the program
-// introduced their parts (`Heads / Shards * (H / Heads)`).
+// introduced their parts (`Heads / Shards * (H / Heads)`, `P + Batch`). It is
+// deterministic for a given sequence of calls, but printed order within a
+// sum or product depends on which atoms the process created first.
 bool atomLess(Atom a, Atom b);
 
 struct Factor {
@@ -44,7 +46,8 @@ struct Term {
   std::vector<Factor> factors;
 };
 
-// Thrown when dimension arithmetic leaves int64.
+// Thrown by Expr arithmetic when a coefficient leaves int64. Facts never
+// throws it: an overflowing fact is dropped, an overflowing goal unproven.
 struct DimOverflow : std::exception {
   const char* what() const noexcept override { return "dimension arithmetic overflows int64"; }
 };
@@ -60,10 +63,13 @@ public:
   friend Expr operator-(const Expr&, const Expr&);
   friend Expr operator*(const Expr&, const Expr&);
   Expr operator-() const;
-  Expr scaled(int64_t k) const;  // k * this, without renormalizing
+  Expr scaled(int64_t k) const;  // k * this; cheaper than multiplying
 
   // Floor division and modulo (result has the divisor's sign). Fold what can
   // be folded; a constant zero divisor stays symbolic for the caller to report.
+  // Exact quotients divide out ((N * D) / N -> D, (2 * S + 1) / 2 -> S) and
+  // common factors cancel, so a result may be defined where the original
+  // divided by zero: check divisors before normalizing.
   static Expr floorDiv(const Expr& a, const Expr& b);
   static Expr mod(const Expr& a, const Expr& b);
 

@@ -1,6 +1,7 @@
 #include "sema/dims/facts.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 #include <optional>
 
@@ -14,7 +15,20 @@ using Kind = AtomNode::Kind;
 constexpr size_t kMaxDivFacts = 128;   // bound on the transitive closure
 constexpr size_t kMaxProductFacts = 24;  // facts multiplied pairwise
 constexpr int kMaxCancelRounds = 8;
-constexpr int kMaxBreakpoints = 4;
+constexpr int kSolveBudget = 2000;     // solve() calls per inequality goal
+constexpr int kSearchNodes = 24;       // partial combinations tried per goal
+constexpr int kSearchDepth = 3;        // facts subtracted before the last one
+constexpr size_t kBranching = 6;       // first steps tried per partial combination
+
+// Runs f; dimension arithmetic that leaves int64 just means one fact or
+// candidate fewer, never a wrong answer.
+template <class F>
+void unlessOverflow(F&& f) {
+  try {
+    f();
+  } catch (const DimOverflow&) {
+  }
+}
 
 // ---- divisibility knowledge --------------------------------------------------
 
@@ -227,6 +241,13 @@ void forEachMonomial(const Expr& a, const Expr& b, F&& f) {
   }
 }
 
+// The coefficient of monomial f in e (0 when absent).
+int64_t coefficientOf(const Expr& e, const Factors& f) {
+  for (const auto& t : e.terms())
+    if (compareMonomials(t.factors, f) == 0) return t.coef;
+  return 0;
+}
+
 // A term that keeps a goal from being trivially positive, and the sign a
 // fact's term on the same monomial needs in order to help cancel it.
 struct BadTerm {
@@ -291,6 +312,8 @@ struct Facts::Derived {
   std::map<Expr, bool> geMemo;
   std::map<Atom, int64_t> opLower;
   std::map<Atom, bool> nonnegMemo;
+  int budget = 0;  // solve() calls left in the current search
+  int nodes = 0;   // partial combinations left in the current search
 
   explicit Derived(const std::vector<Relation>& given);
 
@@ -314,21 +337,21 @@ struct Facts::Derived {
   bool proveEq(const Expr& d);
   bool proveNe(const Expr& d);
   bool search(const Goal& g, const Expr& canonical);
+  bool explore(const Goal& g, const Candidates& own, int depth);
   bool trivial(const Goal& g);
   std::vector<BadTerm> badTerms(const Goal& g);
   bool solve(const Goal& g, const Expr& c);
   bool solveWithAny(const Goal& g, const std::vector<BadTerm>& bad, const Candidates& cands);
   Candidates atomFacts(const Expr& d);
-  Candidates atomTimesFacts(const std::vector<BadTerm>& bad);
+  Candidates monomialTimesFacts(const std::vector<BadTerm>& bad);
   const Candidates& productFacts();
-  std::vector<std::pair<int64_t, int64_t>> breakpoints(const Goal& g, const Expr& c);
 };
 
 Facts::Derived::Derived(const std::vector<Relation>& given) {
   std::vector<Expr> rawGe, rawEq, rawNe;
   std::vector<std::pair<Expr, Expr>> rawDivs;
   for (const auto& r : given) {
-    try {
+    unlessOverflow([&] {
       Expr d = r.lhs - r.rhs;
       switch (r.op) {
         case Rel::Ge: rawGe.push_back(d); break;
@@ -346,34 +369,40 @@ Facts::Derived::Derived(const std::vector<Relation>& given) {
           break;
         }
       }
-    } catch (const DimOverflow&) {
-      // A fact we cannot even normalize is one we cannot use.
-    }
+    });
   }
-  plain.divs = closeDivs(rawDivs);
-  auto defs = definitionsFrom(rawEq);
+  unlessOverflow([&] { plain.divs = closeDivs(rawDivs); });
+  std::map<std::string, Expr> defs;
+  unlessOverflow([&] { defs = definitionsFrom(rawEq); });
   if (!defs.empty()) {
     withDefs.emplace();
-    for (auto& [p, q] : rawDivs) withDefs->divs.emplace_back(p.substitute(defs), q.substitute(defs));
-    withDefs->divs = closeDivs(std::move(withDefs->divs));
+    unlessOverflow([&] {
+      std::vector<std::pair<Expr, Expr>> divs;
+      for (auto& [p, q] : rawDivs) divs.emplace_back(p.substitute(defs), q.substitute(defs));
+      withDefs->divs = closeDivs(std::move(divs));
+    });
     withDefs->defs = std::move(defs);
   }
   auto addGe = [&](const Expr& e) {
     if (!e.isZero() && std::find(ge.begin(), ge.end(), e) == ge.end()) ge.push_back(e);
   };
-  for (const auto& e : rawGe) addGe(canon(e));
+  for (const auto& e : rawGe) unlessOverflow([&] { addGe(canon(e)); });
   for (const auto& e : rawEq) {
-    Expr c = canon(e);
-    if (c.isZero()) continue;
-    eqs.push_back(c);
-    addGe(c);
-    addGe(-c);
+    unlessOverflow([&] {
+      Expr c = canon(e);
+      if (c.isZero()) return;
+      eqs.push_back(c);
+      addGe(c);
+      addGe(-c);
+    });
   }
-  for (const auto& e : rawNe) nes.push_back(canon(e));
+  for (const auto& e : rawNe) unlessOverflow([&] { nes.push_back(canon(e)); });
   readLowerBounds();
   for (const auto& g : ge) {
-    Expr s = shift(g);
-    if (!trivial({s, 1})) shifted.add(s);
+    unlessOverflow([&] {
+      Expr s = shift(g);
+      if (!trivial({s, 1})) shifted.add(s);
+    });
   }
 }
 
@@ -407,6 +436,7 @@ void Facts::Derived::readLowerBounds() {
   for (int round = 0; round < 4; ++round) {
     bool changed = false;
     for (const Expr& g : ge) {
+      if (g.terms().empty()) continue;
       const Term* pos = nullptr;
       __int128 need = -__int128{g.constantTerm()};
       bool usable = true;
@@ -536,9 +566,13 @@ bool Facts::Derived::solve(const Goal& g, const Expr& c) {
 // Q * (P / Q) <= P < Q * (P / Q) + Q, and P % Q < Q, P % Q <= P.
 Candidates Facts::Derived::atomFacts(const Expr& d) {
   Candidates out;
+  // Each defining bound is offered as written too: a divisibility fact
+  // simplifies `D - 2 * (D / 2)` to 0, which would lose `D / 2 <= D`.
   auto add = [&](const Expr& e) {
-    Expr s = shift(canon(e));
-    if (!trivial({s, 1})) out.add(s);
+    for (const Expr& form : {canon(e), e}) {
+      Expr s = shift(form);
+      if (!trivial({s, 1})) out.add(s);
+    }
   };
   Expr one = Expr::constant(1);
   for (Atom a : topAtoms(d, Kind::Div)) {
@@ -556,18 +590,42 @@ Candidates Facts::Derived::atomFacts(const Expr& d) {
   return out;
 }
 
-// Facts multiplied by an atom x of a bad monomial m, when the fact has a
-// term on m / x: from A >= B prove A * D >= B * D.
-Candidates Facts::Derived::atomTimesFacts(const std::vector<BadTerm>& bad) {
+// The proper divisors of a monomial other than 1, as (divisor, quotient).
+std::vector<std::pair<Factors, Factors>> splitsOf(const Factors& m) {
+  std::vector<std::pair<Factors, Factors>> out{{{}, {}}};
+  for (const auto& f : m) {
+    std::vector<std::pair<Factors, Factors>> next;
+    for (const auto& [d, q] : out) {
+      for (int e = 0; e <= f.exp; ++e) {
+        auto d2 = d, q2 = q;
+        if (e > 0) d2.push_back({f.atom, e});
+        if (e < f.exp) q2.push_back({f.atom, f.exp - e});
+        next.emplace_back(std::move(d2), std::move(q2));
+      }
+    }
+    out = std::move(next);
+  }
+  std::erase_if(out, [](const auto& s) { return s.first.empty() || s.second.empty(); });
+  return out;
+}
+
+// Facts multiplied by a nonnegative monomial r that lands one of their
+// terms t on a bad monomial m = r * t: from A >= B prove A * D >= B * D.
+Candidates Facts::Derived::monomialTimesFacts(const std::vector<BadTerm>& bad) {
   Candidates out;
   for (const auto& b : bad) {
-    for (size_t i = 0; i < b.mono.size(); ++i) {
-      Factors rest = b.mono;
-      if (--rest[i].exp == 0) rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
-      const auto* hits = shifted.withMonomial(rest);
-      if (!hits) continue;
-      for (auto [idx, coef] : *hits)
-        if ((coef < 0) == b.wantNegative) out.add(shifted.items()[idx] * Expr::fromAtom(b.mono[i].atom));
+    for (const auto& [t, r] : splitsOf(b.mono)) {
+      const auto* hits = shifted.withMonomial(t);
+      if (!hits || !monoNonneg(r)) continue;
+      Expr multiplier = Expr::fromTerms({Term{1, r}});
+      // Also by the multiplier before shifting, (x + L) for x: with facts
+      // i < N, j < M that is M * (N - i - 1) in i * M + j < N * M.
+      Expr whole = shift(multiplier);
+      for (auto [idx, coef] : *hits) {
+        if ((coef < 0) != b.wantNegative) continue;
+        out.add(shifted.items()[idx] * multiplier);
+        if (whole != multiplier) out.add(shifted.items()[idx] * whole);
+      }
     }
   }
   return out;
@@ -579,56 +637,60 @@ const Candidates& Facts::Derived::productFacts() {
     const auto& fs = shifted.items();
     size_t n = std::min(fs.size(), kMaxProductFacts);
     for (size_t i = 0; i < n; ++i)
-      for (size_t j = i; j < n; ++j) products->add(fs[i] * fs[j]);
+      for (size_t j = i; j < n; ++j) unlessOverflow([&] { products->add(fs[i] * fs[j]); });
   }
   return *products;
 }
 
-// Multipliers k = p / q at which k * c cancels a term of g exactly.
-std::vector<std::pair<int64_t, int64_t>> Facts::Derived::breakpoints(const Goal& g, const Expr& c) {
-  std::vector<std::pair<int64_t, int64_t>> out;
-  forEachMonomial(g.d, c, [&](const Factors& f, int64_t dm, int64_t cm) {
-    if (f.empty() || dm == 0 || cm == 0 || (dm > 0) != (cm > 0) || out.size() >= kMaxBreakpoints) return;
-    int64_t p = dm < 0 ? -dm : dm, q = cm < 0 ? -cm : cm, gcd = std::gcd(p, q);
-    std::pair<int64_t, int64_t> k{p / gcd, q / gcd};
-    if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
-  });
-  return out;
-}
-
 bool Facts::Derived::solveWithAny(const Goal& g, const std::vector<BadTerm>& bad, const Candidates& cands) {
-  for (size_t i : cands.relevantTo(bad))
+  for (size_t i : cands.relevantTo(bad)) {
+    if (budget == 0) return false;
+    --budget;
     if (solve(g, cands.items()[i])) return true;
+  }
   return false;
 }
 
-// Is g.d + g.s a nonnegative combination of at most two candidate facts plus
-// something trivially positive? Only candidates sharing a bad term can help.
+// Is g.d + g.s a nonnegative combination of a few candidate facts plus
+// something trivially positive?
 bool Facts::Derived::search(const Goal& g, const Expr& canonical) {
+  budget = kSolveBudget;
+  nodes = kSearchNodes;
+  return explore(g, atomFacts(canonical), kSearchDepth);
+}
+
+// Finish with one candidate if some scaling of it works; otherwise cancel
+// the highest bad term exactly with a candidate and explore the rest. A
+// candidate must have a term of the right sign on every bad term it is to
+// fix, so looking only at candidates for that one term loses nothing.
+bool Facts::Derived::explore(const Goal& g, const Candidates& own, int depth) {
   auto bad = badTerms(g);
   if (bad.empty()) return true;
-  Candidates own = atomFacts(canonical);
-  if (solveWithAny(g, bad, shifted) || solveWithAny(g, bad, own)) return true;
-  Candidates scaled = atomTimesFacts(bad);
-  if (solveWithAny(g, bad, scaled)) return true;
-  // Products of facts only help with nonlinear terms; building them costs.
-  bool nonlinear = std::any_of(bad.begin(), bad.end(), [](const BadTerm& b) {
-    return b.mono.size() > 1 || (!b.mono.empty() && b.mono[0].exp > 1);
-  });
+  if (--nodes < 0) return false;
+  auto focus = std::find_if(bad.begin(), bad.end(), [](const BadTerm& b) { return !b.mono.empty(); });
+  if (focus == bad.end()) focus = bad.begin();  // only the constant is short
+  std::vector<BadTerm> focusOnly{*focus};
+  // Multiplied facts only help with nonlinear terms; building them costs.
+  bool nonlinear = focus->mono.size() > 1 || (!focus->mono.empty() && focus->mono[0].exp > 1);
   static const Candidates none;
-  const Candidates& products = nonlinear ? productFacts() : none;
-  if (solveWithAny(g, bad, products)) return true;
-  // Two steps: first cancel a term exactly with one candidate, then finish.
-  const Candidates* firstSteps[] = {&shifted, &own, &scaled, &products};
-  for (const Candidates* firsts : firstSteps) {
-    for (size_t i : firsts->relevantTo(bad)) {
-      const Expr& c = firsts->items()[i];
-      for (auto [p, q] : breakpoints(g, c)) {
-        Goal rest{g.d.scaled(q) - c.scaled(p), q * g.s};
-        auto restBad = badTerms(rest);
-        if (restBad.empty() || solveWithAny(rest, restBad, shifted) || solveWithAny(rest, restBad, own))
-          return true;
-      }
+  Candidates scaled = nonlinear ? monomialTimesFacts(focusOnly) : Candidates();
+  const Candidates* sets[] = {&shifted, &own, &scaled, nonlinear ? &productFacts() : &none};
+  for (const Candidates* set : sets)
+    if (solveWithAny(g, focusOnly, *set)) return true;
+  if (depth == 0 || focus->mono.empty()) return false;
+  int64_t dm = coefficientOf(g.d, focus->mono);
+  size_t tried = 0;
+  for (const Candidates* set : sets) {
+    for (size_t i : set->relevantTo(focusOnly)) {
+      if (tried++ == kBranching) return false;
+      const Expr& c = set->items()[i];
+      int64_t cm = coefficientOf(c, focus->mono);
+      if (dm == INT64_MIN || cm == INT64_MIN) continue;
+      // dm and cm have the same sign: subtract (dm / cm) * c, scaled to integers.
+      int64_t gcd = std::gcd(dm, cm), p = std::abs(dm) / gcd, q = std::abs(cm) / gcd;
+      Goal rest{g.d.scaled(q) - c.scaled(p), 0};
+      if (__builtin_mul_overflow(q, g.s, &rest.s)) continue;
+      if (explore(rest, own, depth - 1)) return true;
     }
   }
   return false;
@@ -671,8 +733,8 @@ void Facts::add(const Relation& r) {
 }
 
 bool Facts::prove(const Relation& goal) const {
-  Derived& d = derived();
   try {
+    Derived& d = derived();
     Expr diff = d.canon(goal.lhs - goal.rhs);
     Expr one = Expr::constant(1);
     switch (goal.op) {
