@@ -7,6 +7,7 @@ packages=(
   cmake ninja-build g++ python3
   clang libclang-rt-14-dev llvm-14   # sanitizers, libFuzzer, FileCheck-14
   catch2 libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev
+  libpcre2-dev pkg-config xz-utils
 )
 
 missing=()

@@ -5,6 +5,13 @@
 namespace linnet {
 
 Diagnostic& Diagnostics::error(SourceRange range, std::string message) {
+  // A definition checked from several places reports each problem once.
+  for (Diagnostic& d : diags_)
+    if (d.range.file == range.file && d.range.begin == range.begin && d.range.end == range.end &&
+        d.message == message) {
+      overflow_ = {};
+      return overflow_;
+    }
   ++errorCount_;
   if (diags_.size() >= kMaxErrors) {
     overflow_ = {};

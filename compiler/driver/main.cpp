@@ -90,7 +90,8 @@ int runCheck(const std::string& package, const std::vector<std::string>& sets,
   for (const auto& s : sets) program.setGeneric(s);
   if (!diags.hasErrors()) program.loadPackage(package);
   std::optional<linnet::sema::Summary> summary;
-  if (program.root()) {
+  // Syntax and name errors stop here: checking half-parsed code only cascades.
+  if (program.root() && !diags.hasErrors()) {
     linnet::sema::Checker checker(program, diags);
     checker.checkDefinitions();
     if (!diags.hasErrors()) summary = checker.instantiateRoot();

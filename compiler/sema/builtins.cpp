@@ -234,6 +234,11 @@ Value Checker::Impl::checkBuiltin(Ctx& ctx, const CallExpr& call, const std::str
     Value n = checkExpr(ctx, *a.positional[0]);
     if (!d || n.type.isError()) return Value::error();
     if (!n.staticInt) return fail(a.positional[0]->range, "`iota`'s length must be a static dimension");
+    if (!prove(ctx, {*n.staticInt, Rel::Ge, Expr::constant(0)})) {
+      unproven(ctx, a.positional[0]->range, {*n.staticInt, Rel::Ge, Expr::constant(0)},
+               "a length must not be negative");
+      return Value::error();
+    }
     if (d->boolLike()) return fail(call.generics[0]->range, "`iota` makes numbers, not bools");
     out.type = Type::tensor({Dim::of(*n.staticInt)}, *d);
     return out;
@@ -287,7 +292,8 @@ Value Checker::Impl::checkBuiltin(Ctx& ctx, const CallExpr& call, const std::str
     bool ok = name == "abs" ? (x.type.dtype.floatLike() || x.type.dtype.intLike())
                             : x.type.dtype.floatLike();
     if (!ok)
-      return fail(a.positional[0]->range, fmt::format("`{}` needs floats, not `{}`", name,
+      return fail(a.positional[0]->range, fmt::format("`{}` needs {}, not `{}`", name,
+                                                      name == "abs" ? "numbers" : "floats",
                                                       x.type.dtype.str()));
     out.type = x.type;
     if (out.type.dtype.kind == DType::WeakInt && name != "abs") out.type.dtype = DType::weakFloat();
@@ -301,9 +307,12 @@ Value Checker::Impl::checkBuiltin(Ctx& ctx, const CallExpr& call, const std::str
     auto s = broadcast(ctx, x.type.shape, y.type.shape, why);
     if (!s) return fail(call.range, fmt::format("`{}` cannot broadcast its operands: {}", name, why));
     auto d = unifyDTypes(x.type.dtype, y.type.dtype);
-    if (!d || d->boolLike())
+    if (!d)
       return fail(call.range, fmt::format("`{}` of `{}` and `{}`: element types differ", name,
                                           x.type.dtype.str(), y.type.dtype.str()));
+    if (d->boolLike() || (name == "pow" && !d->floatLike()))
+      return fail(call.range, fmt::format("`{}` needs {}, not `{}`", name,
+                                          name == "pow" ? "floats" : "numbers", d->str()));
     out.type = Type::tensor(*s, *d);
     return out;
   }
@@ -316,7 +325,8 @@ Value Checker::Impl::checkBuiltin(Ctx& ctx, const CallExpr& call, const std::str
     auto keep = keepdims();
     if (!keep) return Value::error();
     if (x.type.dtype.boolLike() || (name == "mean" && !x.type.dtype.floatLike()))
-      return fail(a.positional[0]->range, fmt::format("`{}` needs numbers, not `{}`", name,
+      return fail(a.positional[0]->range, fmt::format("`{}` needs {}, not `{}`", name,
+                                                      name == "mean" ? "floats" : "numbers",
                                                       x.type.dtype.str()));
     Shape s = x.type.shape;
     if (*keep) s[axis] = Dim::of(Expr::constant(1));
@@ -333,6 +343,8 @@ Value Checker::Impl::checkBuiltin(Ctx& ctx, const CallExpr& call, const std::str
     if (!unifyDTypes(x.type.dtype, y.type.dtype) || !(x.type.dtype == y.type.dtype))
       return fail(call.range, fmt::format("`matmul` of `{}` and `{}`: element types differ",
                                           x.type.dtype.str(), y.type.dtype.str()));
+    if (!x.type.dtype.floatLike())
+      return fail(call.range, fmt::format("`matmul` needs floats, not `{}`", x.type.dtype.str()));
     if (p.empty() || p.back().isPack() || q.size() < 2 || hasPack(Shape(q.end() - 2, q.end())))
       return fail(call.range, fmt::format("`matmul` needs `[..., K]` times `[..., K, N]`, not "
                                           "`{}` and `{}`",

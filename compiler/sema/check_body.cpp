@@ -42,17 +42,22 @@ void Checker::Impl::checkFnBody(Ctx& ctx, const FnDecl& fn) {
   }
   ctx.result = fn.result ? evalType(ctx, *fn.result) : Type::unit();
   checkStmts(ctx, fn.body);
-  if (ctx.result->kind != Type::Unit && !ctx.sawReturn)
-    error(ctx, fn.name.range, fmt::format("fn `{}` must return a `{}` but has no `return`",
+  bool endsInReturn = !fn.body.empty() && fn.body.back()->kind == StmtKind::Return;
+  if (ctx.result->kind != Type::Unit && !endsInReturn)
+    error(ctx, fn.name.range, fmt::format("fn `{}` must end with `return` of a `{}`",
                                           fn.name.name, ctx.result->str()));
   ctx.scopes.pop_back();
   activeFns.pop_back();
 }
 
 void Checker::Impl::checkStmts(Ctx& ctx, const StmtList& stmts) {
-  for (const StmtPtr& s : stmts) {
+  for (size_t i = 0; i < stmts.size(); ++i) {
     if (diags.errorCount() >= Diagnostics::kMaxErrors) return;
-    checkStmt(ctx, *s);
+    checkStmt(ctx, *stmts[i]);
+    if (stmts[i]->kind == StmtKind::Return && i + 1 < stmts.size()) {
+      error(ctx, stmts[i + 1]->range, "this statement comes after `return` and never runs");
+      return;
+    }
   }
 }
 
@@ -212,6 +217,9 @@ void Checker::Impl::checkStmt(Ctx& ctx, const Stmt& s) {
     case StmtKind::Return: {
       const auto& r = static_cast<const ReturnStmt&>(s);
       ctx.sawReturn = true;
+      if (ctx.loopDepth > 0)
+        error(ctx, r.range, "`return` inside a loop is not supported: assign a `var` in the loop "
+                            "and return it after");
       Type expected = ctx.result ? *ctx.result : Type::unit();
       if (!r.value) {
         if (expected.kind != Type::Unit)
@@ -271,7 +279,9 @@ void Checker::Impl::checkStmt(Ctx& ctx, const Stmt& s) {
       }
       declare(ctx, f.var, l);
       ctx.scopes.emplace_back();
+      ++ctx.loopDepth;
       checkStmts(ctx, f.body);
+      --ctx.loopDepth;
       ctx.scopes.pop_back();
       ctx.scopes.pop_back();
       ctx.facts = saved;
@@ -285,7 +295,9 @@ void Checker::Impl::checkStmt(Ctx& ctx, const Stmt& s) {
         error(ctx, w.cond->range,
               fmt::format("a `while` condition must be a `bool`, not `{}`", c.type.str()));
       ctx.scopes.emplace_back();
+      ++ctx.loopDepth;
       checkStmts(ctx, w.body);
+      --ctx.loopDepth;
       ctx.scopes.pop_back();
       return;
     }
@@ -456,8 +468,14 @@ Value Checker::Impl::checkBinary(Ctx& ctx, const BinaryExpr& e) {
       }
       out.type = Type::tensor(*shape, DType::concrete(Scalar::Bool));
       return out;
-    case BinaryOp::Eq: case BinaryOp::Ne: case BinaryOp::Lt: case BinaryOp::Le:
-    case BinaryOp::Gt: case BinaryOp::Ge:
+    case BinaryOp::Lt: case BinaryOp::Le: case BinaryOp::Gt: case BinaryOp::Ge:
+      if (dtype->boolLike()) {
+        error(ctx, e.range, fmt::format("`{}` needs numbers, not `bool`", op));
+        return Value::error();
+      }
+      out.type = Type::tensor(*shape, DType::concrete(Scalar::Bool));
+      return out;
+    case BinaryOp::Eq: case BinaryOp::Ne:
       out.type = Type::tensor(*shape, DType::concrete(Scalar::Bool));
       return out;
     case BinaryOp::BitAnd: case BinaryOp::BitOr: case BinaryOp::BitXor: case BinaryOp::Shl:
@@ -650,6 +668,14 @@ Value Checker::Impl::checkMember(Ctx& ctx, const MemberExpr& e) {
     else
       error(ctx, e.member.range, fmt::format("block `{}` has no member `{}`",
                                              base.type.block->name.name, e.member.name));
+    return Value::error();
+  }
+  if (it->second.decl->kind == MemberKind::State) {
+    Diagnostic& d = error(ctx, e.member.range,
+                          fmt::format("state `{}` of block `{}` is read and assigned only by that "
+                                      "block's own fns",
+                                      e.member.name, base.type.block->name.name));
+    Diagnostics::note(d, it->second.decl->name.range, "declared here");
     return Value::error();
   }
   Bindings args;

@@ -158,6 +158,7 @@ Value Checker::Impl::checkCall(Ctx& ctx, const CallExpr& call) {
 Value Checker::Impl::callFn(Ctx& ctx, const CallExpr& call, const Signature& sig,
                             const Bindings& blockArgs, const std::string& calleeName) {
   const FnDecl& fn = *sig.fn;
+  if (!activeFns.empty()) calls[activeFns.back()].push_back({sig.fn, call.range});
   if (std::find(activeFns.begin(), activeFns.end(), sig.fn) != activeFns.end()) {
     error(ctx, call.range, fmt::format("`{}` calls itself; fns cannot recurse, since every call "
                                        "is inlined",

@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <functional>
+
 #include "sema/checker_impl.h"
 
 namespace linnet::sema {
@@ -18,7 +21,70 @@ Checker::Checker(const Program& program, Diagnostics& diags)
 Checker::~Checker() = default;
 
 void Checker::checkDefinitions() {
+  for (const auto& m : impl_->program.modules()) impl_->checkBlockCycles(*m);
   for (const auto& m : impl_->program.modules()) impl_->checkModule(*m);
+  impl_->checkRecursion();
+}
+
+// Every call is inlined, so the call graph must have no cycle.
+void Checker::Impl::checkRecursion() {
+  std::map<const FnDecl*, int> state;  // 0 new, 1 on the path, 2 done
+  std::vector<std::pair<const FnDecl*, SourceRange>> path;
+  std::function<void(const FnDecl*)> visit = [&](const FnDecl* f) {
+    state[f] = 1;
+    for (const auto& [callee, at] : calls[f]) {
+      if (state[callee] == 1) {
+        if (callee == f) continue;  // direct recursion is reported at the call
+        std::vector<std::string> names;
+        bool on = false;
+        for (const auto& [g, _] : path) {
+          on |= g == callee;
+          if (on) names.push_back(fmt::format("`{}`", g->name.name));
+        }
+        names.push_back(fmt::format("`{}`", f->name.name));
+        names.push_back(fmt::format("`{}`", callee->name.name));
+        diags.error(at, fmt::format("fns cannot recurse, since every call is inlined: {}",
+                                    fmt::join(names, " calls ")));
+      } else if (state[callee] == 0) {
+        path.push_back({f, at});
+        visit(callee);
+        path.pop_back();
+      }
+    }
+    state[f] = 2;
+  };
+  for (const auto& [f, _] : calls)
+    if (state[f] == 0) visit(f);
+}
+
+// A block may not contain itself, directly or through its subs.
+void Checker::Impl::checkBlockCycles(const Module& m) {
+  for (const auto& b : m.ast->blocks) {
+    std::vector<const BlockDecl*> path;
+    std::function<bool(const BlockDecl*, const Module*)> reaches = [&](const BlockDecl* x,
+                                                                     const Module* xm) {
+      if (std::find(path.begin(), path.end(), x) != path.end()) return x == b.get();
+      path.push_back(x);
+      for (const MemberDecl& mem : x->members) {
+        if (mem.kind != MemberKind::Sub || !mem.type) continue;
+        const TypeExpr* t = mem.type.get();
+        if (t->kind == TypeKind::Array && t->elem) t = t->elem.get();
+        if (t->kind != TypeKind::Named) continue;
+        const Item* item = program.lookup(*xm, t->name.name);
+        if (!item || item->kind != Item::Block) continue;
+        if (item->block == b.get() || reaches(item->block, item->module)) {
+          if (x == b.get())
+            diags.error(mem.range, fmt::format("block `{}` contains itself through sub `{}`",
+                                               b->name.name, mem.name.name));
+          path.pop_back();
+          return true;
+        }
+      }
+      path.pop_back();
+      return false;
+    };
+    reaches(b.get(), &m);
+  }
 }
 
 static const std::set<std::string> kGenericKinds = {"Dim", "Dims", "Float", "Int", "DType"};
@@ -36,32 +102,43 @@ void Checker::Impl::addContextNotes(Ctx& ctx, Diagnostic& d) {
 }
 
 void Checker::Impl::addGenerics(Ctx& ctx, const std::vector<GenericParam>& generics) {
+  const GenericParam* defaulted = nullptr;
   for (const GenericParam& g : generics) {
     const std::string& n = g.name.name;
-    if (!kGenericKinds.count(g.kind.name)) {
+    if (g.defaultValue) {
+      defaulted = &g;
+    } else if (defaulted) {
+      Diagnostic& d = error(ctx, g.name.range,
+                            fmt::format("generic `{}` has no default but follows `{}`, which has "
+                                        "one; parameters with defaults come last",
+                                        n, defaulted->name.name));
+      Diagnostics::note(d, defaulted->name.range, "the earlier default");
+    }
+    std::string kind = g.kind.name;
+    if (!kGenericKinds.count(kind)) {
       error(ctx, g.kind.range, fmt::format("unknown generic kind `{}`; use Dim, Dims, Float, Int "
                                            "or DType",
                                            g.kind.name));
-      continue;
+      kind = "Dim";  // go on as a dimension, so its uses do not cascade
     }
     if (ctx.generics.count(n)) {
       error(ctx, g.name.range, fmt::format("generic parameter `{}` is declared twice", n));
       continue;
     }
-    ctx.generics[n] = g.kind.name;
-    if (g.kind.name == "Dim") {
+    ctx.generics[n] = kind;
+    if (kind == "Dim") {
       ctx.bindings.dims[n] = Expr::var(n);
-    } else if (g.kind.name == "Dims") {
+    } else if (kind == "Dims") {
       ctx.bindings.packs[n] = Shape{Dim::spread(n)};
     } else {
-      ctx.bindings.dtypes[n] = DType::generic(n, g.kind.name);
+      ctx.bindings.dtypes[n] = DType::generic(n, kind);
     }
     if (g.defaultValue) {
-      if (g.kind.name == "Dim") {
+      if (kind == "Dim") {
         auto v = evalDim(ctx, *g.defaultValue);
         if (v && !v->isConstant())
           error(ctx, g.defaultValue->range, "a generic's default must be a number");
-      } else if (g.kind.name != "Dims") {
+      } else if (kind != "Dims") {
         evalDType(ctx, *g.defaultValue);
       }
     }
@@ -362,8 +439,9 @@ Shape Checker::Impl::evalShapeList(Ctx& ctx, const std::vector<ExprPtr>& list, S
       continue;
     }
     auto v = evalDim(ctx, *d);
+    if (v && !prove(ctx, {*v, Rel::Ge, Expr::constant(0)}))
+      unproven(ctx, d->range, {*v, Rel::Ge, Expr::constant(0)}, "an extent must not be negative");
     shape.push_back(Dim::of(v ? *v : Expr::constant(1)));
-    if (!v) shape.back().pack = "";
   }
   if (packs > 1) error(ctx, range, "a shape may spread at most one dimension pack");
   return shape;
@@ -502,7 +580,12 @@ Diagnostic& Checker::Impl::unproven(Ctx& ctx, SourceRange at, const Relation& r,
     Diagnostics::note(d, {}, "no where clause is in scope");
   else
     Diagnostics::note(d, {}, fmt::format("where clause in scope: {}", fmt::join(ctx.where, ", ")));
-  if (!ctx.concrete && !ctx.what.empty())
+  std::set<std::string> vars;
+  r.lhs.collectVars(vars);
+  r.rhs.collectVars(vars);
+  bool overGenerics = !vars.empty();
+  for (const auto& v : vars) overGenerics &= ctx.generics.count(v) > 0;
+  if (!ctx.concrete && !ctx.what.empty() && overGenerics)
     Diagnostics::note(d, {}, fmt::format("help: if it holds, state `{}` in the where clause of {}",
                                          r.str(), ctx.what));
   addContextNotes(ctx, d);

@@ -81,6 +81,7 @@ struct Ctx {
   bool concrete = false;
   std::optional<Type> result;  // a fn body's declared result
   bool sawReturn = false;
+  int loopDepth = 0;
   std::vector<std::map<std::string, Local>> scopes;
   std::vector<IndexScope*> indexScopes;
   std::string what;  // "fn `forward` of block `Model`", for messages
@@ -96,6 +97,11 @@ struct Checker::Impl {
   std::set<std::string> concreteDone;  // memo of concrete instances checked
   size_t concreteBlocks = 0;
   std::vector<const syntax::FnDecl*> activeFns;  // fns being checked, outermost first
+  // Calls between fns, for rejecting recursion: caller -> (callee, call site).
+  std::map<const syntax::FnDecl*, std::vector<std::pair<const syntax::FnDecl*, SourceRange>>> calls;
+  std::vector<const syntax::BlockDecl*> activeBlocks;  // blocks being instantiated
+  void checkRecursion();
+  void checkBlockCycles(const Module& m);
   int depth = 0;
 
   // -- definitions (checker.cpp)

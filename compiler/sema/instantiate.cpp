@@ -3,6 +3,8 @@
 // checked again with numbers. Collects the summary (parameters, state).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "sema/checker_impl.h"
 
 namespace linnet::sema {
@@ -43,7 +45,9 @@ bool Checker::Impl::bindGenericsFromPackage(const BlockDecl& block,
         if (!it->second.number || *it->second.number < 0) {
           diags.error(at, fmt::format("{}: `{}` is a dimension of `{}` and needs a non-negative "
                                       "integer, not `{}`",
-                                      it->second.origin, n, block.name.name, it->second.dtype));
+                                      it->second.origin, n, block.name.name,
+                                      it->second.number ? std::to_string(*it->second.number)
+                                                        : it->second.dtype));
           ok = false;
           continue;
         }
@@ -114,6 +118,13 @@ static std::vector<int64_t> numbers(const Shape& shape) {
 void Checker::Impl::instantiateBlock(const BlockSig& sig, const Bindings& b,
                                      const std::vector<std::string>& chain,
                                      const std::string& path, Summary* summary) {
+  if (std::find(activeBlocks.begin(), activeBlocks.end(), sig.block) != activeBlocks.end())
+    return;  // a block containing itself was reported with the definitions
+  activeBlocks.push_back(sig.block);
+  struct Pop {
+    std::vector<const BlockDecl*>& v;
+    ~Pop() { v.pop_back(); }
+  } pop{activeBlocks};
   std::string key = fmt::format("block {} {}", static_cast<const void*>(sig.block), b.key());
   bool firstTime = concreteDone.insert(key).second;
   if (firstTime) ++concreteBlocks;

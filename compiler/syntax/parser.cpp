@@ -23,7 +23,7 @@ bool isReductionName(std::string_view name) {
 class Parser {
  public:
   Parser(const SourceManager& sources, uint32_t file, Diagnostics& diags)
-      : file_(file), diags_(diags), tokens_(lex(sources, file, diags)) {}
+      : sources_(sources), file_(file), diags_(diags), tokens_(lex(sources, file, diags)) {}
 
   std::unique_ptr<ModuleAst> run() {
     auto module = std::make_unique<ModuleAst>();
@@ -34,6 +34,11 @@ class Parser {
         module->name = parseDottedPath();
       } catch (ParseFailure&) {
         skipToItem();
+      }
+    } else {
+      try {
+        fail(tok().range, "a file starts with its module's name, as in `module llama.attention`");
+      } catch (ParseFailure&) {
       }
     }
     while (!at(TokenKind::EndOfFile)) {
@@ -69,7 +74,8 @@ class Parser {
   SourceRange from(SourceRange start) const { return {file_, start.begin, prevEnd_}; }
 
   [[noreturn]] void fail(SourceRange range, std::string message) {
-    if (speculating_ == 0) diags_.error(range, std::move(message));
+    // The lexer has already reported an Error token: one mistake, one message.
+    if (speculating_ == 0 && tok().kind != TokenKind::Error) diags_.error(range, std::move(message));
     throw ParseFailure{};
   }
   std::string describe(const Token& t) const {
@@ -173,15 +179,12 @@ class Parser {
     use.path.push_back(expectIdent("a module path after `use`"));
     while (accept(TokenKind::Dot)) use.path.push_back(expectIdent("a module name after `.`"));
     expect(TokenKind::ColonColon, "after the module path of `use` (as in `use std.nn.linear::{Linear}`)");
-    if (accept(TokenKind::LBrace)) {
-      while (!at(TokenKind::RBrace)) {
-        use.names.push_back(expectIdent("a name to import"));
-        if (!accept(TokenKind::Comma)) break;
-      }
-      expect(TokenKind::RBrace, "to close the imported names");
-    } else {
+    expect(TokenKind::LBrace, "around the imported names (as in `use std.nn.linear::{Linear}`)");
+    while (!at(TokenKind::RBrace)) {
       use.names.push_back(expectIdent("a name to import"));
+      if (!accept(TokenKind::Comma)) break;
     }
+    expect(TokenKind::RBrace, "to close the imported names");
     use.range = from(start);
     return use;
   }
@@ -189,6 +192,7 @@ class Parser {
   std::vector<GenericParam> parseGenericParams() {
     std::vector<GenericParam> params;
     if (!accept(TokenKind::Less)) return params;
+    Nested nested(nesting_);
     while (!at(TokenKind::Greater)) {
       GenericParam p;
       p.name = expectIdent("a generic parameter name");
@@ -205,6 +209,7 @@ class Parser {
   std::vector<ExprPtr> parseWhere() {
     std::vector<ExprPtr> facts;
     if (!accept(TokenKind::KwWhere)) return facts;
+    Nested nested(nesting_);
     do {
       if (at(TokenKind::LBrace)) break;  // trailing comma
       facts.push_back(parseExpr());
@@ -321,6 +326,7 @@ class Parser {
   // ------------------------------------------------------------------ types
   TypeExprPtr parseType() {
     if (++depth_ > kMaxDepth) fail(tok().range, "type nests too deeply");
+    Nested nested(nesting_);
     auto type = std::make_unique<TypeExpr>();
     SourceRange start = tok().range;
     if (at(TokenKind::LParen)) {
@@ -374,6 +380,7 @@ class Parser {
 
   // After `<`: arguments up to and including `>`.
   std::vector<ExprPtr> parseGenericArgs() {
+    Nested nested(nesting_);
     std::vector<ExprPtr> args;
     while (!at(TokenKind::Greater)) {
       args.push_back(parseExpr(/*noGreater=*/true));
@@ -385,10 +392,19 @@ class Parser {
 
   // ------------------------------------------------------------- statements
   StmtList parseBody() {
-    expect(TokenKind::LBrace, "to open a body");
+    SourceRange open = expect(TokenKind::LBrace, "to open a body").range;
     StmtList body;
     while (!at(TokenKind::RBrace) && !at(TokenKind::EndOfFile)) {
       size_t before = pos_;
+      TokenKind k = tok().kind;
+      if (tok().afterNewline && (k == TokenKind::KwPub || k == TokenKind::KwFn ||
+                                 k == TokenKind::KwBlock || k == TokenKind::KwUse ||
+                                 k == TokenKind::KwConst || k == TokenKind::KwEntry)) {
+        LineCol lc = sources_.file(file_).lineCol(open.begin);
+        fail(tok().range, fmt::format("expected `}}` to close the body opened at line {}, before "
+                                      "this `{}`",
+                                      lc.line, tok().text));
+      }
       try {
         body.push_back(parseStmt());
         if (!at(TokenKind::RBrace) && !tok().afterNewline && !at(TokenKind::EndOfFile))
@@ -509,6 +525,7 @@ class Parser {
   // The binary operator at the cursor, if any. `>` `>` written together is a
   // shift and `>` `=` is `>=`; in generic arguments a `>` closes the list.
   std::optional<std::pair<BinaryOp, int>> currentBinary(bool noGreater) const {
+    if (lineEnds()) return std::nullopt;  // an operator on the next line starts nothing here
     auto op = [](BinaryOp o) -> std::optional<std::pair<BinaryOp, int>> {
       switch (o) {
 #define BINARY_OP(Name, Spelling, Precedence) \
@@ -567,6 +584,12 @@ class Parser {
     if (at(TokenKind::Minus) || at(TokenKind::Bang)) {
       UnaryOp op = at(TokenKind::Minus) ? UnaryOp::Neg : UnaryOp::Not;
       advance();
+      // `-9223372036854775808` is the smallest i64, a literal of its own.
+      if (op == UnaryOp::Neg && at(TokenKind::IntLiteral)) {
+        Token t = advance();
+        uint64_t v = intValue(t, static_cast<uint64_t>(INT64_MAX) + 1);
+        return std::make_unique<IntLiteralExpr>(from(start), static_cast<int64_t>(0 - v));
+      }
       if (++depth_ > kMaxDepth) fail(tok().range, "expression nests too deeply");
       ExprPtr operand = parseUnary(noGreater);
       --depth_;
@@ -585,14 +608,7 @@ class Parser {
     switch (tok().kind) {
       case TokenKind::IntLiteral: {
         Token t = advance();
-        std::string digits;
-        for (char c : t.text)
-          if (c != '_') digits += c;
-        errno = 0;
-        char* end = nullptr;
-        unsigned long long v = std::strtoull(digits.c_str(), &end, 0);
-        if (errno == ERANGE || v > static_cast<unsigned long long>(INT64_MAX))
-          fail(t.range, fmt::format("integer literal `{}` does not fit in 64 bits", t.text));
+        uint64_t v = intValue(t, static_cast<uint64_t>(INT64_MAX));
         return std::make_unique<IntLiteralExpr>(t.range, static_cast<int64_t>(v));
       }
       case TokenKind::FloatLiteral: {
@@ -618,6 +634,7 @@ class Parser {
       }
       case TokenKind::LParen: {
         advance();
+        Nested nested(nesting_);
         ExprPtr first = parseExpr();
         if (accept(TokenKind::RParen)) {  // grouping: the range covers the parentheses
           first->range = from(start);
@@ -635,6 +652,7 @@ class Parser {
       }
       case TokenKind::LBracket: {
         advance();
+        Nested nested(nesting_);
         auto list = std::make_unique<ListExpr>(start);
         while (!at(TokenKind::RBracket)) {
           list->elems.push_back(parseExpr());
@@ -647,6 +665,25 @@ class Parser {
       default:
         fail(tok().range, fmt::format("expected an expression, found {}", describe(tok())));
     }
+  }
+
+  // The value of an integer literal token: decimal, or hexadecimal after
+  // `0x`; `_` separates digits. Values above `limit` are errors.
+  uint64_t intValue(const Token& t, uint64_t limit) {
+    std::string digits;
+    for (char c : t.text)
+      if (c != '_') digits += c;
+    bool hex = digits.size() > 1 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X');
+    std::string body = hex ? digits.substr(2) : digits;
+    if (body.empty()) fail(t.range, fmt::format("malformed number `{}`", t.text));
+    errno = 0;
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(body.c_str(), &end, hex ? 16 : 10);
+    if (end != body.c_str() + body.size())
+      fail(t.range, fmt::format("malformed number `{}`", t.text));
+    if (errno == ERANGE || v > limit)
+      fail(t.range, fmt::format("integer literal `{}` does not fit in 64 bits", t.text));
+    return v;
   }
 
   // Tries `<args>(` after a callee; on success the cursor is at `(`.
@@ -684,9 +721,9 @@ class Parser {
       bool callable = e->kind == ExprKind::Name || e->kind == ExprKind::Member;
       std::vector<ExprPtr> generics;
       bool hasGenerics = false;
-      if (callable && at(TokenKind::Less) && !tok().afterNewline && tryGenericArgs(generics))
+      if (callable && at(TokenKind::Less) && !lineEnds() && tryGenericArgs(generics))
         hasGenerics = true;
-      if (at(TokenKind::LParen) && !tok().afterNewline) {
+      if (at(TokenKind::LParen) && (!tok().afterNewline || hasGenerics)) {
         e = parseCall(std::move(e), hasGenerics, std::move(generics));
         continue;
       }
@@ -701,6 +738,7 @@ class Parser {
   ExprPtr parseCall(ExprPtr callee, bool hasGenerics, std::vector<ExprPtr> generics) {
     SourceRange start = callee->range;
     expect(TokenKind::LParen, "");
+    Nested nested(nesting_);
     // `all[b] (body)`: the index on a reduction's name holds its binders.
     if (!hasGenerics && callee->kind == ExprKind::Index) {
       auto* index = static_cast<IndexExpr*>(callee.get());
@@ -750,6 +788,7 @@ class Parser {
     SourceRange start = base->range;
     auto index = std::make_unique<IndexExpr>(start, std::move(base));
     advance();  // `[`
+    Nested nested(nesting_);
     while (!at(TokenKind::RBracket)) {
       IndexItem item;
       SourceRange itemStart = tok().range;
@@ -777,6 +816,7 @@ class Parser {
   }
 
   static constexpr int kMaxDepth = 256;
+  const SourceManager& sources_;
   uint32_t file_;
   Diagnostics& diags_;
   std::vector<Token> tokens_;
@@ -784,6 +824,16 @@ class Parser {
   uint32_t prevEnd_ = 0;
   int speculating_ = 0;
   int depth_ = 0;
+  int nesting_ = 0;  // open ( [ < around the cursor: line breaks do not end anything there
+
+  // Counts one level of ( [ < for as long as it lives, also when a failure unwinds.
+  struct Nested {
+    explicit Nested(int& n) : n_(n) { ++n_; }
+    ~Nested() { --n_; }
+    int& n_;
+  };
+  // Does a line break before the cursor end the expression here?
+  bool lineEnds() const { return nesting_ == 0 && tok().afterNewline; }
 };
 
 }  // namespace

@@ -58,7 +58,14 @@ def run(linnetc, path, text):
                 f.write(source.replace(before, after))
             subject, shown = target, "<card>"
         else:
-            subject, shown = os.path.relpath(path, ROOT), None
+            # Check a copy without the expectations, so that what they quote
+            # (an unterminated `/*`, say) cannot change the program.
+            workdir = tempfile.mkdtemp(prefix="linnet-golden-")
+            subject = os.path.join(workdir, os.path.basename(path))
+            body, _ = split_expected(text)
+            with open(subject, "w") as f:
+                f.write("\n".join(body) + "\n")
+            shown = os.path.relpath(path, ROOT)
         proc = subprocess.run([linnetc, "check", subject] + args, cwd=ROOT,
                               capture_output=True, text=True, timeout=60)
         out, err = proc.stdout, proc.stderr

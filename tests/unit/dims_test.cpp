@@ -465,23 +465,22 @@ TEST_CASE("copies of Facts extend independently", "[dims][facts]") {
   CHECK(inner.describe().size() == 2);
 }
 
-TEST_CASE("proving stays fast on the card", "[dims][perf]") {
+// Speed is measured in bench/, not asserted here; this checks that many
+// proofs over fresh scopes (no memo carried over) all come out right.
+TEST_CASE("many proofs over fresh scopes of the card's facts", "[dims][facts]") {
   Facts f = cardFacts();
   Expr heads = v("Heads"), shards = v("Shards"), kv = v("KvHeads"), h = v("H"), batch = v("Batch");
-  auto start = std::chrono::steady_clock::now();
   int proven = 0;
-  for (int i = 0; i < 2000; ++i) {
-    Facts scope = f;  // a fresh scope each time: no memo carried over
+  for (int i = 0; i < 200; ++i) {
+    Facts scope = f;
     scope.add(rel(v("I"), Rel::Lt, batch));
     proven += scope.prove(rel(div(heads, shards) * shards, Rel::Eq, heads));
     proven += scope.prove(rel(v("I") + c(i % 7), Rel::Lt, batch + c(i % 7)));
     proven += scope.prove(rel(batch * c(i + 1), Rel::Ge, c(i + 1)));
     proven += scope.prove(rel(mod(h, kv), Rel::Eq, c(0)));
-    proven += !scope.prove(rel(v("I"), Rel::Gt, c(i)));  // fails: the slow path
+    proven += !scope.prove(rel(v("I"), Rel::Gt, c(i)));  // not provable: the slow path
   }
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
-  CHECK(proven == 5 * 2000);
-  CHECK(ms < 5000);  // about 10,000 proofs with fresh caches; loose for sanitizer builds
+  CHECK(proven == 5 * 200);
 }
 
 // ---- randomized soundness ------------------------------------------------------------------
