@@ -44,8 +44,12 @@ Value Checker::Impl::checkBuiltin(Ctx& ctx, const CallExpr& call, const std::str
 
   Args a;
   for (const Argument& arg : call.args) {
-    if (arg.name.name.empty()) a.positional.push_back(arg.value.get());
-    else a.named[arg.name.name] = &arg;
+    if (arg.name.name.empty()) {
+      a.positional.push_back(arg.value.get());
+    } else if (!a.named.emplace(arg.name.name, &arg).second) {
+      error(ctx, arg.name.range, fmt::format("`{}` of `{}` is given twice", arg.name.name, name));
+      return Value::error();
+    }
   }
   auto fail = [&](SourceRange at, std::string message) {
     error(ctx, at, std::move(message));
@@ -407,6 +411,10 @@ Value Checker::Impl::checkBuiltin(Ctx& ctx, const CallExpr& call, const std::str
     Value o = checkExpr(ctx, *a.positional[0]);
     Value d = checkExpr(ctx, *a.positional[1]);
     if (o.type.isError() || d.type.isError()) return Value::error();
+    if (o.type.kind == Type::None) {
+      out.type = finalizeWeak(d.type);
+      return out;
+    }
     if (o.type.kind != Type::Option)
       return fail(a.positional[0]->range, fmt::format("`unwrap_or` needs an Option, not `{}`",
                                                       o.type.str()));

@@ -583,7 +583,8 @@ Diagnostic& Checker::Impl::unproven(Ctx& ctx, SourceRange at, const Relation& r,
   std::set<std::string> vars;
   r.lhs.collectVars(vars);
   r.rhs.collectVars(vars);
-  bool overGenerics = !vars.empty();
+  // No help for facts over loop variables, or that can never hold.
+  bool overGenerics = !vars.empty() && !ctx.facts.simplify(r.lhs - r.rhs).isConstant();
   for (const auto& v : vars) overGenerics &= ctx.generics.count(v) > 0;
   if (!ctx.concrete && !ctx.what.empty() && overGenerics)
     Diagnostics::note(d, {}, fmt::format("help: if it holds, state `{}` in the where clause of {}",

@@ -10,6 +10,8 @@ Test kinds:
 
 Header lines (anywhere in the file):
   // ARGS: --set Layers=2      extra arguments for `linnetc check`
+  // FROM: / // TO:            (mutations) text to replace, indentation kept
+  // OCCURRENCE: 2             (mutations) which occurrence of FROM, when not unique
 Expected results, at the end of the file (written by --update):
   // EXIT: 1
   // CHECK:STDOUT: <line>
@@ -31,8 +33,12 @@ EXPECT = re.compile(r"^// (EXIT|CHECK:STDOUT|CHECK:STDERR):( ?)(.*)$")
 VOLATILE = re.compile(r"checked in [0-9.]+ s")
 
 
-def directives(text, name):
-    return [m.group(1).strip() for m in re.finditer(r"^// %s:(.*)$" % name, text, re.M)]
+def directives(text, name, keep_indent=False):
+    """The values of `// NAME: value` lines; FROM/TO keep their indentation."""
+    values = [m.group(1) for m in re.finditer(r"^// %s:(.*)$" % name, text, re.M)]
+    if keep_indent:
+        return [v[1:] if v.startswith(" ") else v for v in values]
+    return [v.strip() for v in values]
 
 
 def run(linnetc, path, text):
@@ -46,16 +52,23 @@ def run(linnetc, path, text):
             target = os.path.join(workdir, "card")
             shutil.copytree(CARD, target)
             (rel,) = directives(text, "MUTATE")
-            before = "\n".join(directives(text, "FROM"))
-            after = "\n".join(directives(text, "TO"))
+            before = "\n".join(directives(text, "FROM", keep_indent=True))
+            after = "\n".join(directives(text, "TO", keep_indent=True))
+            occurrence = int((directives(text, "OCCURRENCE") or ["0"])[0])
             file = os.path.join(target, rel)
             with open(file) as f:
                 source = f.read()
             count = source.count(before)
-            if count != 1:
-                return None, f"`// FROM: {before}` occurs {count} times in {rel}, not once"
+            if occurrence == 0 and count != 1:
+                return None, f"`// FROM: {before}` occurs {count} times in {rel}, not once " \
+                             "(name one with `// OCCURRENCE: N`)"
+            if occurrence > count:
+                return None, f"`// FROM: {before}` occurs {count} times in {rel}, not {occurrence}"
+            at = -1
+            for _ in range(max(occurrence, 1)):
+                at = source.index(before, at + 1)
             with open(file, "w") as f:
-                f.write(source.replace(before, after))
+                f.write(source[:at] + after + source[at + len(before):])
             subject, shown = target, "<card>"
         else:
             # Check a copy without the expectations, so that what they quote
