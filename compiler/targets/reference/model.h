@@ -1,0 +1,74 @@
+// The reference backend: a checked program run directly, op by op, with the
+// numeric semantics of docs/language.md (every op computed in double and
+// rounded to its dtype). It is the oracle the compiled targets are checked
+// against, and the way to get numbers from a model before code generation.
+// It is slow by design: clarity over speed.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sema/program.h"
+#include "targets/reference/tensor.h"
+
+namespace linnet::reference {
+
+// The numbers a block instance's generics are bound to.
+struct Env {
+  std::map<std::string, int64_t> dims;
+  std::map<std::string, std::vector<int64_t>> packs;
+  std::map<std::string, Scalar> dtypes;
+};
+
+// One block of the instantiated model: its params, its state, its subs.
+struct Instance {
+  const syntax::BlockDecl* block = nullptr;
+  const sema::Module* module = nullptr;
+  Env env;
+  std::string path;  // `layers.3.attention`; empty for the root
+  std::map<std::string, Tensor> params;
+  std::map<std::string, Tensor> states;
+  std::map<std::string, std::unique_ptr<Instance>> subs;
+  std::map<std::string, std::vector<std::unique_ptr<Instance>>> arrays;
+};
+
+struct ParamSpec {
+  std::string path;  // `layers.0.attention.q_proj.weight`
+  std::vector<int64_t> shape;
+  Scalar dtype = Scalar::F32;
+};
+
+// Supplies a param's tensor (from a checkpoint, or random for benchmarks).
+using ParamSource = std::function<Tensor(const ParamSpec&)>;
+
+class Model {
+ public:
+  // Instantiates the package's root block with its generics (nest.toml's
+  // [generics] and --set overrides, as `linnetc check` does). The program
+  // must have been checked without errors.
+  explicit Model(const sema::Program& program);
+  ~Model();
+
+  // Every param of the instance tree, in declaration order.
+  std::vector<ParamSpec> params() const;
+  // Binds every param; state starts zeroed.
+  void bind(const ParamSource& source);
+  void resetState();
+
+  // Runs an entry of the root block. A tuple result comes back as several
+  // tensors. Throws EvalError with a clear message for bad arguments.
+  // Generics that the arguments do not determine (`generate<Steps>`) are
+  // given in `generics`.
+  std::vector<Tensor> call(const std::string& entry, const std::vector<Tensor>& args,
+                           const std::map<std::string, int64_t>& generics = {});
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace linnet::reference

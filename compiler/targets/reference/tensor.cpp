@@ -1,0 +1,500 @@
+#include "targets/reference/tensor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace linnet::reference {
+
+int64_t Tensor::size() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string Tensor::describe() const {
+  return fmt::format("Tensor[{}; {}]", fmt::join(shape, ", "), sema::name(dtype));
+}
+
+Tensor Tensor::zeros(Scalar dtype, std::vector<int64_t> shape) {
+  Tensor t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  if (t.isFloat()) t.f.assign(t.size(), 0.0);
+  else t.i.assign(t.size(), 0);
+  return t;
+}
+
+Tensor Tensor::scalarF(Scalar dtype, double v, bool weak) {
+  Tensor t = zeros(dtype, {});
+  t.f[0] = roundTo(dtype, v);
+  t.weak = weak;
+  return t;
+}
+
+Tensor Tensor::scalarI(Scalar dtype, int64_t v, bool weak) {
+  Tensor t = zeros(dtype, {});
+  t.i[0] = wrapTo(dtype, v);
+  t.weak = weak;
+  return t;
+}
+
+double roundTo(Scalar dtype, double v) {
+  switch (dtype) {
+    case Scalar::F32: return static_cast<double>(static_cast<float>(v));
+    case Scalar::F16: return static_cast<double>(static_cast<_Float16>(v));
+    case Scalar::BF16: {
+      float x = static_cast<float>(v);
+      if (std::isnan(x)) return v;
+      uint32_t bits;
+      std::memcpy(&bits, &x, 4);
+      uint32_t rounding = 0x7FFF + ((bits >> 16) & 1);  // to nearest, ties to even
+      bits = (bits + rounding) & 0xFFFF0000u;
+      std::memcpy(&x, &bits, 4);
+      return static_cast<double>(x);
+    }
+    default: return v;
+  }
+}
+
+int64_t wrapTo(Scalar dtype, int64_t v) {
+  switch (dtype) {
+    case Scalar::I32: return static_cast<int32_t>(static_cast<uint32_t>(v));
+    case Scalar::Bool: return v != 0;
+    default: return v;
+  }
+}
+
+std::vector<int64_t> broadcastShapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  size_t n = std::max(a.size(), b.size());
+  std::vector<int64_t> out(n);
+  for (size_t k = 0; k < n; ++k) {
+    int64_t x = k < n - a.size() ? 1 : a[k - (n - a.size())];
+    int64_t y = k < n - b.size() ? 1 : b[k - (n - b.size())];
+    if (x != y && x != 1 && y != 1)
+      throw EvalError(fmt::format("cannot broadcast [{}] with [{}]", fmt::join(a, ", "),
+                                  fmt::join(b, ", ")));
+    out[k] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+int64_t broadcastIndex(const std::vector<int64_t>& shape, const std::vector<int64_t>& outShape,
+                       const std::vector<int64_t>& coord) {
+  int64_t index = 0;
+  size_t offset = outShape.size() - shape.size();
+  for (size_t k = 0; k < shape.size(); ++k) {
+    int64_t c = shape[k] == 1 ? 0 : coord[k + offset];
+    index = index * shape[k] + c;
+  }
+  return index;
+}
+
+namespace {
+
+// Calls fn(coord, flat) for every coordinate of `shape`, in row-major order.
+template <typename Fn>
+void forEach(const std::vector<int64_t>& shape, Fn fn) {
+  int64_t total = 1;
+  for (int64_t d : shape) total *= d;
+  std::vector<int64_t> coord(shape.size(), 0);
+  for (int64_t flat = 0; flat < total; ++flat) {
+    fn(coord, flat);
+    for (int k = static_cast<int>(shape.size()) - 1; k >= 0; --k) {
+      if (++coord[k] < shape[k]) break;
+      coord[k] = 0;
+    }
+  }
+}
+
+double floatOp(const std::string& op, double x) {
+  if (op == "neg") return -x;
+  if (op == "exp") return std::exp(x);
+  if (op == "log") return std::log(x);
+  if (op == "sin") return std::sin(x);
+  if (op == "cos") return std::cos(x);
+  if (op == "tanh") return std::tanh(x);
+  if (op == "sqrt") return std::sqrt(x);
+  if (op == "rsqrt") return 1.0 / std::sqrt(x);
+  if (op == "sigmoid") return 1.0 / (1.0 + std::exp(-x));
+  if (op == "abs") return std::fabs(x);
+  if (op == "floor") return std::floor(x);
+  throw EvalError("unknown float operation " + op);
+}
+
+}  // namespace
+
+Scalar joinDType(const Tensor& a, const Tensor& b, bool& weak) {
+  weak = a.weak && b.weak;
+  if (a.weak && !b.weak) return b.dtype;
+  if (b.weak && !a.weak) return a.dtype;
+  if (a.weak && b.weak) return a.isFloat() ? a.dtype : b.dtype;
+  if (a.dtype != b.dtype)
+    throw EvalError(fmt::format("element types {} and {} differ", sema::name(a.dtype),
+                                sema::name(b.dtype)));
+  return a.dtype;
+}
+
+Tensor cast(const Tensor& x, Scalar to) {
+  Tensor out = Tensor::zeros(to, x.shape);
+  for (int64_t k = 0; k < x.size(); ++k) {
+    if (out.isFloat()) {
+      out.f[k] = roundTo(to, x.asDouble(k));
+    } else if (x.isFloat()) {
+      double v = x.f[k];
+      out.i[k] = to == Scalar::Bool ? v != 0.0
+                 : std::isfinite(v) && std::fabs(v) < 9.2e18 ? wrapTo(to, static_cast<int64_t>(v))
+                                                             : 0;
+    } else {
+      out.i[k] = wrapTo(to, x.i[k]);
+    }
+  }
+  return out;
+}
+
+Tensor unary(const std::string& op, const Tensor& x) {
+  Tensor out = x;
+  if (op == "not") {
+    for (auto& v : out.i) v = !v;
+    return out;
+  }
+  if (x.isFloat()) {
+    for (auto& v : out.f) v = roundTo(x.dtype, floatOp(op, v));
+    return out;
+  }
+  if (x.weak && op != "neg" && op != "abs") {  // a literal integer under exp, say
+    out = cast(x, Scalar::F32);
+    out.weak = true;
+    return unary(op, out);
+  }
+  for (auto& v : out.i) {
+    if (op == "neg") v = wrapTo(x.dtype, static_cast<int64_t>(0ull - static_cast<uint64_t>(v)));
+    else if (op == "abs") v = wrapTo(x.dtype, v < 0 ? static_cast<int64_t>(0ull - static_cast<uint64_t>(v)) : v);
+    else throw EvalError(fmt::format("`{}` of an integer tensor", op));
+  }
+  return out;
+}
+
+Tensor binary(const std::string& op, const Tensor& a0, const Tensor& b0) {
+  bool weak = false;
+  Scalar dt = joinDType(a0, b0, weak);
+  bool compare = op == "==" || op == "!=" || op == "<" || op == "<=" || op == ">" || op == ">=";
+  bool logical = op == "&&" || op == "||";
+  const Tensor a = a0.dtype == dt || logical ? a0 : cast(a0, dt);
+  const Tensor b = b0.dtype == dt || logical ? b0 : cast(b0, dt);
+  std::vector<int64_t> shape = broadcastShapes(a.shape, b.shape);
+  Scalar outType = compare || logical ? Scalar::Bool : dt;
+  Tensor out = Tensor::zeros(outType, shape);
+  out.weak = weak && !compare && !logical;
+  bool fl = sema::isFloat(dt);
+  forEach(shape, [&](const std::vector<int64_t>& coord, int64_t flat) {
+    int64_t ia = broadcastIndex(a.shape, shape, coord);
+    int64_t ib = broadcastIndex(b.shape, shape, coord);
+    if (logical) {
+      out.i[flat] = op == "&&" ? (a.i[ia] && b.i[ib]) : (a.i[ia] || b.i[ib]);
+    } else if (fl) {
+      double x = a.f[ia], y = b.f[ib];
+      if (compare) {
+        out.i[flat] = op == "==" ? x == y : op == "!=" ? x != y : op == "<" ? x < y
+                      : op == "<=" ? x <= y : op == ">" ? x > y : x >= y;
+        return;
+      }
+      double r;
+      if (op == "+") r = x + y;
+      else if (op == "-") r = x - y;
+      else if (op == "*") r = x * y;
+      else if (op == "/") r = x / y;
+      else if (op == "maximum") r = std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y);
+      else if (op == "minimum") r = std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y);
+      else if (op == "pow") r = std::pow(x, y);
+      else throw EvalError(fmt::format("`{}` of float tensors", op));
+      out.f[flat] = roundTo(dt, r);
+    } else {
+      int64_t x = a.i[ia], y = b.i[ib];
+      uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
+      if (compare) {
+        out.i[flat] = op == "==" ? x == y : op == "!=" ? x != y : op == "<" ? x < y
+                      : op == "<=" ? x <= y : op == ">" ? x > y : x >= y;
+        return;
+      }
+      int bits = dt == Scalar::I32 ? 32 : 64;
+      uint64_t mask = bits == 32 ? 0xFFFFFFFFull : ~0ull;
+      int64_t r;
+      if (op == "+") r = static_cast<int64_t>(ux + uy);
+      else if (op == "-") r = static_cast<int64_t>(ux - uy);
+      else if (op == "*") r = static_cast<int64_t>(ux * uy);
+      else if (op == "/") r = y == 0 ? 0 : (x == INT64_MIN && y == -1) ? x : x / y;
+      else if (op == "%") r = y == 0 ? 0 : (y == -1) ? 0 : x % y;
+      else if (op == "&") r = x & y;
+      else if (op == "|") r = x | y;
+      else if (op == "^") r = x ^ y;
+      else if (op == "<<") r = y < 0 || y >= bits ? 0 : static_cast<int64_t>((ux << y) & mask);
+      else if (op == ">>") r = y < 0 || y >= bits ? 0 : static_cast<int64_t>((ux & mask) >> y);
+      else if (op == "maximum") r = std::max(x, y);
+      else if (op == "minimum") r = std::min(x, y);
+      else throw EvalError(fmt::format("`{}` of integer tensors", op));
+      out.i[flat] = wrapTo(dt, r);
+    }
+  });
+  return out;
+}
+
+Tensor broadcastTo(const Tensor& x, const std::vector<int64_t>& shape) {
+  if (x.shape == shape) return x;
+  Tensor out = Tensor::zeros(x.dtype, shape);
+  out.weak = x.weak;
+  forEach(shape, [&](const std::vector<int64_t>& coord, int64_t flat) {
+    int64_t k = broadcastIndex(x.shape, shape, coord);
+    if (x.isFloat()) out.f[flat] = x.f[k];
+    else out.i[flat] = x.i[k];
+  });
+  return out;
+}
+
+Tensor select(const Tensor& c, const Tensor& a0, const Tensor& b0) {
+  bool weak = false;
+  Scalar dt = joinDType(a0, b0, weak);
+  Tensor a = a0.dtype == dt ? a0 : cast(a0, dt);
+  Tensor b = b0.dtype == dt ? b0 : cast(b0, dt);
+  std::vector<int64_t> shape = broadcastShapes(c.shape, broadcastShapes(a.shape, b.shape));
+  Tensor out = Tensor::zeros(dt, shape);
+  out.weak = weak;
+  forEach(shape, [&](const std::vector<int64_t>& coord, int64_t flat) {
+    bool take = c.i[broadcastIndex(c.shape, shape, coord)] != 0;
+    const Tensor& src = take ? a : b;
+    int64_t k = broadcastIndex(src.shape, shape, coord);
+    if (out.isFloat()) out.f[flat] = src.f[k];
+    else out.i[flat] = src.i[k];
+  });
+  return out;
+}
+
+Tensor reshape(const Tensor& x, std::vector<int64_t> shape) {
+  Tensor out = x;
+  out.shape = std::move(shape);
+  if (out.size() != x.size()) throw EvalError("reshape changes the element count");
+  return out;
+}
+
+Tensor permute(const Tensor& x, const std::vector<int64_t>& perm) {
+  std::vector<int64_t> shape(perm.size());
+  for (size_t k = 0; k < perm.size(); ++k) shape[k] = x.shape[perm[k]];
+  Tensor out = Tensor::zeros(x.dtype, shape);
+  std::vector<int64_t> src(perm.size());
+  forEach(shape, [&](const std::vector<int64_t>& coord, int64_t flat) {
+    for (size_t k = 0; k < perm.size(); ++k) src[perm[k]] = coord[k];
+    int64_t s = 0;
+    for (size_t k = 0; k < src.size(); ++k) s = s * x.shape[k] + src[k];
+    if (x.isFloat()) out.f[flat] = x.f[s];
+    else out.i[flat] = x.i[s];
+  });
+  return out;
+}
+
+Tensor concat(const std::vector<Tensor>& xs, int axis) {
+  std::vector<int64_t> shape = xs[0].shape;
+  shape[axis] = 0;
+  for (const Tensor& x : xs) shape[axis] += x.shape[axis];
+  Tensor out = Tensor::zeros(xs[0].dtype, shape);
+  int64_t outer = 1, inner = 1;
+  for (int k = 0; k < axis; ++k) outer *= shape[k];
+  for (size_t k = axis + 1; k < shape.size(); ++k) inner *= shape[k];
+  int64_t at = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const Tensor& x0 : xs) {
+      Tensor x = x0.dtype == out.dtype ? x0 : cast(x0, out.dtype);
+      int64_t chunk = x.shape[axis] * inner;
+      for (int64_t k = 0; k < chunk; ++k, ++at) {
+        if (out.isFloat()) out.f[at] = x.f[o * chunk + k];
+        else out.i[at] = x.i[o * chunk + k];
+      }
+    }
+  }
+  return out;
+}
+
+Tensor iota(Scalar dtype, int64_t n) {
+  Tensor out = Tensor::zeros(dtype, {n});
+  for (int64_t k = 0; k < n; ++k) {
+    if (out.isFloat()) out.f[k] = roundTo(dtype, static_cast<double>(k));
+    else out.i[k] = wrapTo(dtype, k);
+  }
+  return out;
+}
+
+Tensor fill(Scalar dtype, std::vector<int64_t> shape, const Tensor& value) {
+  Tensor v = cast(value, dtype);
+  Tensor out = Tensor::zeros(dtype, std::move(shape));
+  if (out.isFloat()) std::fill(out.f.begin(), out.f.end(), v.f[0]);
+  else std::fill(out.i.begin(), out.i.end(), v.i[0]);
+  return out;
+}
+
+Tensor reduceAxis(const std::string& op, const Tensor& x, int axis, bool keepdims) {
+  std::vector<int64_t> shape = x.shape;
+  int64_t n = shape[axis];
+  int64_t outer = 1, inner = 1;
+  for (int k = 0; k < axis; ++k) outer *= shape[k];
+  for (size_t k = axis + 1; k < shape.size(); ++k) inner *= shape[k];
+  if (keepdims) shape[axis] = 1;
+  else shape.erase(shape.begin() + axis);
+  Scalar dt = op == "index_of_max" ? Scalar::I32 : x.dtype;
+  Tensor out = Tensor::zeros(dt, shape);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t in = 0; in < inner; ++in) {
+      double acc = op == "max" ? -INFINITY : op == "min" ? INFINITY : 0.0;
+      int64_t iacc = op == "max" ? INT64_MIN : op == "min" ? INT64_MAX : 0;
+      int64_t best = 0;
+      double bestV = -INFINITY;
+      for (int64_t k = 0; k < n; ++k) {
+        int64_t at = (o * n + k) * inner + in;
+        double v = x.asDouble(at);
+        if (op == "index_of_max") {
+          if (k == 0 || v > bestV || (std::isnan(v) && !std::isnan(bestV))) bestV = v, best = k;
+        } else if (x.isFloat()) {
+          acc = op == "max" ? std::max(acc, v) : op == "min" ? std::min(acc, v) : acc + v;
+        } else {
+          int64_t w = x.i[at];
+          iacc = op == "max" ? std::max(iacc, w) : op == "min" ? std::min(iacc, w)
+                                                 : static_cast<int64_t>(static_cast<uint64_t>(iacc) + static_cast<uint64_t>(w));
+        }
+      }
+      int64_t dst = o * inner + in;
+      if (op == "index_of_max") out.i[dst] = best;
+      else if (x.isFloat()) out.f[dst] = roundTo(dt, op == "mean" ? acc / static_cast<double>(n) : acc);
+      else out.i[dst] = wrapTo(dt, iacc);
+    }
+  }
+  return out;
+}
+
+Tensor reduceLeading(const std::string& op, const Tensor& x, int count) {
+  Tensor flat = x;
+  int64_t lead = 1;
+  for (int k = 0; k < count; ++k) lead *= x.shape[k];
+  std::vector<int64_t> rest(x.shape.begin() + count, x.shape.end());
+  std::vector<int64_t> shape = {lead};
+  shape.insert(shape.end(), rest.begin(), rest.end());
+  flat.shape = shape;
+  std::string base = op == "all" ? "min" : op == "any" ? "max" : op;
+  if (lead == 0) {  // an empty range: the identity of the reduction
+    Tensor out = Tensor::zeros(x.dtype, rest);
+    for (int64_t k = 0; k < out.size(); ++k) {
+      if (out.isFloat()) out.f[k] = base == "max" ? -INFINITY : base == "min" ? INFINITY : 0.0;
+      else out.i[k] = op == "all" ? 1 : op == "any" ? 0 : base == "max" ? INT64_MIN : base == "min" ? INT64_MAX : 0;
+      if (!out.isFloat()) out.i[k] = wrapTo(out.dtype, out.i[k]);
+    }
+    return out;
+  }
+  if (base == "prod") {
+    Tensor out = Tensor::zeros(x.dtype, rest);
+    int64_t inner = out.size();
+    for (int64_t k = 0; k < inner; ++k) {
+      double p = 1.0;
+      for (int64_t l = 0; l < lead; ++l) p *= x.asDouble(l * inner + k);
+      if (out.isFloat()) out.f[k] = roundTo(out.dtype, p);
+      else out.i[k] = wrapTo(out.dtype, static_cast<int64_t>(p));
+    }
+    return out;
+  }
+  // A sum over bf16/f16 accumulates in f32 and rounds once.
+  return reduceAxis(base, flat, 0, false);
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  const auto& p = a.shape;
+  const auto& q = b.shape;
+  int64_t K = p.back();
+  int64_t N = q.back();
+  if (q.size() == 2) {
+    std::vector<int64_t> shape(p.begin(), p.end() - 1);
+    shape.push_back(N);
+    Tensor out = Tensor::zeros(a.dtype, shape);
+    int64_t rows = a.size() / K;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += a.f[r * K + k] * b.f[k * N + n];
+        out.f[r * N + n] = roundTo(a.dtype, acc);
+      }
+    return out;
+  }
+  int64_t M = p.size() >= 2 ? p[p.size() - 2] : 1;
+  std::vector<int64_t> batchA(p.begin(), p.end() - std::min<size_t>(2, p.size()));
+  if (p.size() < 2) batchA.clear();
+  std::vector<int64_t> batchB(q.begin(), q.end() - 2);
+  std::vector<int64_t> batch = broadcastShapes(batchA, batchB);
+  std::vector<int64_t> shape = batch;
+  shape.push_back(M);
+  shape.push_back(N);
+  Tensor out = Tensor::zeros(a.dtype, shape);
+  forEach(batch, [&](const std::vector<int64_t>& coord, int64_t flat) {
+    int64_t ia = broadcastIndex(batchA, batch, coord);
+    int64_t ib = broadcastIndex(batchB, batch, coord);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc += a.f[(ia * M + m) * K + k] * b.f[(ib * K + k) * N + n];
+        out.f[(flat * M + m) * N + n] = roundTo(a.dtype, acc);
+      }
+  });
+  return out;
+}
+
+Tensor gather(const Tensor& table, const Tensor& indices) {
+  int64_t rows = table.shape[0];
+  int64_t inner = rows == 0 ? 0 : table.size() / rows;
+  std::vector<int64_t> shape = indices.shape;
+  shape.insert(shape.end(), table.shape.begin() + 1, table.shape.end());
+  Tensor out = Tensor::zeros(table.dtype, shape);
+  for (int64_t k = 0; k < indices.size(); ++k) {
+    int64_t r = std::clamp<int64_t>(indices.i[k], 0, std::max<int64_t>(rows - 1, 0));
+    for (int64_t j = 0; j < inner; ++j) {
+      if (out.isFloat()) out.f[k * inner + j] = table.f[r * inner + j];
+      else out.i[k * inner + j] = table.i[r * inner + j];
+    }
+  }
+  return out;
+}
+
+Tensor advancedIndex(const Tensor& x, const std::vector<Tensor>& idx) {
+  std::vector<int64_t> shape;
+  for (const Tensor& t : idx) shape = broadcastShapes(shape, t.shape);
+  Tensor out = Tensor::zeros(x.dtype, shape);
+  forEach(shape, [&](const std::vector<int64_t>& coord, int64_t flat) {
+    int64_t at = 0;
+    for (size_t k = 0; k < idx.size(); ++k) {
+      int64_t v = idx[k].asInt(broadcastIndex(idx[k].shape, shape, coord));
+      v = std::clamp<int64_t>(v, 0, std::max<int64_t>(x.shape[k] - 1, 0));
+      at = at * x.shape[k] + v;
+    }
+    if (x.isFloat()) out.f[flat] = x.f[at];
+    else out.i[flat] = x.i[at];
+  });
+  return out;
+}
+
+Tensor basicIndex(const Tensor& x, const std::vector<BasicItem>& items) {
+  std::vector<int64_t> shape;
+  for (const BasicItem& it : items)
+    if (it.slice) shape.push_back(it.hi - it.lo);
+  Tensor out = Tensor::zeros(x.dtype, shape);
+  std::vector<int64_t> src(items.size());
+  forEach(shape, [&](const std::vector<int64_t>& coord, int64_t flat) {
+    size_t c = 0;
+    int64_t at = 0;
+    for (size_t k = 0; k < items.size(); ++k) {
+      int64_t v = items[k].slice ? items[k].lo + coord[c++] : items[k].index;
+      at = at * x.shape[k] + v;
+    }
+    if (x.isFloat()) out.f[flat] = x.f[at];
+    else out.i[flat] = x.i[at];
+  });
+  return out;
+}
+
+}  // namespace linnet::reference

@@ -1,0 +1,335 @@
+// The llama card on the reference backend against transformers: every entry
+// that the fixtures cover, on two small configs (grouped and multi-query
+// attention, several layers, rope frequencies in all three llama3 bands).
+// Fixtures: tests/reference/make_llama_fixtures.py.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include "base/diagnostics.h"
+#include "sema/checker.h"
+#include "sema/program.h"
+#include "targets/reference/model.h"
+#include "weights/bindings.h"
+#include "weights/safetensors.h"
+
+using linnet::reference::Model;
+using linnet::reference::Scalar;
+using linnet::reference::Tensor;
+
+namespace {
+
+const std::string kCard = std::string(LINNET_SOURCE_DIR) + "/nest/llama-3.1-8b-instruct";
+
+Tensor toTensor(const linnet::weights::TensorInfo& info) {
+  using linnet::weights::DType;
+  Scalar dt = info.dtype == DType::I32 ? Scalar::I32 : info.dtype == DType::I64 ? Scalar::I64 : Scalar::F32;
+  Tensor t = Tensor::zeros(dt, info.shape);
+  for (int64_t k = 0; k < t.size(); ++k) {
+    if (info.dtype == DType::F32) {
+      float v;
+      std::memcpy(&v, info.data.data() + 4 * k, 4);
+      t.f[k] = v;
+    } else if (info.dtype == DType::I32) {
+      int32_t v;
+      std::memcpy(&v, info.data.data() + 4 * k, 4);
+      t.i[k] = v;
+    } else {
+      int64_t v;
+      std::memcpy(&v, info.data.data() + 8 * k, 8);
+      t.i[k] = v;
+    }
+  }
+  return t;
+}
+
+// The card, checked and instantiated with one fixture's generics (and
+// `extra` overrides), its params bound from the fixture's checkpoint
+// through bindings.json.
+struct Card {
+  linnet::SourceManager sources;
+  linnet::Diagnostics diags{sources};
+  linnet::sema::Program program{sources, diags, LINNET_STDLIB_DIR};
+  std::unique_ptr<Model> model;
+  linnet::weights::Checkpoint expected;
+
+  explicit Card(const std::string& config, const std::vector<std::string>& extra = {}) {
+    std::string dir = std::string(LINNET_TEST_DATA) + "/llama/" + config;
+    std::ifstream generics(dir + "/generics.txt");
+    for (std::string line; std::getline(generics, line);) program.setGeneric(line);
+    for (const auto& e : extra) program.setGeneric(e);
+    program.loadPackage(kCard);
+    linnet::sema::Checker checker(program, diags);
+    checker.checkDefinitions();
+    REQUIRE(checker.instantiateRoot().has_value());
+    REQUIRE(diags.render() == "");
+    model = std::make_unique<Model>(program);
+    std::vector<linnet::weights::ParamSpec> specs;
+    for (const auto& p : model->params()) specs.push_back({p.path, p.shape, linnet::weights::DType::F32});
+    auto checkpoint = linnet::weights::Checkpoint::open(dir + "/model.safetensors");
+    auto bound = linnet::weights::bind(specs, linnet::weights::Bindings::load(kCard + "/bindings.json"),
+                                       checkpoint);
+    model->bind([&](const linnet::reference::ParamSpec& spec) {
+      return toTensor(*checkpoint.find(bound.at(spec.path).checkpointName));
+    });
+    expected = linnet::weights::Checkpoint::open(dir + "/expected.safetensors");
+  }
+  Tensor want(const std::string& name) { return toTensor(expected.at(name)); }
+  int64_t vocab() { return want("logits1").shape.back(); }
+};
+
+double maxAbsDiff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape == b.shape);
+  double worst = 0;
+  for (int64_t k = 0; k < a.size(); ++k) worst = std::max(worst, std::fabs(a.asDouble(k) - b.asDouble(k)));
+  return worst;
+}
+
+// logits[0, s, :] as [1, V].
+Tensor row(const Tensor& logits, int64_t s) {
+  int64_t v = logits.shape.back();
+  Tensor r = Tensor::zeros(Scalar::F32, {1, v});
+  for (int64_t k = 0; k < v; ++k) r.f[k] = logits.f[s * v + k];
+  return r;
+}
+
+// Rows of [n, V] tensors stacked.
+Tensor stack(const std::vector<Tensor>& rows) {
+  Tensor out = Tensor::zeros(Scalar::F32, {static_cast<int64_t>(rows.size()), rows[0].shape.back()});
+  for (size_t r = 0; r < rows.size(); ++r)
+    std::copy(rows[r].f.begin(), rows[r].f.end(), out.f.begin() + r * rows[0].shape.back());
+  return out;
+}
+
+Tensor ints(Scalar dt, std::vector<int64_t> shape, const std::vector<int64_t>& values) {
+  Tensor t = Tensor::zeros(dt, std::move(shape));
+  std::copy(values.begin(), values.end(), t.i.begin());
+  return t;
+}
+Tensor i32(int64_t v) { return Tensor::scalarI(Scalar::I32, v); }
+
+std::vector<int64_t> flat(const Tensor& t) { return t.i; }
+
+int32_t argmax(const Tensor& logits) {
+  return static_cast<int32_t>(std::max_element(logits.f.begin(), logits.f.end()) - logits.f.begin());
+}
+
+std::vector<int64_t> iotaFrom(int64_t lo, int64_t n) {
+  std::vector<int64_t> v(n);
+  for (int64_t k = 0; k < n; ++k) v[k] = lo + k;
+  return v;
+}
+
+std::vector<int64_t> cat(std::vector<int64_t> a, const std::vector<int64_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+constexpr double kTol = 1e-4;
+const char* kConfigs[] = {"gqa2", "mqa3"};
+
+}  // namespace
+
+TEST_CASE("forward, next_token, decode, prefill and generate agree with transformers",
+          "[reference][llama]") {
+  for (std::string config : kConfigs) {
+    SECTION(config) {
+      Card card(config);
+      Tensor tokens = card.want("tokens1");
+      Tensor logits = card.want("logits1");
+      int64_t S = tokens.shape[1];
+
+      Tensor forward = card.model->call("forward", {tokens})[0];
+      INFO("forward max abs diff " << maxAbsDiff(forward, logits));
+      CHECK(maxAbsDiff(forward, logits) < kTol);
+
+      CHECK(maxAbsDiff(card.model->call("next_token", {tokens})[0], row(logits, S - 1)) < kTol);
+
+      // decode, token by token, equals forward at each position.
+      card.model->resetState();
+      for (int64_t s = 0; s < S; ++s) {
+        Tensor step = card.model->call("decode", {ints(Scalar::I32, {1, 1}, {tokens.i[s]}), i32(s)})[0];
+        CHECK(maxAbsDiff(step, row(logits, s)) < kTol);
+      }
+
+      // prefill, then greedy decoding in the graph, gives transformers' greedy ids.
+      card.model->resetState();
+      Tensor prefilled = card.model->call("prefill", {tokens, i32(0)})[0];
+      CHECK(maxAbsDiff(prefilled, row(logits, S - 1)) < kTol);
+      Tensor greedy = card.want("greedy1");
+      int64_t steps = greedy.shape[1];
+      CHECK(argmax(prefilled) == greedy.i[0]);
+      Tensor first = ints(Scalar::I32, {1, 1}, {greedy.i[0]});
+      Tensor rest = card.model->call("generate", {first, i32(S)}, {{"Steps", steps - 1}})[0];
+      CHECK(flat(rest) == std::vector<int64_t>(greedy.i.begin() + 1, greedy.i.end()));
+
+      // generate_until stops after the end token, with zeros past the count.
+      card.model->resetState();
+      card.model->call("prefill", {tokens, i32(0)});
+      int64_t eos = greedy.i[4];
+      int64_t stop = std::find(greedy.i.begin() + 1, greedy.i.end(), eos) - greedy.i.begin();
+      auto until = card.model->call("generate_until", {first, i32(S), i32(eos)}, {{"MaxNew", 12}});
+      int64_t count = until[1].i[0];
+      CHECK(count == std::min<int64_t>(stop, 12));
+      for (int64_t k = 0; k < 12; ++k)
+        CHECK(until[0].i[k] == (k < count ? greedy.i[k + 1] : 0));
+
+      // sample: a fixed key gives the same ids every run; a tiny temperature
+      // gives the greedy ones.
+      auto sample = [&](double temperature) {
+        card.model->resetState();
+        card.model->call("prefill", {tokens, i32(0)});
+        Tensor key = ints(Scalar::I64, {2}, {42, 7});
+        return card.model->call("sample", {first, i32(S), key, Tensor::scalarF(Scalar::F32, temperature)},
+                                {{"Steps", 8}})[0];
+      };
+      Tensor once = sample(1.0);
+      CHECK(flat(sample(1.0)) == flat(once));
+      CHECK(flat(sample(1e-6)) == std::vector<int64_t>(greedy.i.begin() + 1, greedy.i.begin() + 9));
+    }
+  }
+}
+
+TEST_CASE("several requests at once equal per-request runs", "[reference][llama]") {
+  for (std::string config : kConfigs) {
+    SECTION(config) {
+      Card card(config, {"Batch=2"});
+      Tensor t1 = card.want("tokens1"), t2 = card.want("tokens2");
+      Tensor full1 = card.want("full_logits1"), full2 = card.want("full_logits2");
+      Tensor g1 = card.want("greedy1"), g2 = card.want("greedy2");
+      int64_t S1 = t1.shape[1], S2 = t2.shape[1], S = std::max(S1, S2);
+      Tensor want = stack({row(full1, S1 - 1), row(full2, S2 - 1)});
+      Tensor step = stack({row(full1, S1), row(full2, S2)});
+      Tensor next = ints(Scalar::I32, {2, 1}, {g1.i[0], g2.i[0]});
+      Tensor at = ints(Scalar::I32, {2}, {S1, S2});
+
+      // prefill_slots: both prompts padded to S, into rows 1 and 0, then a
+      // decode_rows step continues each at its own position.
+      std::vector<int64_t> padded(2 * S, 0);
+      std::copy(t1.i.begin(), t1.i.end(), padded.begin() + S);  // row 1 of the input -> slot 0
+      std::copy(t2.i.begin(), t2.i.end(), padded.begin());
+      auto slotted = card.model->call("prefill_slots", {ints(Scalar::I32, {2, S}, padded),
+                                                        ints(Scalar::I32, {2}, {1, 0}),
+                                                        ints(Scalar::I32, {2}, {S2, S1})})[0];
+      CHECK(maxAbsDiff(slotted, stack({row(full2, S2 - 1), row(full1, S1 - 1)})) < kTol);
+      CHECK(maxAbsDiff(card.model->call("decode_rows", {next, at})[0], step) < kTol);
+
+      // prefill_packed: the two prompts end to end, no padding.
+      card.model->resetState();
+      std::vector<int64_t> packed = cat(t1.i, t2.i);
+      int64_t P = S1 + S2;
+      auto packedLogits = card.model->call("prefill_packed", {
+          ints(Scalar::I32, {P}, packed),
+          ints(Scalar::I32, {P}, cat(std::vector<int64_t>(S1, 0), std::vector<int64_t>(S2, 1))),
+          ints(Scalar::I32, {P}, cat(iotaFrom(0, S1), iotaFrom(0, S2))),
+          ints(Scalar::I32, {P}, cat(std::vector<int64_t>(S1, 0), std::vector<int64_t>(S2, 1))),
+          ints(Scalar::I32, {2}, {S1 - 1, P - 1})})[0];
+      CHECK(maxAbsDiff(packedLogits, want) < kTol);
+      CHECK(maxAbsDiff(card.model->call("decode_rows", {next, at})[0], step) < kTol);
+
+      // step_packed: prompt 2 joins into row 1 while row 0 (prompt 1, already
+      // prefilled) takes its next step, in one pass.
+      card.model->resetState();
+      card.model->call("prefill_packed", {ints(Scalar::I32, {S1}, t1.i), ints(Scalar::I32, {S1}, std::vector<int64_t>(S1, 0)),
+                                          ints(Scalar::I32, {S1}, iotaFrom(0, S1)), ints(Scalar::I32, {S1}, std::vector<int64_t>(S1, 0)),
+                                          ints(Scalar::I32, {2}, {S1 - 1, S1 - 1})});
+      int64_t unused = 63;  // MaxSeq - 1: where no request reads
+      auto stepped = card.model->call("step_packed", {
+          ints(Scalar::I32, {S2}, t2.i), ints(Scalar::I32, {S2}, std::vector<int64_t>(S2, 1)),
+          ints(Scalar::I32, {S2}, iotaFrom(0, S2)), ints(Scalar::I32, {S2}, std::vector<int64_t>(S2, 0)),
+          ints(Scalar::I32, {2}, {S2 - 1, S2 - 1}), ints(Scalar::I32, {2, 1}, {g1.i[0], 0}),
+          ints(Scalar::I32, {2}, {S1, unused})})[0];
+      Tensor firstRows = stack({row(full2, S2 - 1), row(full1, S1)});
+      Tensor got = stack({row(stepped, 0), row(stepped, 2)});  // prompt 2's logits, row 0's step
+      CHECK(maxAbsDiff(got, firstRows) < kTol);
+    }
+  }
+}
+
+TEST_CASE("paged entries equal per-request runs", "[reference][llama]") {
+  for (std::string config : kConfigs) {
+    SECTION(config) {
+      Card card(config, {"PageSize=4"});
+      Tensor t1 = card.want("tokens1"), t2 = card.want("tokens2");
+      Tensor full1 = card.want("full_logits1"), full2 = card.want("full_logits2");
+      Tensor g1 = card.want("greedy1"), g2 = card.want("greedy2");
+      int64_t S1 = t1.shape[1], S2 = t2.shape[1], P = S1 + S2;
+      // Pages of 4 positions out of a pool of 64; each row's pages scattered.
+      std::vector<int64_t> table = {3, 7, 11, 13, 10, 2, 5, 9};
+      auto slot = [&](int64_t r, int64_t pos) { return table[r * 4 + pos / 4] * 4 + pos % 4; };
+      std::vector<int64_t> slots;
+      for (int64_t p = 0; p < S1; ++p) slots.push_back(slot(0, p));
+      for (int64_t p = 0; p < S2; ++p) slots.push_back(slot(1, p));
+      Tensor tableT = ints(Scalar::I32, {2, 4}, table);
+      auto prefilled = card.model->call("prefill_paged", {
+          ints(Scalar::I32, {P}, cat(t1.i, t2.i)), ints(Scalar::I32, {P}, cat(iotaFrom(0, S1), iotaFrom(0, S2))),
+          ints(Scalar::I32, {P}, cat(std::vector<int64_t>(S1, 0), std::vector<int64_t>(S2, 1))),
+          ints(Scalar::I32, {P}, slots), ints(Scalar::I32, {2}, {S1 - 1, P - 1}), tableT})[0];
+      CHECK(maxAbsDiff(prefilled, stack({row(full1, S1 - 1), row(full2, S2 - 1)})) < kTol);
+      auto decoded = card.model->call("decode_paged", {ints(Scalar::I32, {2, 1}, {g1.i[0], g2.i[0]}),
+                                                      ints(Scalar::I32, {2}, {S1, S2}), tableT})[0];
+      CHECK(maxAbsDiff(decoded, stack({row(full1, S1), row(full2, S2)})) < kTol);
+
+      // step_paged: prompt 2 again into fresh pages of row 1 while row 0 steps.
+      card.model->resetState();
+      std::vector<int64_t> slots1(slots.begin(), slots.begin() + S1);
+      card.model->call("prefill_paged", {ints(Scalar::I32, {S1}, t1.i), ints(Scalar::I32, {S1}, iotaFrom(0, S1)),
+                                         ints(Scalar::I32, {S1}, std::vector<int64_t>(S1, 0)),
+                                         ints(Scalar::I32, {S1}, slots1), ints(Scalar::I32, {2}, {S1 - 1, S1 - 1}), tableT});
+      std::vector<int64_t> slots2(slots.begin() + S1, slots.end());
+      auto stepped = card.model->call("step_paged", {
+          ints(Scalar::I32, {S2}, t2.i), ints(Scalar::I32, {S2}, iotaFrom(0, S2)),
+          ints(Scalar::I32, {S2}, std::vector<int64_t>(S2, 1)), ints(Scalar::I32, {S2}, slots2),
+          ints(Scalar::I32, {2}, {S2 - 1, S2 - 1}), ints(Scalar::I32, {2, 1}, {g1.i[0], g2.i[0]}),
+          ints(Scalar::I32, {2}, {S1, S2}), tableT})[0];
+      // Rows: prompt logits for last[0], last[1], then each row's step. Row 1's
+      // step is its position S2 after its own prompt, in the same pass.
+      CHECK(maxAbsDiff(stack({row(stepped, 0), row(stepped, 2)}), stack({row(full2, S2 - 1), row(full1, S1)})) < kTol);
+    }
+  }
+}
+
+TEST_CASE("training entries match transformers' log-probabilities", "[reference][llama]") {
+  for (std::string config : kConfigs) {
+    SECTION(config) {
+      Card card(config);
+      Tensor t1 = card.want("tokens1"), t2 = card.want("tokens2");
+      Tensor lp1 = card.want("token_logp1"), lp2 = card.want("token_logp2");
+      int64_t S1 = t1.shape[1], S2 = t2.shape[1], P = S1 + S2;
+      Tensor tokens = ints(Scalar::I32, {P}, cat(t1.i, t2.i));
+      Tensor positions = ints(Scalar::I32, {P}, cat(iotaFrom(0, S1), iotaFrom(0, S2)));
+      Tensor segments = ints(Scalar::I32, {P}, cat(std::vector<int64_t>(S1, 0), std::vector<int64_t>(S2, 1)));
+      // Each position's target is its prompt's next token; the last of each prompt has none.
+      std::vector<int64_t> targets;
+      std::vector<double> weights;
+      for (int64_t p = 0; p < S1; ++p) targets.push_back(p + 1 < S1 ? t1.i[p + 1] : 0), weights.push_back(p + 1 < S1);
+      for (int64_t p = 0; p < S2; ++p) targets.push_back(p + 1 < S2 ? t2.i[p + 1] : 0), weights.push_back(p + 1 < S2);
+      Tensor targetsT = ints(Scalar::I64, {P}, targets);
+      Tensor weightsT = Tensor::zeros(Scalar::F32, {P});
+      weightsT.f = weights;
+
+      Tensor logp = card.model->call("log_probs_packed", {tokens, positions, segments, targetsT})[0];
+      double expectedLoss = 0;
+      for (int64_t p = 0; p + 1 < S1; ++p) {
+        CHECK(std::fabs(logp.f[p] - lp1.f[p]) < kTol);
+        expectedLoss -= lp1.f[p];
+      }
+      for (int64_t p = 0; p + 1 < S2; ++p) {
+        CHECK(std::fabs(logp.f[S1 + p] - lp2.f[p]) < kTol);
+        expectedLoss -= lp2.f[p];
+      }
+      Tensor loss = card.model->call("loss_packed", {tokens, positions, segments, targetsT, weightsT})[0];
+      CHECK(std::fabs(loss.f[0] - expectedLoss) < 1e-3);
+
+      Tensor hidden = card.model->call("hidden_packed", {tokens, positions, segments})[0];
+      Tensor h1 = card.want("hidden1"), h2 = card.want("hidden2");
+      int64_t H = h1.shape[1];
+      double worst = 0;
+      for (int64_t k = 0; k < S1 * H; ++k) worst = std::max(worst, std::fabs(hidden.f[k] - h1.f[k]));
+      for (int64_t k = 0; k < S2 * H; ++k) worst = std::max(worst, std::fabs(hidden.f[S1 * H + k] - h2.f[k]));
+      CHECK(worst < kTol);
+    }
+  }
+}
