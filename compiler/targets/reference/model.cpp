@@ -139,10 +139,12 @@ struct Model::Impl {
     for (const MemberDecl& m : block->members) {
       std::string memberPath = inst->path.empty() ? m.name.name : inst->path + "." + m.name.name;
       if (m.kind != MemberKind::Sub) {
-        std::vector<int64_t> shape = shapeList(f, m.type->dims);
-        Scalar dt = dtypeOf(f, m.type->elem->name.name, m.type->elem->range);
-        (m.kind == MemberKind::Param ? inst->params : inst->states)[m.name.name] =
-            Tensor::zeros(dt, shape);
+        // Shape and dtype only: the data comes with bind() and resetState(),
+        // after the checkpoint has been checked.
+        Tensor slot;
+        slot.shape = shapeList(f, m.type->dims);
+        slot.dtype = dtypeOf(f, m.type->elem->name.name, m.type->elem->range);
+        (m.kind == MemberKind::Param ? inst->params : inst->states)[m.name.name] = std::move(slot);
         continue;
       }
       const TypeExpr* t = m.type.get();
@@ -263,6 +265,7 @@ struct Model::Impl {
       if (g.kind.name != "Dim" && g.kind.name != "Dims" && !f.env.dtypes.count(g.name.name))
         f.env.dtypes[g.name.name] = dtypeOf(empty_, *g.defaultValue);
     }
+    if (!call) checkEntryArgs(f, fn, args);
     // Parameters take their declared dtype: a literal argument becomes it.
     for (size_t k = 0; k < fn.params.size(); ++k) {
       RValue v = std::move(args[k]);
@@ -277,6 +280,45 @@ struct Model::Impl {
     execBody(f, fn.body);
     if (!f.result) return RValue{RValue::Tuple, {}, {}, nullptr, nullptr, {}};
     return std::move(*f.result);
+  }
+
+  // An entry's arguments come from outside: each must have its declared
+  // type with the generics bound, and the entry's where clause must hold.
+  void checkEntryArgs(Frame& f, const FnDecl& fn, const std::vector<RValue>& args) {
+    std::vector<std::string> problems;
+    for (size_t k = 0; k < fn.params.size(); ++k) {
+      const TypeExpr& t = *fn.params[k].type;
+      const Tensor& a = args[k].t;
+      std::vector<int64_t> shape;
+      std::string dtypeName = t.kind == TypeKind::Tensor ? t.elem->name.name : t.name.name;
+      if (t.kind == TypeKind::Tensor) {
+        for (const ExprPtr& d : t.dims) {
+          if (d->kind == ExprKind::Spread) {
+            const auto& p = f.env.packs[static_cast<const SpreadExpr&>(*d).pack.name];
+            shape.insert(shape.end(), p.begin(), p.end());
+          } else {
+            shape.push_back(dim(f, *d));
+          }
+        }
+      }
+      Tensor want = Tensor::zeros(dtypeOf(f, dtypeName, t.range), shape);
+      if (a.shape != want.shape || (a.dtype != want.dtype && !a.weak))
+        problems.push_back(fmt::format("argument `{}` must be {}, but it is {}", fn.params[k].name.name,
+                                       want.describe(), a.describe()));
+    }
+    for (const ExprPtr& w : fn.where) {
+      const auto& b = static_cast<const BinaryExpr&>(*w);
+      int64_t l = dim(f, *b.lhs), r = dim(f, *b.rhs);
+      bool holds = b.op == BinaryOp::Eq ? l == r : b.op == BinaryOp::Ne ? l != r
+                   : b.op == BinaryOp::Lt ? l < r : b.op == BinaryOp::Le ? l <= r
+                   : b.op == BinaryOp::Gt ? l > r : l >= r;
+      if (!holds)
+        problems.push_back(fmt::format("the where clause `{}` does not hold ({} {} {})",
+                                       std::string(program.sources().text(w->range)), l,
+                                       spelling(b.op), r));
+    }
+    if (!problems.empty())
+      throw EvalError(fmt::format("entry `{}`: {}", fn.name.name, fmt::join(problems, "; ")));
   }
 
   // ------------------------------------------------------------ statements
@@ -757,6 +799,7 @@ void Model::bind(const ParamSource& source) {
       slot = std::move(t);
     }
   });
+  resetState();
 }
 
 void Model::resetState() {

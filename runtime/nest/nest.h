@@ -1,0 +1,101 @@
+// Loading a nest package from host code:
+//
+//   auto model = linnet::nest::load("nest/llama-3.1-8b-instruct",
+//                                   {.weights = "ckpt/model.safetensors",
+//                                    .generics = {{"Layers", 2}, {"T", "f32"}}});
+//   auto logits = model.call("forward", {tokens})[0];
+//
+// load() parses and shape-checks the package (as `linnetc check` does),
+// instantiates its root block with the generics, and binds every parameter
+// from the checkpoint through bindings.json, checking names, shapes and
+// dtypes first and reporting all problems together. State is allocated,
+// zeroed, and kept between calls.
+//
+// Entries run on the reference backend (compiler/targets/reference): exact
+// but slow. Compiled CPU and GPU code replaces it behind the same API.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "targets/reference/tensor.h"
+
+namespace linnet::nest {
+
+using Tensor = reference::Tensor;
+using reference::Scalar;
+
+// Every failure to load or call: the message is what `linnet` prints.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A generic's value: a dimension or an element type name.
+struct GenericValue {
+  GenericValue(int64_t v) : value(v) {}
+  GenericValue(int v) : value(static_cast<int64_t>(v)) {}
+  GenericValue(const char* v) : value(std::string(v)) {}
+  GenericValue(std::string v) : value(std::move(v)) {}
+  std::variant<int64_t, std::string> value;
+  std::string str() const;
+};
+
+struct LoadOptions {
+  // A .safetensors file or a *.safetensors.index.json. Empty: see randomWeights.
+  std::string weights;
+  // Overrides of nest.toml's [generics], as `--set` does.
+  std::map<std::string, GenericValue> generics;
+  // Convert checkpoint floats to the model's dtype (e.g. a bf16 checkpoint
+  // into T = f32) instead of rejecting the mismatch.
+  bool convertDTypes = false;
+  // Bind seeded random parameters instead of a checkpoint (benchmarks, smoke tests).
+  bool randomWeights = false;
+  uint64_t seed = 0;
+  // The standard library folder; empty: $LINNET_STDLIB, then the build's.
+  std::string stdlib;
+};
+
+struct ParamInfo {
+  std::string path;
+  std::vector<int64_t> shape;
+  Scalar dtype;
+};
+
+class Model {
+ public:
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+  ~Model();
+
+  // Runs an entry; a tuple result is several tensors. `generics` gives entry
+  // generics the arguments do not determine (`generate<Steps>`).
+  std::vector<Tensor> call(const std::string& entry, const std::vector<Tensor>& args,
+                           const std::map<std::string, int64_t>& generics = {});
+  std::vector<std::string> entries() const;
+  // An entry's parameter names, in order (for passing inputs by name).
+  std::vector<std::string> parameterNames(const std::string& entry) const;
+  std::vector<ParamInfo> params() const;
+  void resetState();
+  // nest.toml's model name, or the package name.
+  const std::string& name() const;
+
+  struct Impl;
+  explicit Model(std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+Model load(const std::string& package, const LoadOptions& options = {});
+
+// Tensors to and from little-endian bytes of their dtype (.npy, checkpoints).
+Tensor tensorFromBytes(Scalar dtype, const std::vector<int64_t>& shape, std::span<const std::byte> data);
+std::vector<std::byte> tensorToBytes(const Tensor& t);
+
+}  // namespace linnet::nest

@@ -1,0 +1,252 @@
+// linnet: the runtime's command line.
+//   linnet call PACKAGE (--weights PATH | --random-weights) [--set K=V]... [--convert]
+//          (--entry NAME [--generic K=V]... [--input NAME=@file.npy | NAME=VALUE]... [--output @file.npy]...)...
+//   linnet generate PACKAGE (--weights PATH | --random-weights) [--set K=V]... --prompt-ids 1,2,3 --max-new N
+// Several --entry groups run in one process, in order, so state (KV caches)
+// carries from one to the next, as IREE's iree-run-module does with .npy files.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nest/nest.h"
+#include "weights/npy.h"
+
+namespace {
+
+using linnet::nest::Scalar;
+using linnet::nest::Tensor;
+
+struct Usage : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+const char* kHelp = R"(linnet: run a Linnet package's entries
+
+  linnet call PACKAGE (--weights PATH | --random-weights) [--set K=V]... [--convert]
+      (--entry NAME [--generic K=V]... [--input NAME=@file.npy | NAME=VALUE]... [--output @file.npy]...)...
+  linnet generate PACKAGE (--weights PATH | --random-weights) [--set K=V]...
+      --prompt-ids 1,2,3 --max-new N
+  linnet --version | --help
+
+PACKAGE is a nest package (nest.toml, linnet.toml, bindings.json, src/).
+--weights takes a .safetensors file or a *.safetensors.index.json; --convert
+converts checkpoint floats to the model's dtype. Entries run on the reference
+backend (exact, slow) until compiled code generation lands.
+)";
+
+struct Group {
+  std::string entry;
+  std::map<std::string, int64_t> generics;
+  std::vector<std::pair<std::string, std::string>> inputs;  // name -> "@file" or value
+  std::vector<std::string> outputs;
+};
+
+struct Args {
+  std::string command, package;
+  linnet::nest::LoadOptions load;
+  std::vector<Group> groups;
+  std::vector<int64_t> promptIds;
+  int64_t maxNew = 16;
+};
+
+std::pair<std::string, std::string> splitAssignment(const std::string& s, const char* flag) {
+  auto eq = s.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw Usage(fmt::format("{} `{}`: expected NAME=VALUE", flag, s));
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+int64_t parseInt(const std::string& s, const std::string& what) {
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0') throw Usage(fmt::format("{}: `{}` is not an integer", what, s));
+  return v;
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  std::vector<std::string> v(argv + 1, argv + argc);
+  if (v.empty()) throw Usage("no command; see linnet --help");
+  a.command = v[0];
+  size_t i = 1;
+  auto next = [&](const std::string& flag) -> std::string {
+    if (i + 1 >= v.size()) throw Usage(fmt::format("{} needs a value", flag));
+    return v[++i];
+  };
+  for (; i < v.size(); ++i) {
+    const std::string& s = v[i];
+    if (s == "--weights") a.load.weights = next(s);
+    else if (s == "--random-weights") a.load.randomWeights = true;
+    else if (s == "--convert") a.load.convertDTypes = true;
+    else if (s == "--stdlib") a.load.stdlib = next(s);
+    else if (s == "--set") {
+      auto [k, val] = splitAssignment(next(s), "--set");
+      char* end = nullptr;
+      long long n = std::strtoll(val.c_str(), &end, 10);
+      // The last --set of a name wins, as with linnetc.
+      if (!val.empty() && *end == '\0') a.load.generics.insert_or_assign(k, static_cast<int64_t>(n));
+      else a.load.generics.insert_or_assign(k, val);
+    } else if (s == "--entry") {
+      a.groups.push_back({next(s), {}, {}, {}});
+    } else if (s == "--generic" || s == "--input" || s == "--output") {
+      if (a.groups.empty()) throw Usage(fmt::format("{} must follow an --entry", s));
+      std::string val = next(s);
+      if (s == "--generic") {
+        auto [k, n] = splitAssignment(val, "--generic");
+        a.groups.back().generics[k] = parseInt(n, "--generic " + k);
+      } else if (s == "--input") {
+        a.groups.back().inputs.push_back(splitAssignment(val, "--input"));
+      } else {
+        if (val.empty() || val[0] != '@') throw Usage("--output takes @file.npy");
+        a.groups.back().outputs.push_back(val.substr(1));
+      }
+    } else if (s == "--prompt-ids") {
+      std::string ids = next(s);
+      size_t start = 0;
+      while (start <= ids.size()) {
+        size_t comma = ids.find(',', start);
+        std::string one = ids.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        a.promptIds.push_back(parseInt(one, "--prompt-ids"));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+    } else if (s == "--max-new") {
+      a.maxNew = parseInt(next(s), "--max-new");
+    } else if (!s.empty() && s[0] == '-') {
+      throw Usage(fmt::format("unknown option `{}`; see linnet --help", s));
+    } else if (a.package.empty()) {
+      a.package = s;
+    } else {
+      throw Usage(fmt::format("unexpected argument `{}`", s));
+    }
+  }
+  if (a.package.empty()) throw Usage("no PACKAGE given");
+  return a;
+}
+
+Scalar scalarOf(linnet::weights::DType d) {
+  using linnet::weights::DType;
+  switch (d) {
+    case DType::F32: return Scalar::F32;
+    case DType::BF16: return Scalar::BF16;
+    case DType::F16: return Scalar::F16;
+    case DType::I32: return Scalar::I32;
+    case DType::I64: return Scalar::I64;
+    case DType::Bool: return Scalar::Bool;
+    default: throw Usage(fmt::format("unsupported .npy element type {}", linnet::weights::linnetName(d)));
+  }
+}
+
+linnet::weights::DType npyOf(Scalar s) {
+  using linnet::weights::DType;
+  switch (s) {
+    case Scalar::F32: return DType::F32;
+    case Scalar::BF16: return DType::BF16;
+    case Scalar::F16: return DType::F16;
+    case Scalar::I32: return DType::I32;
+    case Scalar::I64: return DType::I64;
+    case Scalar::Bool: return DType::Bool;
+  }
+  return DType::F32;
+}
+
+Tensor input(const std::string& value) {
+  if (!value.empty() && value[0] == '@') {
+    auto array = linnet::weights::readNpy(value.substr(1));
+    return linnet::nest::tensorFromBytes(scalarOf(array.dtype), array.shape, array.data);
+  }
+  if (value == "true" || value == "false") return Tensor::scalarI(Scalar::Bool, value == "true");
+  char* end = nullptr;
+  long long n = std::strtoll(value.c_str(), &end, 10);
+  if (!value.empty() && *end == '\0') return Tensor::scalarI(Scalar::I64, n, /*weak=*/true);
+  double d = std::strtod(value.c_str(), &end);
+  if (!value.empty() && *end == '\0') return Tensor::scalarF(Scalar::F32, d, /*weak=*/true);
+  throw Usage(fmt::format("input value `{}` is neither @file.npy nor a number", value));
+}
+
+int runCall(Args& a) {
+  if (a.groups.empty()) throw Usage("call needs at least one --entry");
+  auto model = linnet::nest::load(a.package, a.load);
+  for (const Group& g : a.groups) {
+    std::vector<std::string> names = model.parameterNames(g.entry);
+    std::vector<std::optional<Tensor>> args(names.size());
+    for (const auto& [name, value] : g.inputs) {
+      auto it = std::find(names.begin(), names.end(), name);
+      if (it == names.end())
+        throw Usage(fmt::format("entry `{}` has no parameter `{}` (it takes {})", g.entry, name,
+                                fmt::join(names, ", ")));
+      args[it - names.begin()] = input(value);
+    }
+    std::vector<Tensor> given;
+    for (size_t k = 0; k < names.size(); ++k) {
+      if (!args[k]) throw Usage(fmt::format("entry `{}`: no --input for `{}`", g.entry, names[k]));
+      given.push_back(*args[k]);
+    }
+    std::vector<Tensor> results = model.call(g.entry, given, g.generics);
+    if (g.outputs.size() > results.size())
+      throw Usage(fmt::format("entry `{}` returns {} values, but {} --output were given", g.entry,
+                              results.size(), g.outputs.size()));
+    for (size_t k = 0; k < results.size(); ++k) {
+      if (k < g.outputs.size()) {
+        auto bytes = linnet::nest::tensorToBytes(results[k]);
+        linnet::weights::writeNpy(g.outputs[k], npyOf(results[k].dtype), results[k].shape, bytes);
+      } else {
+        fmt::print("{}: result {}: {}\n", g.entry, k, results[k].describe());
+      }
+    }
+  }
+  return 0;
+}
+
+int runGenerate(Args& a) {
+  if (a.promptIds.empty()) throw Usage("generate needs --prompt-ids");
+  if (a.maxNew < 1) throw Usage("--max-new must be at least 1");
+  auto model = linnet::nest::load(a.package, a.load);
+  int64_t S = static_cast<int64_t>(a.promptIds.size());
+  Tensor tokens = Tensor::zeros(Scalar::I32, {1, S});
+  tokens.i = a.promptIds;
+  auto argmax = [](const Tensor& logits) {
+    return static_cast<int64_t>(std::max_element(logits.f.begin(), logits.f.end()) - logits.f.begin());
+  };
+  std::vector<int64_t> produced;
+  Tensor logits = model.call("prefill", {tokens, Tensor::scalarI(Scalar::I32, 0)})[0];
+  produced.push_back(argmax(logits));
+  for (int64_t k = 1; k < a.maxNew; ++k) {
+    Tensor token = Tensor::zeros(Scalar::I32, {1, 1});
+    token.i[0] = produced.back();
+    logits = model.call("decode", {token, Tensor::scalarI(Scalar::I32, S + k - 1)})[0];
+    produced.push_back(argmax(logits));
+  }
+  fmt::print("[{}]\n", fmt::join(produced, ", "));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    fputs(kHelp, stdout);
+    return 0;
+  }
+  if (argc >= 2 && std::strcmp(argv[1], "--version") == 0) {
+    fmt::print("linnet {}\n", LINNET_VERSION);
+    return 0;
+  }
+  try {
+    Args a = parse(argc, argv);
+    if (a.command == "call") return runCall(a);
+    if (a.command == "generate") return runGenerate(a);
+    throw Usage(fmt::format("unknown command `{}`; see linnet --help", a.command));
+  } catch (const Usage& e) {
+    fmt::print(stderr, "linnet: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}\n", e.what());
+    return 1;
+  }
+}
