@@ -12,7 +12,8 @@ For each small config this writes, under tests/data/llama/<name>/:
       greedy<k> [1, N] i32 (greedy continuation, N steps),
       full_logits<k> [1, S + N, V] (forward over the prompt and its continuation),
       token_logp<k> [S - 1] (log-probability of each next prompt token),
-      inv_freq [D/2] f32 (the rotary table after llama3 scaling)
+      inv_freq [D/2] f32 (the rotary table after llama3 scaling),
+      greedy_bf16 [1, N], gap_bf16 [N] (prompt 1 in bf16: greedy ids, top-2 logit gaps)
   generics.txt        the card's generics for this config (`--set` lines)
 
 Run: python3 tests/reference/make_llama_fixtures.py   (needs torch, transformers,
@@ -81,6 +82,21 @@ def make(name, c, seed):
         out["full_logits" + k] = full.contiguous()
         out["token_logp" + k] = token_logp.contiguous()  # log p(tokens[t + 1] | tokens[..t])
     out["inv_freq"] = model.model.rotary_emb.inv_freq.float().contiguous()
+    # The same weights in bf16: greedy ids, and the gap between the two best
+    # logits at each step (a gap of 0 is a tie that rounding may break either way).
+    half = LlamaForCausalLM(config).eval()
+    half.load_state_dict(model.state_dict())
+    half = half.to(torch.bfloat16)
+    seq = out["tokens1"].long()
+    gaps = []
+    with torch.no_grad():
+        for _ in range(c["steps"]):
+            last = half(seq).logits[0, -1].float()
+            top = torch.topk(last, 2).values
+            gaps.append(float(top[0] - top[1]))
+            seq = torch.cat([seq, last.argmax().view(1, 1)], dim=1)
+    out["greedy_bf16"] = seq[:, out["tokens1"].shape[1]:].to(torch.int32).contiguous()
+    out["gap_bf16"] = torch.tensor(gaps, dtype=torch.float32)
     save_file(out, os.path.join(folder, "expected.safetensors"))
     tokens, logits, greedy = out["tokens1"], out["logits1"], out["greedy1"]
     with open(os.path.join(folder, "generics.txt"), "w") as f:
