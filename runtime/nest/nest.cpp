@@ -72,9 +72,9 @@ Tensor tensorFromBytes(Scalar dtype, const std::vector<int64_t>& shape, std::spa
         break;
       }
       case Scalar::F16: {
-        _Float16 v;
+        uint16_t v;
         std::memcpy(&v, data.data() + 2 * k, 2);
-        t.f[k] = static_cast<double>(v);
+        t.f[k] = weights::f16ToF32(v);
         break;
       }
       case Scalar::I32: {
@@ -111,7 +111,7 @@ std::vector<std::byte> tensorToBytes(const Tensor& t) {
         std::memcpy(at, &hi, 2);
         break;
       }
-      case Scalar::F16: { _Float16 v = static_cast<_Float16>(t.f[k]); std::memcpy(at, &v, 2); break; }
+      case Scalar::F16: { uint16_t v = weights::f32ToF16(static_cast<float>(t.f[k])); std::memcpy(at, &v, 2); break; }
       case Scalar::I32: { int32_t v = static_cast<int32_t>(t.i[k]); std::memcpy(at, &v, 4); break; }
       case Scalar::I64: { std::memcpy(at, &t.i[k], 8); break; }
       case Scalar::Bool: { *at = static_cast<std::byte>(t.i[k] != 0); break; }

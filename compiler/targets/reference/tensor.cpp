@@ -42,10 +42,27 @@ Tensor Tensor::scalarI(Scalar dtype, int64_t v, bool weak) {
   return t;
 }
 
+namespace {
+
+// The nearest IEEE half-precision value (ties to even), as a double: f16 has
+// an 11-bit significand and exponents -14..15, with subnormals below 2^-14.
+double roundToHalf(double v) {
+  if (std::isnan(v) || std::isinf(v)) return v;
+  double a = std::fabs(v);
+  if (a >= 65520.0) return std::copysign(INFINITY, v);  // rounds past the largest half, 65504
+  int exp;
+  std::frexp(a, &exp);                        // a = m * 2^exp, m in [0.5, 1)
+  int e = std::max(exp - 1, -14);             // the binade, clamped to the subnormal range
+  double quantum = std::ldexp(1.0, e - 10);   // spacing of halves in that binade
+  return std::copysign(std::nearbyint(a / quantum) * quantum, v);  // ties to even
+}
+
+}  // namespace
+
 double roundTo(Scalar dtype, double v) {
   switch (dtype) {
     case Scalar::F32: return static_cast<double>(static_cast<float>(v));
-    case Scalar::F16: return static_cast<double>(static_cast<_Float16>(v));
+    case Scalar::F16: return roundToHalf(v);
     case Scalar::BF16: {
       float x = static_cast<float>(v);
       if (std::isnan(x)) return v;
