@@ -1,0 +1,114 @@
+// The pipeline stages of a tokenizer.json: normalizers, pre-tokenizers,
+// decoders and post-processors, and their parsing (internal header).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tokenizer/regex.h"
+#include "tokenizer/tokenizer.h"
+
+namespace linnet::tokenizer::detail {
+
+using json = nlohmann::json;
+
+// Where in which file a JSON value sits, for error messages.
+struct JsonContext {
+  std::string file;
+  [[noreturn]] void fail(const std::string& path, const std::string& message) const;
+  // Typed accessors that fail with the path instead of throwing nlohmann errors.
+  const json& member(const json& obj, const std::string& path, const char* key) const;  // required
+  const json* optionalMember(const json& obj, const char* key) const;                   // null if absent or null
+  std::string string(const json& v, const std::string& path) const;
+  bool boolean(const json& v, const std::string& path) const;
+  int64_t integer(const json& v, const std::string& path) const;
+  const json& object(const json& v, const std::string& path) const;
+  const json& array(const json& v, const std::string& path) const;
+  // A one-character string (tokenizers' `char` fields).
+  std::string character(const json& v, const std::string& path) const;
+  std::string typeOf(const json& obj, const std::string& path) const;  // obj["type"]
+  Regex regex(std::string_view pattern, RegexFlavor flavor, const std::string& path) const;
+};
+
+// Escapes a key for a JSON pointer ("/" -> "~1", "~" -> "~0").
+std::string jsonPointerKey(std::string_view key);
+
+// One split of the text while it is pre-tokenized. `atStart`: whether it
+// begins at offset 0 of the original input (Metaspace's prepend_scheme "first").
+struct Piece {
+  std::string text;
+  bool atStart = false;
+};
+using Pieces = std::vector<Piece>;
+
+enum class SplitBehavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
+
+// A pattern for Split, Replace and friends: a literal or a regex.
+class Pattern {
+ public:
+  Pattern() = default;
+  static Pattern literal(std::string s);
+  static Pattern regex(Regex r);
+  // (start, end, isMatch) ranges covering all of `text` (tokenizers' find_matches).
+  void findMatches(std::string_view text, std::vector<std::tuple<size_t, size_t, bool>>& out) const;
+  // Replaces every match with `content`.
+  std::string replace(std::string_view text, std::string_view content) const;
+
+ private:
+  void matchRanges(std::string_view text, std::vector<std::pair<size_t, size_t>>& out) const;
+  std::string literal_;
+  Regex regex_;
+  bool isRegex_ = false;
+};
+
+// Splits every piece by `pattern` with `behavior` (NormalizedString::split),
+// dropping empty results.
+void splitPieces(Pieces& pieces, const Pattern& pattern, SplitBehavior behavior, bool invert);
+
+class Normalizer {
+ public:
+  virtual ~Normalizer() = default;
+  virtual void normalize(std::string& s) const = 0;
+};
+
+class PreTokenizer {
+ public:
+  virtual ~PreTokenizer() = default;
+  virtual void preTokenize(Pieces& pieces) const = 0;
+};
+
+class Decoder {
+ public:
+  virtual ~Decoder() = default;
+  virtual void decodeChain(std::vector<std::string>& tokens) const = 0;
+};
+
+class PostProcessor {
+ public:
+  virtual ~PostProcessor() = default;
+  virtual void process(std::vector<int32_t>& ids, bool addSpecialTokens) const = 0;
+  // Whether process() adds anything when addSpecialTokens is true.
+  virtual bool addsTokens() const = 0;
+};
+
+std::unique_ptr<Normalizer> parseNormalizer(const JsonContext& ctx, const json& v, const std::string& path);
+std::unique_ptr<PreTokenizer> parsePreTokenizer(const JsonContext& ctx, const json& v, const std::string& path);
+std::unique_ptr<Decoder> parseDecoder(const JsonContext& ctx, const json& v, const std::string& path);
+std::unique_ptr<PostProcessor> parsePostProcessor(const JsonContext& ctx, const json& v, const std::string& path);
+
+// A post-processor that wraps the sequence with fixed ids (TemplateProcessing
+// for a single sequence; what transformers' LlamaTokenizerFast builds).
+std::unique_ptr<PostProcessor> makeWrapProcessor(std::vector<int32_t> prefix, std::vector<int32_t> suffix);
+
+// The byte <-> character table of byte-level BPE (GPT-2's bytes_to_unicode).
+const std::string& byteToChar(unsigned char b);  // UTF-8 of the character
+int charToByte(char32_t cp);                     // -1 if not in the table
+
+}  // namespace linnet::tokenizer::detail

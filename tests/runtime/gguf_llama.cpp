@@ -1,0 +1,222 @@
+// llama-architecture files as Hugging Face checkpoints: names, the undoing
+// of convert_hf_to_gguf.py's q/k row permutation, tied embeddings, config.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <numeric>
+
+#include "gguf/llama.h"
+#include "gguf_test_util.h"
+
+using namespace linnet::gguf;
+using namespace linnet::gguf::test;
+using Catch::Matchers::Contains;
+
+TEST_CASE("llama.cpp names <-> Hugging Face names", "[gguf][llama]") {
+  const std::pair<const char*, const char*> pairs[] = {
+      {"token_embd.weight", "model.embed_tokens.weight"},
+      {"output_norm.weight", "model.norm.weight"},
+      {"output.weight", "lm_head.weight"},
+      {"blk.0.attn_norm.weight", "model.layers.0.input_layernorm.weight"},
+      {"blk.12.attn_q.weight", "model.layers.12.self_attn.q_proj.weight"},
+      {"blk.3.attn_q.bias", "model.layers.3.self_attn.q_proj.bias"},
+      {"blk.3.attn_k.weight", "model.layers.3.self_attn.k_proj.weight"},
+      {"blk.3.attn_v.weight", "model.layers.3.self_attn.v_proj.weight"},
+      {"blk.3.attn_output.weight", "model.layers.3.self_attn.o_proj.weight"},
+      {"blk.3.ffn_norm.weight", "model.layers.3.post_attention_layernorm.weight"},
+      {"blk.3.ffn_gate.weight", "model.layers.3.mlp.gate_proj.weight"},
+      {"blk.3.ffn_up.weight", "model.layers.3.mlp.up_proj.weight"},
+      {"blk.31.ffn_down.weight", "model.layers.31.mlp.down_proj.weight"},
+  };
+  for (auto [g, h] : pairs) {
+    CHECK(llamaHuggingFaceName(g) == std::optional<std::string>(h));
+    CHECK(llamaGgufName(h) == std::optional<std::string>(g));
+  }
+  for (const char* bad : {"rope_freqs.weight", "blk.x.attn_q.weight", "blk..attn_q.weight", "blk.01.attn_q.weight",
+                          "blk.1.attn_q", "blk.1.ffn_gate_exps.weight", "token_embd", "blk.1"})
+    CHECK(llamaHuggingFaceName(bad) == std::nullopt);
+  CHECK(llamaGgufName("model.layers.1.self_attn.rotary_emb.inv_freq") == std::nullopt);
+}
+
+TEST_CASE("permuteRows matches convert_hf_to_gguf.py's permute, unpermuteRows undoes it", "[gguf][llama]") {
+  // 2 heads of dim 4 (half 2), 1 column: HF rows (h, j, i) -> GGUF rows (h, i, j).
+  std::vector<float> w(8);
+  std::iota(w.begin(), w.end(), 0.0f);
+  permuteRows(w, 8, 1, 2);
+  CHECK(w == std::vector<float>{0, 2, 1, 3, 4, 6, 5, 7});
+  unpermuteRows(w, 8, 1, 2);
+  CHECK(w == std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7});
+  std::vector<float> m(24);  // 12 rows x 2 columns, 3 heads of 4
+  std::iota(m.begin(), m.end(), 0.0f);
+  const std::vector<float> orig = m;
+  permuteRows(m, 12, 2, 3);
+  CHECK(m[2] == 4.0f);  // row 1 is HF row 2
+  CHECK(m[3] == 5.0f);
+  unpermuteRows(m, 12, 2, 3);
+  CHECK(m == orig);
+  CHECK_THROWS_AS(unpermuteRows(m, 12, 2, 5), std::invalid_argument);
+  CHECK_THROWS_AS(unpermuteRows(m, 10, 2, 5), std::invalid_argument);
+}
+
+TEST_CASE("loadAsHuggingFace restores the Hugging Face tensors", "[gguf][llama]") {
+  File f = File::open(dataDir() / "llama.gguf");
+  const nlohmann::json manifest = readJson(dataDir() / "llama.json");
+  const std::vector<float> hf = readValues<float>(dataDir() / "llama.hf.bin");
+  CHECK(f.metadata().getInt("llama.attention.head_count") == manifest["n_head"].get<int>());
+  CHECK(f.metadata().getInt("llama.attention.head_count_kv") == manifest["n_head_kv"].get<int>());
+  CHECK_FALSE(hasTiedEmbeddings(f));
+
+  auto tensors = loadAsHuggingFace(f);
+  REQUIRE(tensors.size() == manifest["tensors"].size());
+  std::size_t compared = 0;
+  for (const auto& e : manifest["tensors"]) {
+    const std::string name = e["name"];
+    INFO("tensor " << name);
+    REQUIRE(tensors.count(name) == 1);
+    const Tensor& t = tensors.at(name);
+    CHECK(t.shape == e["shape"].get<std::vector<std::int64_t>>());
+    CHECK(t.dtype == DType::F32);
+    CHECK(llamaGgufName(name) == std::optional<std::string>(t.ggufName));
+    const std::int64_t off = e["offset"];
+    if (off < 0) continue;
+    const std::size_t n = e["count"];
+    std::vector<float> got = t.toF32();
+    REQUIRE(got.size() == n);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < n; ++i) bad += bitsOf(got[i]) != bitsOf(hf[static_cast<std::size_t>(off) + i]);
+    CHECK(bad == 0);
+    ++compared;
+  }
+  CHECK(compared == 8);  // q/k weights of both layers, the q bias, two norms, a Q8_0 down_proj
+  CHECK(tensors.at("model.layers.1.self_attn.q_proj.weight").ggufType == GgmlType::Q8_0);
+
+  // The stored q rows really are permuted: raw GGUF values differ from HF.
+  const auto raw = f.dequantize(f.at("blk.0.attn_q.weight"));
+  CHECK(raw != tensors.at("model.layers.0.self_attn.q_proj.weight").toF32());
+
+  // bf16 output: every value the f32 one rounded to nearest even.
+  auto b = loadAsHuggingFace(f, {DType::BF16, false});
+  const Tensor& q = b.at("model.layers.0.self_attn.q_proj.weight");
+  CHECK(q.dtype == DType::BF16);
+  REQUIRE(q.data.size() == 32 * 32 * 2);
+  const auto q32 = tensors.at("model.layers.0.self_attn.q_proj.weight").toF32();
+  for (std::size_t i = 0; i < q32.size(); ++i) {
+    std::uint16_t h;
+    std::memcpy(&h, q.data.data() + 2 * i, 2);
+    REQUIRE(h == f32ToBf16(q32[i]));
+  }
+  auto h16 = loadAsHuggingFace(dataDir() / "llama.gguf", {DType::F16, false});
+  const Tensor& emb = h16.at("model.embed_tokens.weight");  // stored F16: copied as is
+  CHECK(emb.ggufType == GgmlType::F16);
+  CHECK(std::memcmp(emb.data.data(), f.at("token_embd.weight").data.data(), emb.data.size()) == 0);
+}
+
+TEST_CASE("tied embeddings: no output.weight, no lm_head", "[gguf][llama]") {
+  File f = File::open(dataDir() / "tied.gguf");
+  CHECK(hasTiedEmbeddings(f));
+  auto tensors = loadAsHuggingFace(f);
+  CHECK(tensors.count("lm_head.weight") == 0);
+  CHECK(tensors.count("model.embed_tokens.weight") == 1);
+  CHECK(tensors.size() == 12);  // embed, norm, and 10 per layer (q bias included)
+  CHECK(huggingFaceConfig(f)["tie_word_embeddings"] == true);
+}
+
+TEST_CASE("Hugging Face config from metadata", "[gguf][llama]") {
+  File f = File::open(dataDir() / "llama.gguf");
+  const nlohmann::json c = huggingFaceConfig(f);
+  CHECK(c["model_type"] == "llama");
+  CHECK(c["architectures"] == nlohmann::json::array({"LlamaForCausalLM"}));
+  CHECK(c["hidden_size"] == 32);
+  CHECK(c["intermediate_size"] == 64);
+  CHECK(c["num_hidden_layers"] == 2);
+  CHECK(c["num_attention_heads"] == 4);
+  CHECK(c["num_key_value_heads"] == 2);
+  CHECK(c["head_dim"] == 8);
+  CHECK(c["rms_norm_eps"].get<double>() == 1e-5);  // FLOAT32 metadata, written as the shortest decimal
+  CHECK(c["rope_theta"].get<double>() == 10000.0);
+  CHECK(c["max_position_embeddings"] == 128);
+  CHECK(c["vocab_size"] == 287);
+  CHECK(c["tie_word_embeddings"] == false);
+  CHECK(c["bos_token_id"] == 1);
+  CHECK(c["eos_token_id"] == 2);
+}
+
+TEST_CASE("loadAsHuggingFace refuses other architectures and unknown tensors", "[gguf][llama]") {
+  File other = File::open(dataDir() / "types.gguf");
+  CHECK_THROWS_WITH(loadAsHuggingFace(other), Contains("types.gguf") && Contains("'linnet-test'") &&
+                                                  Contains("'llama' only"));
+  CHECK_THROWS_WITH(huggingFaceConfig(other), Contains("'llama' only"));
+
+  Builder g;
+  g.string("general.architecture", "llama").u32("llama.attention.head_count", 2);
+  g.f32("token_embd.weight", {2, 2}, {1, 2, 3, 4});
+  g.f32("blk.0.ffn_gate_exps.weight", {1}, {1});
+  g.f32("rope_freqs.weight", {1}, {1});
+  File f = File::parseCopy(g.build(), "moe.gguf");
+  CHECK_THROWS_WITH(loadAsHuggingFace(f), Contains("moe.gguf") && Contains("'blk.0.ffn_gate_exps.weight'") &&
+                                              Contains("no Hugging Face llama name"));
+  auto t = loadAsHuggingFace(f, {DType::F32, true});
+  CHECK(t.size() == 1);  // rope_freqs.weight is left out silently
+  CHECK(t.at("model.embed_tokens.weight").shape == std::vector<std::int64_t>{2, 2});
+
+  Builder q;  // 6 rows cannot be split into 2 x 4 heads
+  q.string("general.architecture", "llama").u32("llama.attention.head_count", 4);
+  q.f32("blk.0.attn_q.weight", {1, 6}, {1, 2, 3, 4, 5, 6});
+  File fq = File::parseCopy(q.build(), "q.gguf");
+  CHECK_THROWS_WITH(loadAsHuggingFace(fq), Contains("q.gguf") && Contains("'blk.0.attn_q.weight'") &&
+                                               Contains("[6, 1]") && Contains("4 heads"));
+  Builder k;  // head_count missing
+  k.string("general.architecture", "llama");
+  k.f32("blk.0.attn_k.weight", {1, 4}, {1, 2, 3, 4});
+  CHECK_THROWS_WITH(loadAsHuggingFace(File::parseCopy(k.build(), "k.gguf")),
+                    Contains("'llama.attention.head_count' is missing"));
+}
+
+TEST_CASE("per-layer head counts (arrays) are honoured", "[gguf][llama]") {
+  Builder g;
+  g.string("general.architecture", "llama");
+  g.u32("llama.attention.head_count", 2);
+  g.key("llama.attention.head_count_kv", 9, Out().put<std::uint32_t>(4).put<std::uint64_t>(2).put(1u).put(2u).b);
+  std::vector<float> v(8);
+  std::iota(v.begin(), v.end(), 0.0f);
+  g.f32("blk.0.attn_k.weight", {1, 8}, v);
+  g.f32("blk.1.attn_k.weight", {1, 8}, v);
+  auto t = loadAsHuggingFace(File::parseCopy(g.build(), "a.gguf"));
+  std::vector<float> one = v, two = v;
+  unpermuteRows(one, 8, 1, 1);
+  unpermuteRows(two, 8, 1, 2);
+  CHECK(one != two);
+  CHECK(t.at("model.layers.0.self_attn.k_proj.weight").toF32() == one);
+  CHECK(t.at("model.layers.1.self_attn.k_proj.weight").toF32() == two);
+}
+
+TEST_CASE("safetensors bytes of the loaded tensors", "[gguf][llama]") {
+  std::map<std::string, Tensor> m;
+  Tensor a;
+  a.shape = {2};
+  a.dtype = DType::F32;
+  a.data = convertF32(std::vector<float>{1.5f, -2.0f}, DType::F32);
+  m["b.weight"] = a;
+  Tensor h = a;
+  h.dtype = DType::BF16;
+  h.data = convertF32(std::vector<float>{1.5f, -2.0f}, DType::BF16);
+  m["a.weight"] = h;
+  const std::vector<std::byte> st = toSafetensors(m, {{"format", "pt"}});
+  std::uint64_t n;
+  std::memcpy(&n, st.data(), 8);
+  CHECK(n % 8 == 0);
+  const auto header = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(st.data()) + 8, n));
+  CHECK(header["__metadata__"]["format"] == "pt");
+  CHECK(header["a.weight"]["dtype"] == "BF16");
+  CHECK(header["a.weight"]["data_offsets"] == nlohmann::json::array({0, 4}));
+  CHECK(header["b.weight"]["dtype"] == "F32");
+  CHECK(header["b.weight"]["shape"] == nlohmann::json::array({2}));
+  CHECK(header["b.weight"]["data_offsets"] == nlohmann::json::array({4, 12}));
+  REQUIRE(st.size() == 8 + n + 12);
+  float x;
+  std::memcpy(&x, st.data() + 8 + n + 4 + 4, 4);
+  CHECK(x == -2.0f);
+  TempDir tmp;
+  writeSafetensors(tmp.path() / "m.safetensors", m);
+  CHECK(std::filesystem::file_size(tmp.path() / "m.safetensors") == toSafetensors(m).size());
+}
