@@ -14,6 +14,12 @@
 #include "weights/convert.h"
 #include "weights/safetensors.h"
 
+#ifdef LINNET_HAVE_GGUF
+#include <unistd.h>
+
+#include "gguf/llama.h"
+#endif
+
 #ifndef LINNET_STDLIB_DIR
 #define LINNET_STDLIB_DIR "stdlib"
 #endif
@@ -121,6 +127,29 @@ std::vector<std::byte> tensorToBytes(const Tensor& t) {
 }
 
 
+namespace {
+
+// A checkpoint from a safetensors file or index, or from a GGUF file: its
+// tensors are dequantized to f32 under their Hugging Face names and layout,
+// written to a temporary safetensors file that is mapped and then unlinked,
+// so that the same binding checks apply to both.
+weights::Checkpoint openCheckpoint(const std::string& path) {
+  if (!path.ends_with(".gguf")) return weights::Checkpoint::open(path);
+#ifdef LINNET_HAVE_GGUF
+  auto tensors = gguf::loadAsHuggingFace(std::filesystem::path(path));
+  auto temp = std::filesystem::temp_directory_path() /
+              fmt::format("linnet-{}-{}.safetensors", ::getpid(), std::filesystem::path(path).stem().string());
+  gguf::writeSafetensors(temp, tensors, {{"converted_from", path}});
+  weights::Checkpoint checkpoint = weights::Checkpoint::open(temp);
+  std::filesystem::remove(temp);  // the mapping stays valid
+  return checkpoint;
+#else
+  throw Error(fmt::format("{}: this build has no GGUF reader", path));
+#endif
+}
+
+}  // namespace
+
 Model load(const std::string& package, const LoadOptions& options) {
   auto impl = std::make_unique<Model::Impl>();
   std::string stdlib = options.stdlib;
@@ -162,7 +191,7 @@ Model load(const std::string& package, const LoadOptions& options) {
   try {
     std::vector<weights::ParamSpec> specs;
     for (const auto& p : impl->model->params()) specs.push_back({p.path, p.shape, weightsDType(p.dtype)});
-    impl->checkpoint = weights::Checkpoint::open(options.weights);
+    impl->checkpoint = openCheckpoint(options.weights);
     std::filesystem::path bindingsPath = std::filesystem::path(package) / "bindings.json";
     weights::BindOptions bindOptions;
     if (options.convertDTypes && !specs.empty()) bindOptions.convertTo = specs.front().dtype;

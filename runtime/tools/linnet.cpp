@@ -15,6 +15,12 @@
 
 #include "nest/nest.h"
 #include "weights/npy.h"
+#ifdef LINNET_HAVE_TEXT
+#include <iostream>
+#include <random>
+
+#include "nest/text.h"
+#endif
 
 namespace {
 
@@ -30,8 +36,17 @@ const char* kHelp = R"(linnet: run a Linnet package's entries
   linnet call PACKAGE (--weights PATH | --random-weights) [--set K=V]... [--convert]
       (--entry NAME [--generic K=V]... [--input NAME=@file.npy | NAME=VALUE]... [--output @file.npy]...)...
   linnet generate PACKAGE (--weights PATH | --random-weights) [--set K=V]...
-      --prompt-ids 1,2,3 --max-new N
+      (--prompt-ids 1,2,3 | --prompt TEXT [--tokenizer PATH]) [--max-new N] [sampling]
+  linnet chat PACKAGE --weights PATH [--tokenizer PATH] [--set K=V]... [--system TEXT]
+      [--prompt TEXT] [--max-new N] [sampling]
+  linnet tokenize --tokenizer PATH TEXT        (ids as a JSON array)
+  linnet detokenize --tokenizer PATH 1,2,3
   linnet --version | --help
+
+sampling: --temperature T (0: greedy, the default) --top-k K --top-p P --seed S.
+--tokenizer takes a tokenizer.json (tokenizer_config.json beside it supplies
+the chat template) or a .gguf file; by default the --weights file when it is
+GGUF. `chat` without --prompt is interactive: /reset starts over, /quit ends.
 
 PACKAGE is a nest package (nest.toml, linnet.toml, bindings.json, src/).
 --weights takes a .safetensors file or a *.safetensors.index.json; --convert
@@ -52,6 +67,11 @@ struct Args {
   std::vector<Group> groups;
   std::vector<int64_t> promptIds;
   int64_t maxNew = 16;
+  std::string prompt, system, tokenizer;
+  std::vector<std::string> words;  // tokenize / detokenize operands
+  double temperature = 0, topP = 1;
+  int64_t topK = 0, seed = 0;
+  bool hasPrompt = false;
 };
 
 std::pair<std::string, std::string> splitAssignment(const std::string& s, const char* flag) {
@@ -117,15 +137,35 @@ Args parse(int argc, char** argv) {
       }
     } else if (s == "--max-new") {
       a.maxNew = parseInt(next(s), "--max-new");
+    } else if (s == "--prompt") {
+      a.prompt = next(s);
+      a.hasPrompt = true;
+    } else if (s == "--system") {
+      a.system = next(s);
+    } else if (s == "--tokenizer") {
+      a.tokenizer = next(s);
+    } else if (s == "--temperature" || s == "--top-p") {
+      std::string val = next(s);
+      char* end = nullptr;
+      double d = std::strtod(val.c_str(), &end);
+      if (val.empty() || *end != '\0' || d < 0) throw Usage(fmt::format("{} `{}`: expected a number >= 0", s, val));
+      (s == "--temperature" ? a.temperature : a.topP) = d;
+    } else if (s == "--top-k") {
+      a.topK = parseInt(next(s), "--top-k");
+    } else if (s == "--seed") {
+      a.seed = parseInt(next(s), "--seed");
     } else if (!s.empty() && s[0] == '-') {
       throw Usage(fmt::format("unknown option `{}`; see linnet --help", s));
+    } else if (a.command == "tokenize" || a.command == "detokenize") {
+      a.words.push_back(s);
     } else if (a.package.empty()) {
       a.package = s;
     } else {
       throw Usage(fmt::format("unexpected argument `{}`", s));
     }
   }
-  if (a.package.empty()) throw Usage("no PACKAGE given");
+  if (a.package.empty() && a.command != "tokenize" && a.command != "detokenize")
+    throw Usage("no PACKAGE given");
   return a;
 }
 
@@ -203,8 +243,133 @@ int runCall(Args& a) {
   return 0;
 }
 
+#ifdef LINNET_HAVE_TEXT
+linnet::nest::TextModel text(const Args& a) {
+  std::string path = !a.tokenizer.empty() ? a.tokenizer : a.load.weights;
+  if (path.empty() || (a.tokenizer.empty() && !path.ends_with(".gguf")))
+    throw Usage("no tokenizer: pass --tokenizer (a tokenizer.json, or a .gguf file)");
+  return linnet::nest::loadText(path);
+}
+
+linnet::nest::Sampling sampling(const Args& a) {
+  return {a.temperature, static_cast<int>(a.topK), a.topP, static_cast<uint64_t>(a.seed)};
+}
+
+// A conversation with the model: the rendered chat is fed through `prefill`
+// (only what the caches do not hold yet), then tokens are sampled and
+// streamed through `decode` until an end-of-turn token or --max-new.
+class Chat {
+ public:
+  Chat(linnet::nest::Model& model, linnet::nest::TextModel& text, const Args& a)
+      : model_(model), text_(text), args_(a), rng_(a.seed) {
+    if (!a.system.empty()) system_ = {{"role", "system"}, {"content", a.system}};
+  }
+  void reset() {
+    messages_ = nlohmann::ordered_json::array();
+    cached_.clear();
+    model_.resetState();
+  }
+  std::string answer(const std::string& user) {
+    if (messages_.empty() && !system_.is_null()) messages_.push_back(system_);
+    messages_.push_back({{"role", "user"}, {"content", user}});
+    std::string rendered = linnet::nest::renderChat(text_, messages_);
+    std::vector<int32_t> ids = text_.tokenizer.encode(rendered, /*addSpecialTokens=*/false);
+    std::vector<int64_t> wide(ids.begin(), ids.end());
+    // Reuse the caches when the new rendering extends what they hold.
+    if (cached_.size() > wide.size() || !std::equal(cached_.begin(), cached_.end(), wide.begin())) reset();
+    std::vector<int64_t> fresh(wide.begin() + cached_.size(), wide.end());
+    Tensor tokens = Tensor::zeros(Scalar::I32, {1, static_cast<int64_t>(fresh.size())});
+    tokens.i = fresh;
+    Tensor logits = model_.call("prefill", {tokens, Tensor::scalarI(Scalar::I32, static_cast<int64_t>(cached_.size()))})[0];
+    cached_ = wide;
+    linnet::tokenizer::StreamDecoder stream(text_.tokenizer);
+    std::string reply;
+    for (int64_t k = 0; k < args_.maxNew; ++k) {
+      int32_t next = linnet::nest::sampleToken(logits, sampling(args_), rng_);
+      if (std::find(text_.stopIds.begin(), text_.stopIds.end(), next) != text_.stopIds.end()) break;
+      std::string piece = stream.push(next);
+      reply += piece;
+      fputs(piece.c_str(), stdout);
+      fflush(stdout);
+      Tensor token = Tensor::zeros(Scalar::I32, {1, 1});
+      token.i[0] = next;
+      logits = model_.call("decode", {token, Tensor::scalarI(Scalar::I32, static_cast<int64_t>(cached_.size()))})[0];
+      cached_.push_back(next);
+    }
+    std::string rest = stream.finish();
+    reply += rest;
+    fputs((rest + "\n").c_str(), stdout);
+    fflush(stdout);
+    messages_.push_back({{"role", "assistant"}, {"content", reply}});
+    return reply;
+  }
+
+ private:
+  linnet::nest::Model& model_;
+  linnet::nest::TextModel& text_;
+  const Args& args_;
+  std::mt19937_64 rng_;
+  nlohmann::ordered_json system_;
+  nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();
+  std::vector<int64_t> cached_;  // the tokens the caches hold, in order
+};
+
+int runChat(Args& a) {
+  auto tokenizer = text(a);
+  auto model = linnet::nest::load(a.package, a.load);
+  Chat chat(model, tokenizer, a);
+  if (a.hasPrompt) {
+    chat.answer(a.prompt);
+    return 0;
+  }
+  fprintf(stderr, "%s: type a message; /reset starts over, /quit ends\n", model.name().c_str());
+  std::string line;
+  while (true) {
+    fputs("> ", stderr);
+    if (!std::getline(std::cin, line) || line == "/quit") break;
+    if (line == "/reset") {
+      chat.reset();
+      continue;
+    }
+    if (line.empty()) continue;
+    chat.answer(line);
+  }
+  return 0;
+}
+
+int runTokenize(Args& a) {
+  auto t = text(a);
+  if (a.command == "tokenize") {
+    std::string joined = fmt::format("{}", fmt::join(a.words, " "));
+    fmt::print("[{}]\n", fmt::join(t.tokenizer.encode(joined, false), ", "));
+    return 0;
+  }
+  std::vector<int32_t> ids;
+  for (const auto& w : a.words) {
+    size_t start = 0;
+    while (start <= w.size()) {
+      size_t comma = w.find(',', start);
+      std::string one = w.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!one.empty()) ids.push_back(static_cast<int32_t>(parseInt(one, "detokenize")));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  fmt::print("{}\n", t.tokenizer.decode(ids));
+  return 0;
+}
+#endif
+
 int runGenerate(Args& a) {
-  if (a.promptIds.empty()) throw Usage("generate needs --prompt-ids");
+#ifdef LINNET_HAVE_TEXT
+  std::optional<linnet::nest::TextModel> tokenizer;
+  if (a.hasPrompt) {
+    tokenizer = text(a);
+    for (int32_t id : tokenizer->tokenizer.encode(a.prompt, /*addSpecialTokens=*/true)) a.promptIds.push_back(id);
+  }
+  std::mt19937_64 rng(a.seed);
+#endif
+  if (a.promptIds.empty()) throw Usage("generate needs --prompt-ids (or --prompt)");
   if (a.maxNew < 1) throw Usage("--max-new must be at least 1");
   auto model = linnet::nest::load(a.package, a.load);
   int64_t S = static_cast<int64_t>(a.promptIds.size());
@@ -215,13 +380,25 @@ int runGenerate(Args& a) {
   };
   std::vector<int64_t> produced;
   Tensor logits = model.call("prefill", {tokens, Tensor::scalarI(Scalar::I32, 0)})[0];
-  produced.push_back(argmax(logits));
+#ifdef LINNET_HAVE_TEXT
+  auto choose = [&](const Tensor& l) -> int64_t { return linnet::nest::sampleToken(l, sampling(a), rng); };
+#else
+  auto choose = argmax;
+#endif
+  produced.push_back(choose(logits));
   for (int64_t k = 1; k < a.maxNew; ++k) {
     Tensor token = Tensor::zeros(Scalar::I32, {1, 1});
     token.i[0] = produced.back();
     logits = model.call("decode", {token, Tensor::scalarI(Scalar::I32, S + k - 1)})[0];
-    produced.push_back(argmax(logits));
+    produced.push_back(choose(logits));
   }
+#ifdef LINNET_HAVE_TEXT
+  if (tokenizer) {
+    std::vector<int32_t> ids(produced.begin(), produced.end());
+    fmt::print("{}\n", tokenizer->tokenizer.decode(ids));
+    return 0;
+  }
+#endif
   fmt::print("[{}]\n", fmt::join(produced, ", "));
   return 0;
 }
@@ -241,6 +418,10 @@ int main(int argc, char** argv) {
     Args a = parse(argc, argv);
     if (a.command == "call") return runCall(a);
     if (a.command == "generate") return runGenerate(a);
+#ifdef LINNET_HAVE_TEXT
+    if (a.command == "chat") return runChat(a);
+    if (a.command == "tokenize" || a.command == "detokenize") return runTokenize(a);
+#endif
     throw Usage(fmt::format("unknown command `{}`; see linnet --help", a.command));
   } catch (const Usage& e) {
     fmt::print(stderr, "linnet: {}\n", e.what());

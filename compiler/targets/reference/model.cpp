@@ -725,7 +725,22 @@ struct Model::Impl {
       Tensor x = arg(0);
       return RValue::of(reduceAxis(n, x, axisArg(f, call, x.rank()), keepdimsArg(call)));
     }
-    if (n == "matmul") return RValue::of(matmul(arg(0), arg(1)));
+    if (n == "matmul") {
+      // `matmul(x, permute(w, [1, 0]))`, as Linear writes it: read w's rows
+      // directly instead of forming its transpose on every call.
+      if (pos[1]->kind == ExprKind::Call) {
+        const auto& inner = static_cast<const CallExpr&>(*pos[1]);
+        if (inner.callee->kind == ExprKind::Name &&
+            static_cast<const NameExpr&>(*inner.callee).name == "permute" && inner.args.size() == 2 &&
+            inner.args[1].value->kind == ExprKind::List) {
+          const auto& perm = static_cast<const ListExpr&>(*inner.args[1].value);
+          Tensor w = eval(f, *inner.args[0].value).t;
+          if (w.rank() == 2 && perm.elems.size() == 2 && *eval(f, *perm.elems[0]).staticInt == 1)
+            return RValue::of(matmulTransposed(arg(0), w));
+        }
+      }
+      return RValue::of(matmul(arg(0), arg(1)));
+    }
     if (n == "gather") return RValue::of(gather(arg(0), arg(1)));
     if (n == "some") {
       RValue v;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 
 namespace linnet::reference {
 
@@ -127,19 +128,91 @@ void forEach(const std::vector<int64_t>& shape, Fn fn) {
   }
 }
 
-double floatOp(const std::string& op, double x) {
-  if (op == "neg") return -x;
-  if (op == "exp") return std::exp(x);
-  if (op == "log") return std::log(x);
-  if (op == "sin") return std::sin(x);
-  if (op == "cos") return std::cos(x);
-  if (op == "tanh") return std::tanh(x);
-  if (op == "sqrt") return std::sqrt(x);
-  if (op == "rsqrt") return 1.0 / std::sqrt(x);
-  if (op == "sigmoid") return 1.0 / (1.0 + std::exp(-x));
-  if (op == "abs") return std::fabs(x);
-  if (op == "floor") return std::floor(x);
-  throw EvalError("unknown float operation " + op);
+// Walks an output shape in row-major order, keeping each input's flat
+// offset under broadcasting (stride 0 along a broadcast axis), so that no
+// coordinate is recomputed per element.
+class Walker {
+ public:
+  Walker(const std::vector<int64_t>& out, std::vector<const std::vector<int64_t>*> inputs)
+      : out_(out), strides_(inputs.size(), std::vector<int64_t>(out.size(), 0)) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const auto& in = *inputs[i];
+      size_t offset = out.size() - in.size();
+      int64_t stride = 1;
+      for (size_t k = in.size(); k-- > 0;) {
+        if (in[k] != 1) strides_[i][k + offset] = stride;
+        stride *= in[k];
+      }
+    }
+  }
+  template <typename Fn>
+  void run(Fn fn) {
+    int64_t total = 1;
+    for (int64_t d : out_) total *= d;
+    if (total == 0) return;
+    size_t n = strides_.size();
+    std::vector<int64_t> coord(out_.size(), 0), off(n, 0);
+    for (int64_t flat = 0; flat < total; ++flat) {
+      fn(flat, off.data());
+      for (size_t k = out_.size(); k-- > 0;) {
+        for (size_t i = 0; i < n; ++i) off[i] += strides_[i][k];
+        if (++coord[k] < out_[k]) break;
+        for (size_t i = 0; i < n; ++i) off[i] -= strides_[i][k] * out_[k];
+        coord[k] = 0;
+      }
+    }
+  }
+
+ private:
+  std::vector<int64_t> out_;
+  std::vector<std::vector<int64_t>> strides_;
+};
+
+enum class Op { Neg, Exp, Log, Sin, Cos, Tanh, Sqrt, Rsqrt, Sigmoid, Abs, Floor, Add, Sub, Mul, Div,
+                Rem, Max, Min, Pow, And, Or, Xor, Shl, Shr, Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd,
+                LogicalOr };
+
+Op opNamed(const std::string& op) {
+  static const std::map<std::string, Op> table = {
+      {"neg", Op::Neg}, {"exp", Op::Exp}, {"log", Op::Log}, {"sin", Op::Sin}, {"cos", Op::Cos},
+      {"tanh", Op::Tanh}, {"sqrt", Op::Sqrt}, {"rsqrt", Op::Rsqrt}, {"sigmoid", Op::Sigmoid},
+      {"abs", Op::Abs}, {"floor", Op::Floor}, {"+", Op::Add}, {"-", Op::Sub}, {"*", Op::Mul},
+      {"/", Op::Div}, {"%", Op::Rem}, {"maximum", Op::Max}, {"minimum", Op::Min}, {"pow", Op::Pow},
+      {"&", Op::And}, {"|", Op::Or}, {"^", Op::Xor}, {"<<", Op::Shl}, {">>", Op::Shr},
+      {"==", Op::Eq}, {"!=", Op::Ne}, {"<", Op::Lt}, {"<=", Op::Le}, {">", Op::Gt}, {">=", Op::Ge},
+      {"&&", Op::LogicalAnd}, {"||", Op::LogicalOr}};
+  auto it = table.find(op);
+  if (it == table.end()) throw EvalError("unknown operation " + op);
+  return it->second;
+}
+
+template <typename T>
+bool compare(Op op, T x, T y) {
+  switch (op) {
+    case Op::Eq: return x == y;
+    case Op::Ne: return x != y;
+    case Op::Lt: return x < y;
+    case Op::Le: return x <= y;
+    case Op::Gt: return x > y;
+    default: return x >= y;
+  }
+}
+
+double floatOp(Op op, double x) {
+  switch (op) {
+    case Op::Neg: return -x;
+    case Op::Exp: return std::exp(x);
+    case Op::Log: return std::log(x);
+    case Op::Sin: return std::sin(x);
+    case Op::Cos: return std::cos(x);
+    case Op::Tanh: return std::tanh(x);
+    case Op::Sqrt: return std::sqrt(x);
+    case Op::Rsqrt: return 1.0 / std::sqrt(x);
+    case Op::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case Op::Abs: return std::fabs(x);
+    case Op::Floor: return std::floor(x);
+    default: throw EvalError("not a unary float operation");
+  }
 }
 
 }  // namespace
@@ -179,7 +252,8 @@ Tensor unary(const std::string& op, const Tensor& x) {
     return out;
   }
   if (x.isFloat()) {
-    for (auto& v : out.f) v = roundTo(x.dtype, floatOp(op, v));
+    Op o = opNamed(op);
+    for (auto& v : out.f) v = roundTo(x.dtype, floatOp(o, v));
     return out;
   }
   if (x.weak && op != "neg" && op != "abs") {  // a literal integer under exp, say
@@ -195,67 +269,73 @@ Tensor unary(const std::string& op, const Tensor& x) {
   return out;
 }
 
-Tensor binary(const std::string& op, const Tensor& a0, const Tensor& b0) {
+Tensor binary(const std::string& opName, const Tensor& a0, const Tensor& b0) {
+  Op op = opNamed(opName);
+  bool compareOp = op == Op::Eq || op == Op::Ne || op == Op::Lt || op == Op::Le || op == Op::Gt ||
+                   op == Op::Ge;
+  bool logical = op == Op::LogicalAnd || op == Op::LogicalOr;
   bool weak = false;
-  Scalar dt = joinDType(a0, b0, weak);
-  bool compare = op == "==" || op == "!=" || op == "<" || op == "<=" || op == ">" || op == ">=";
-  bool logical = op == "&&" || op == "||";
+  Scalar dt = logical ? Scalar::Bool : joinDType(a0, b0, weak);
   const Tensor a = a0.dtype == dt || logical ? a0 : cast(a0, dt);
   const Tensor b = b0.dtype == dt || logical ? b0 : cast(b0, dt);
   std::vector<int64_t> shape = broadcastShapes(a.shape, b.shape);
-  Scalar outType = compare || logical ? Scalar::Bool : dt;
+  Scalar outType = compareOp || logical ? Scalar::Bool : dt;
   Tensor out = Tensor::zeros(outType, shape);
-  out.weak = weak && !compare && !logical;
-  bool fl = sema::isFloat(dt);
-  forEach(shape, [&](const std::vector<int64_t>& coord, int64_t flat) {
-    int64_t ia = broadcastIndex(a.shape, shape, coord);
-    int64_t ib = broadcastIndex(b.shape, shape, coord);
-    if (logical) {
-      out.i[flat] = op == "&&" ? (a.i[ia] && b.i[ib]) : (a.i[ia] || b.i[ib]);
-    } else if (fl) {
-      double x = a.f[ia], y = b.f[ib];
-      if (compare) {
-        out.i[flat] = op == "==" ? x == y : op == "!=" ? x != y : op == "<" ? x < y
-                      : op == "<=" ? x <= y : op == ">" ? x > y : x >= y;
+  out.weak = weak && !compareOp && !logical;
+  Walker walk(shape, {&a.shape, &b.shape});
+  if (logical) {
+    walk.run([&](int64_t flat, const int64_t* off) {
+      out.i[flat] = op == Op::LogicalAnd ? (a.i[off[0]] && b.i[off[1]]) : (a.i[off[0]] || b.i[off[1]]);
+    });
+  } else if (sema::isFloat(dt)) {
+    walk.run([&](int64_t flat, const int64_t* off) {
+      double x = a.f[off[0]], y = b.f[off[1]];
+      if (compareOp) {
+        out.i[flat] = compare(op, x, y);
         return;
       }
       double r;
-      if (op == "+") r = x + y;
-      else if (op == "-") r = x - y;
-      else if (op == "*") r = x * y;
-      else if (op == "/") r = x / y;
-      else if (op == "maximum") r = std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y);
-      else if (op == "minimum") r = std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y);
-      else if (op == "pow") r = std::pow(x, y);
-      else throw EvalError(fmt::format("`{}` of float tensors", op));
+      switch (op) {
+        case Op::Add: r = x + y; break;
+        case Op::Sub: r = x - y; break;
+        case Op::Mul: r = x * y; break;
+        case Op::Div: r = x / y; break;
+        case Op::Max: r = std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); break;
+        case Op::Min: r = std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y); break;
+        case Op::Pow: r = std::pow(x, y); break;
+        default: throw EvalError(fmt::format("`{}` of float tensors", opName));
+      }
       out.f[flat] = roundTo(dt, r);
-    } else {
-      int64_t x = a.i[ia], y = b.i[ib];
-      uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
-      if (compare) {
-        out.i[flat] = op == "==" ? x == y : op == "!=" ? x != y : op == "<" ? x < y
-                      : op == "<=" ? x <= y : op == ">" ? x > y : x >= y;
+    });
+  } else {
+    int bits = dt == Scalar::I32 ? 32 : 64;
+    uint64_t mask = bits == 32 ? 0xFFFFFFFFull : ~0ull;
+    walk.run([&](int64_t flat, const int64_t* off) {
+      int64_t x = a.i[off[0]], y = b.i[off[1]];
+      if (compareOp) {
+        out.i[flat] = compare(op, x, y);
         return;
       }
-      int bits = dt == Scalar::I32 ? 32 : 64;
-      uint64_t mask = bits == 32 ? 0xFFFFFFFFull : ~0ull;
+      uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
       int64_t r;
-      if (op == "+") r = static_cast<int64_t>(ux + uy);
-      else if (op == "-") r = static_cast<int64_t>(ux - uy);
-      else if (op == "*") r = static_cast<int64_t>(ux * uy);
-      else if (op == "/") r = y == 0 ? 0 : (x == INT64_MIN && y == -1) ? x : x / y;
-      else if (op == "%") r = y == 0 ? 0 : (y == -1) ? 0 : x % y;
-      else if (op == "&") r = x & y;
-      else if (op == "|") r = x | y;
-      else if (op == "^") r = x ^ y;
-      else if (op == "<<") r = y < 0 || y >= bits ? 0 : static_cast<int64_t>((ux << y) & mask);
-      else if (op == ">>") r = y < 0 || y >= bits ? 0 : static_cast<int64_t>((ux & mask) >> y);
-      else if (op == "maximum") r = std::max(x, y);
-      else if (op == "minimum") r = std::min(x, y);
-      else throw EvalError(fmt::format("`{}` of integer tensors", op));
+      switch (op) {
+        case Op::Add: r = static_cast<int64_t>(ux + uy); break;
+        case Op::Sub: r = static_cast<int64_t>(ux - uy); break;
+        case Op::Mul: r = static_cast<int64_t>(ux * uy); break;
+        case Op::Div: r = y == 0 ? 0 : (x == INT64_MIN && y == -1) ? x : x / y; break;
+        case Op::Rem: r = y == 0 || y == -1 ? 0 : x % y; break;
+        case Op::And: r = x & y; break;
+        case Op::Or: r = x | y; break;
+        case Op::Xor: r = x ^ y; break;
+        case Op::Shl: r = y < 0 || y >= bits ? 0 : static_cast<int64_t>((ux << y) & mask); break;
+        case Op::Shr: r = y < 0 || y >= bits ? 0 : static_cast<int64_t>((ux & mask) >> y); break;
+        case Op::Max: r = std::max(x, y); break;
+        case Op::Min: r = std::min(x, y); break;
+        default: throw EvalError(fmt::format("`{}` of integer tensors", opName));
+      }
       out.i[flat] = wrapTo(dt, r);
-    }
-  });
+    });
+  }
   return out;
 }
 
@@ -263,10 +343,9 @@ Tensor broadcastTo(const Tensor& x, const std::vector<int64_t>& shape) {
   if (x.shape == shape) return x;
   Tensor out = Tensor::zeros(x.dtype, shape);
   out.weak = x.weak;
-  forEach(shape, [&](const std::vector<int64_t>& coord, int64_t flat) {
-    int64_t k = broadcastIndex(x.shape, shape, coord);
-    if (x.isFloat()) out.f[flat] = x.f[k];
-    else out.i[flat] = x.i[k];
+  Walker(shape, {&x.shape}).run([&](int64_t flat, const int64_t* off) {
+    if (x.isFloat()) out.f[flat] = x.f[off[0]];
+    else out.i[flat] = x.i[off[0]];
   });
   return out;
 }
@@ -279,12 +358,10 @@ Tensor select(const Tensor& c, const Tensor& a0, const Tensor& b0) {
   std::vector<int64_t> shape = broadcastShapes(c.shape, broadcastShapes(a.shape, b.shape));
   Tensor out = Tensor::zeros(dt, shape);
   out.weak = weak;
-  forEach(shape, [&](const std::vector<int64_t>& coord, int64_t flat) {
-    bool take = c.i[broadcastIndex(c.shape, shape, coord)] != 0;
-    const Tensor& src = take ? a : b;
-    int64_t k = broadcastIndex(src.shape, shape, coord);
-    if (out.isFloat()) out.f[flat] = src.f[k];
-    else out.i[flat] = src.i[k];
+  Walker(shape, {&c.shape, &a.shape, &b.shape}).run([&](int64_t flat, const int64_t* off) {
+    bool take = c.i[off[0]] != 0;
+    if (out.isFloat()) out.f[flat] = take ? a.f[off[1]] : b.f[off[2]];
+    else out.i[flat] = take ? a.i[off[1]] : b.i[off[2]];
   });
   return out;
 }
@@ -462,6 +539,25 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+Tensor matmulTransposed(const Tensor& a, const Tensor& w) {
+  int64_t K = a.shape.back();
+  int64_t N = w.shape[0];
+  std::vector<int64_t> shape(a.shape.begin(), a.shape.end() - 1);
+  shape.push_back(N);
+  Tensor out = Tensor::zeros(a.dtype, shape);
+  int64_t rows = K == 0 ? 0 : a.size() / K;
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* x = a.f.data() + r * K;
+    for (int64_t n = 0; n < N; ++n) {
+      const double* y = w.f.data() + n * K;
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc += x[k] * y[k];
+      out.f[r * N + n] = roundTo(a.dtype, acc);
+    }
+  }
+  return out;
+}
+
 Tensor gather(const Tensor& table, const Tensor& indices) {
   int64_t rows = table.shape[0];
   int64_t inner = rows == 0 ? 0 : table.size() / rows;
@@ -482,10 +578,12 @@ Tensor advancedIndex(const Tensor& x, const std::vector<Tensor>& idx) {
   std::vector<int64_t> shape;
   for (const Tensor& t : idx) shape = broadcastShapes(shape, t.shape);
   Tensor out = Tensor::zeros(x.dtype, shape);
-  forEach(shape, [&](const std::vector<int64_t>& coord, int64_t flat) {
+  std::vector<const std::vector<int64_t>*> shapes;
+  for (const Tensor& t : idx) shapes.push_back(&t.shape);
+  Walker(shape, shapes).run([&](int64_t flat, const int64_t* off) {
     int64_t at = 0;
     for (size_t k = 0; k < idx.size(); ++k) {
-      int64_t v = idx[k].asInt(broadcastIndex(idx[k].shape, shape, coord));
+      int64_t v = idx[k].asInt(off[k]);
       v = std::clamp<int64_t>(v, 0, std::max<int64_t>(x.shape[k] - 1, 0));
       at = at * x.shape[k] + v;
     }

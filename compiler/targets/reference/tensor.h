@@ -65,6 +65,8 @@ Tensor fill(Scalar dtype, std::vector<int64_t> shape, const Tensor& value);
 Tensor reduceAxis(const std::string& op, const Tensor& x, int axis, bool keepdims);
 Tensor reduceLeading(const std::string& op, const Tensor& x, int count);  // binder reductions
 Tensor matmul(const Tensor& a, const Tensor& b);
+// matmul(a, permute(w, [1, 0])) without forming the transpose: a [..L, K], w [N, K].
+Tensor matmulTransposed(const Tensor& a, const Tensor& w);
 Tensor gather(const Tensor& table, const Tensor& indices);
 // x[idx0, idx1, ...] with every subscript a tensor (broadcast together) or a
 // scalar; runtime indices are clamped into range.

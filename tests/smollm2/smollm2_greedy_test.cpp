@@ -1,0 +1,41 @@
+// SmolLM2-135M-Instruct, a real model from its GGUF file (Q8_0 and Q4_1,
+// dequantized at load), on the reference backend against transformers on the
+// same file: 32 greedy new tokens after each of five chat-templated prompts
+// (tests/data/smollm2/greedy.json, made by tests/smollm2/make_fixtures.py).
+// The model file is fetched by scripts/fetch-smollm2.sh (ctest fixture).
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "nest/nest.h"
+
+using linnet::nest::Scalar;
+using linnet::nest::Tensor;
+
+TEST_CASE("SmolLM2 greedy ids equal transformers' on five prompts", "[smollm2]") {
+  std::ifstream in(std::string(LINNET_TEST_DATA) + "/smollm2/greedy.json");
+  nlohmann::json fixture = nlohmann::json::parse(in);
+  linnet::nest::LoadOptions options;
+  options.weights = std::string(LINNET_SOURCE_DIR) + "/" + fixture["model"].get<std::string>();
+  auto model = linnet::nest::load(std::string(LINNET_SOURCE_DIR) + "/nest/smollm2-135m-instruct", options);
+  for (const auto& c : fixture["cases"]) {
+    SECTION(c["prompt"].get<std::string>()) {
+      model.resetState();
+      std::vector<int64_t> ids = c["ids"].get<std::vector<int64_t>>();
+      std::vector<int64_t> want = c["greedy"].get<std::vector<int64_t>>();
+      Tensor tokens = Tensor::zeros(Scalar::I32, {1, static_cast<int64_t>(ids.size())});
+      tokens.i = ids;
+      Tensor logits = model.call("prefill", {tokens, Tensor::scalarI(Scalar::I32, 0)})[0];
+      std::vector<int64_t> got;
+      for (size_t k = 0; k < want.size(); ++k) {
+        got.push_back(std::max_element(logits.f.begin(), logits.f.end()) - logits.f.begin());
+        if (k + 1 == want.size()) break;
+        Tensor token = Tensor::zeros(Scalar::I32, {1, 1});
+        token.i[0] = got.back();
+        logits = model.call("decode", {token, Tensor::scalarI(Scalar::I32, static_cast<int64_t>(ids.size() + k))})[0];
+      }
+      CHECK(got == want);
+    }
+  }
+}
