@@ -59,8 +59,19 @@ std::string renderChat(const TextModel& text, const nlohmann::ordered_json& mess
   }
 }
 
-int32_t sampleToken(const Tensor& logits, const Sampling& s, std::mt19937_64& rng) {
-  const auto& v = logits.f;
+int32_t sampleToken(const Tensor& logits, const Sampling& s, std::mt19937_64& rng,
+                    const std::vector<int64_t>& context) {
+  std::vector<double> v = logits.f;
+  // Repetition penalty (CTRL, as transformers applies it): each token seen
+  // once is penalised once, dividing a positive logit, multiplying a negative one.
+  if (s.repetitionPenalty != 1.0) {
+    std::vector<bool> seen(v.size(), false);
+    for (int64_t id : context)
+      if (id >= 0 && static_cast<size_t>(id) < v.size() && !seen[id]) {
+        seen[id] = true;
+        v[id] = v[id] > 0 ? v[id] / s.repetitionPenalty : v[id] * s.repetitionPenalty;
+      }
+  }
   if (s.temperature <= 0.0)
     return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
   std::vector<int32_t> order(v.size());
@@ -74,6 +85,8 @@ int32_t sampleToken(const Tensor& logits, const Sampling& s, std::mt19937_64& rn
   double kept = 0;
   size_t n = 0;
   while (n < p.size() && (n == 0 || kept / total < s.topP)) kept += p[n++];
+  // min-p: relative to the most likely token (p[0] is the largest).
+  while (n > 1 && p[n - 1] < s.minP * p[0]) --n;
   std::discrete_distribution<size_t> pick(p.begin(), p.begin() + n);
   return order[pick(rng)];
 }

@@ -31,14 +31,20 @@ TextModel loadText(const std::string& path);
 // The conversation rendered by the chat template, ready for generation.
 std::string renderChat(const TextModel& text, const nlohmann::ordered_json& messages);
 
+// How the next token is chosen, in transformers' order: the repetition
+// penalty, then temperature, top-k, top-p and min-p. Temperature 0 is greedy.
 struct Sampling {
-  double temperature = 0.0;  // 0: greedy
-  int topK = 0;              // 0: all tokens
-  double topP = 1.0;
+  double temperature = 0.0;
+  int topK = 0;                    // 0: all tokens
+  double topP = 1.0;               // nucleus: the smallest set reaching this probability
+  double minP = 0.0;               // drop tokens below minP times the best one's probability
+  double repetitionPenalty = 1.0;  // > 1 discourages tokens already in the context
   uint64_t seed = 0;
 };
 
-// The next token from a row of logits, as `Sampling` asks.
-int32_t sampleToken(const Tensor& logits, const Sampling& sampling, std::mt19937_64& rng);
+// The next token from a row of logits. `context` holds the tokens so far
+// (prompt and generated), for the repetition penalty.
+int32_t sampleToken(const Tensor& logits, const Sampling& sampling, std::mt19937_64& rng,
+                    const std::vector<int64_t>& context = {});
 
 }  // namespace linnet::nest

@@ -43,7 +43,8 @@ const char* kHelp = R"(linnet: run a Linnet package's entries
   linnet detokenize --tokenizer PATH 1,2,3
   linnet --version | --help
 
-sampling: --temperature T (0: greedy, the default) --top-k K --top-p P --seed S.
+sampling: --temperature T (0: greedy, the default) --top-k K --top-p P --min-p P
+  --repetition-penalty R --seed S; chat stops at --stop TEXT (repeatable) too.
 --tokenizer takes a tokenizer.json (tokenizer_config.json beside it supplies
 the chat template) or a .gguf file; by default the --weights file when it is
 GGUF. `chat` without --prompt is interactive: /reset starts over, /quit ends.
@@ -69,8 +70,9 @@ struct Args {
   int64_t maxNew = 16;
   std::string prompt, system, tokenizer;
   std::vector<std::string> words;  // tokenize / detokenize operands
-  double temperature = 0, topP = 1;
+  double temperature = 0, topP = 1, minP = 0, repetitionPenalty = 1;
   int64_t topK = 0, seed = 0;
+  std::vector<std::string> stops;  // stop strings
   bool hasPrompt = false;
 };
 
@@ -144,12 +146,15 @@ Args parse(int argc, char** argv) {
       a.system = next(s);
     } else if (s == "--tokenizer") {
       a.tokenizer = next(s);
-    } else if (s == "--temperature" || s == "--top-p") {
+    } else if (s == "--temperature" || s == "--top-p" || s == "--min-p" || s == "--repetition-penalty") {
       std::string val = next(s);
       char* end = nullptr;
       double d = std::strtod(val.c_str(), &end);
       if (val.empty() || *end != '\0' || d < 0) throw Usage(fmt::format("{} `{}`: expected a number >= 0", s, val));
-      (s == "--temperature" ? a.temperature : a.topP) = d;
+      (s == "--temperature" ? a.temperature : s == "--top-p" ? a.topP : s == "--min-p" ? a.minP
+                                                                       : a.repetitionPenalty) = d;
+    } else if (s == "--stop") {
+      a.stops.push_back(next(s));
     } else if (s == "--top-k") {
       a.topK = parseInt(next(s), "--top-k");
     } else if (s == "--seed") {
@@ -252,7 +257,8 @@ linnet::nest::TextModel text(const Args& a) {
 }
 
 linnet::nest::Sampling sampling(const Args& a) {
-  return {a.temperature, static_cast<int>(a.topK), a.topP, static_cast<uint64_t>(a.seed)};
+  return {a.temperature, static_cast<int>(a.topK), a.topP, a.minP, a.repetitionPenalty,
+          static_cast<uint64_t>(a.seed)};
 }
 
 // A conversation with the model: the rendered chat is fed through `prefill`
@@ -284,24 +290,47 @@ class Chat {
     cached_ = wide;
     linnet::tokenizer::StreamDecoder stream(text_.tokenizer);
     std::string reply;
+    size_t shown = 0;  // bytes of `reply` printed: text that may start a stop string waits
     for (int64_t k = 0; k < args_.maxNew; ++k) {
-      int32_t next = linnet::nest::sampleToken(logits, sampling(args_), rng_);
+      int32_t next = linnet::nest::sampleToken(logits, sampling(args_), rng_, cached_);
       if (std::find(text_.stopIds.begin(), text_.stopIds.end(), next) != text_.stopIds.end()) break;
-      std::string piece = stream.push(next);
-      reply += piece;
-      fputs(piece.c_str(), stdout);
+      reply += stream.push(next);
+      if (cutAtStop(reply)) break;
+      size_t safe = reply.size() - heldBack(reply);
+      fputs(reply.substr(shown, safe - shown).c_str(), stdout);
       fflush(stdout);
+      shown = safe;
       Tensor token = Tensor::zeros(Scalar::I32, {1, 1});
       token.i[0] = next;
       logits = model_.call("decode", {token, Tensor::scalarI(Scalar::I32, static_cast<int64_t>(cached_.size()))})[0];
       cached_.push_back(next);
     }
-    std::string rest = stream.finish();
-    reply += rest;
-    fputs((rest + "\n").c_str(), stdout);
+    reply += stream.finish();
+    cutAtStop(reply);
+    fputs((reply.substr(std::min(shown, reply.size())) + "\n").c_str(), stdout);
     fflush(stdout);
     messages_.push_back({{"role", "assistant"}, {"content", reply}});
     return reply;
+  }
+
+  // Truncates `reply` at the first stop string; whether there was one.
+  bool cutAtStop(std::string& reply) const {
+    size_t cut = std::string::npos;
+    for (const auto& s : args_.stops) cut = std::min(cut, reply.find(s));
+    if (cut == std::string::npos) return false;
+    reply.resize(cut);
+    return true;
+  }
+  // How many trailing bytes could still grow into a stop string.
+  size_t heldBack(const std::string& reply) const {
+    size_t hold = 0;
+    for (const auto& s : args_.stops)
+      for (size_t n = std::min(s.size() - 1, reply.size()); n > hold; --n)
+        if (reply.compare(reply.size() - n, n, s, 0, n) == 0) {
+          hold = n;
+          break;
+        }
+    return hold;
   }
 
  private:
@@ -381,7 +410,12 @@ int runGenerate(Args& a) {
   std::vector<int64_t> produced;
   Tensor logits = model.call("prefill", {tokens, Tensor::scalarI(Scalar::I32, 0)})[0];
 #ifdef LINNET_HAVE_TEXT
-  auto choose = [&](const Tensor& l) -> int64_t { return linnet::nest::sampleToken(l, sampling(a), rng); };
+  std::vector<int64_t> context = a.promptIds;
+  auto choose = [&](const Tensor& l) -> int64_t {
+    int64_t id = linnet::nest::sampleToken(l, sampling(a), rng, context);
+    context.push_back(id);
+    return id;
+  };
 #else
   auto choose = argmax;
 #endif

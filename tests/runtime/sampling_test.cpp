@@ -1,0 +1,79 @@
+// Sampling on a row of logits: greedy, seeds, top-k, top-p, min-p and the
+// repetition penalty, with fixed seeds (so every result here is exact).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <map>
+
+#include "nest/text.h"
+
+using linnet::nest::Sampling;
+using linnet::nest::Scalar;
+using linnet::nest::Tensor;
+
+namespace {
+
+Tensor row(std::vector<double> logits) {
+  Tensor t = Tensor::zeros(Scalar::F32, {1, static_cast<int64_t>(logits.size())});
+  t.f = std::move(logits);
+  return t;
+}
+
+// Logits whose softmax is exactly `p`.
+Tensor fromProbabilities(const std::vector<double>& p) {
+  std::vector<double> l;
+  for (double x : p) l.push_back(std::log(x));
+  return row(l);
+}
+
+std::map<int32_t, int> draw(const Tensor& logits, const Sampling& s, int n) {
+  std::mt19937_64 rng(s.seed);
+  std::map<int32_t, int> counts;
+  for (int k = 0; k < n; ++k) ++counts[linnet::nest::sampleToken(logits, s, rng)];
+  return counts;
+}
+
+}  // namespace
+
+TEST_CASE("temperature 0 is greedy", "[sampling]") {
+  std::mt19937_64 rng(1);
+  CHECK(linnet::nest::sampleToken(row({0.1, 3.0, 2.9}), {}, rng) == 1);
+}
+
+TEST_CASE("a seed reproduces a run", "[sampling]") {
+  Sampling s{.temperature = 1.0, .seed = 42};
+  Tensor logits = fromProbabilities({0.25, 0.25, 0.25, 0.25});
+  CHECK(draw(logits, s, 200) == draw(logits, s, 200));
+}
+
+TEST_CASE("plain sampling follows the softmax", "[sampling]") {
+  auto counts = draw(fromProbabilities({0.5, 0.3, 0.2}), {.temperature = 1.0, .seed = 7}, 20000);
+  CHECK(std::abs(counts[0] / 20000.0 - 0.5) < 0.02);
+  CHECK(std::abs(counts[1] / 20000.0 - 0.3) < 0.02);
+  CHECK(std::abs(counts[2] / 20000.0 - 0.2) < 0.02);
+}
+
+TEST_CASE("top-k, top-p and min-p keep only the likely tokens", "[sampling]") {
+  Tensor logits = fromProbabilities({0.5, 0.3, 0.2});
+  auto k1 = draw(logits, {.temperature = 1.0, .topK = 1, .seed = 3}, 500);
+  CHECK(k1.size() == 1);
+  CHECK(k1[0] == 500);
+  auto p5 = draw(logits, {.temperature = 1.0, .topP = 0.5, .seed = 3}, 500);
+  CHECK(p5.size() == 1);  // token 0 alone reaches 0.5
+  auto p7 = draw(logits, {.temperature = 1.0, .topP = 0.7, .seed = 3}, 2000);
+  CHECK(p7.size() == 2);
+  CHECK(p7.count(2) == 0);
+  auto minP = draw(logits, {.temperature = 1.0, .minP = 0.5, .seed = 3}, 2000);
+  CHECK(minP.count(2) == 0);  // 0.2 < 0.5 * 0.5
+  CHECK(minP.count(1) == 1);  // 0.3 >= 0.25
+}
+
+TEST_CASE("the repetition penalty discourages tokens in the context", "[sampling]") {
+  std::mt19937_64 rng(0);
+  Tensor logits = row({2.0, 1.9, -1.0});
+  CHECK(linnet::nest::sampleToken(logits, {}, rng, {0}) == 0);
+  CHECK(linnet::nest::sampleToken(logits, {.repetitionPenalty = 2.0}, rng, {0, 0}) == 1);
+  // A negative logit is multiplied: -1.0 -> -2.0, still last.
+  Tensor negative = row({-1.0, -1.5});
+  CHECK(linnet::nest::sampleToken(negative, {.repetitionPenalty = 2.0}, rng, {0}) == 1);
+}
