@@ -8,6 +8,8 @@
 // dequantizing it is an error.
 #pragma once
 
+#include "base/half.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -81,10 +83,10 @@ void dequantize(GgmlType type, std::span<const std::byte> src, std::span<float> 
 // IEEE conversions, round to nearest even. NaN stays NaN (quiet, sign kept),
 // infinities stay infinities, f32 values too large for f16 become infinities,
 // and f16 subnormals are produced and read exactly.
-float f16ToF32(std::uint16_t bits);
-float bf16ToF32(std::uint16_t bits);
-std::uint16_t f32ToF16(float value);
-std::uint16_t f32ToBf16(float value);
+using half::f16ToF32;
+using half::bf16ToF32;
+using half::f32ToF16;
+using half::f32ToBf16;
 
 // The element types tensors are handed out in.
 enum class DType : std::uint8_t { F32, BF16, F16 };

@@ -10,14 +10,15 @@
 #include <cstdint>
 #include <span>
 
+#include "base/half.h"
 #include "weights/dtype.h"
 
 namespace linnet::weights {
 
-float bf16ToF32(std::uint16_t bits);
-std::uint16_t f32ToBf16(float value);
-float f16ToF32(std::uint16_t bits);
-std::uint16_t f32ToF16(float value);
+using half::bf16ToF32;
+using half::f32ToBf16;
+using half::f16ToF32;
+using half::f32ToF16;
 
 // Whether convertElements supports from -> to (f32, bf16, f16 among
 // themselves, and any dtype to itself).
