@@ -1,5 +1,7 @@
 #include "chat/unicode.h"
 
+#include "base/utf8.h"
+
 #include <algorithm>
 
 namespace linnet::chat::detail {
@@ -37,23 +39,7 @@ uint32_t decodeUtf8(std::string_view s, size_t i, size_t& len) {
   return cp;
 }
 
-void appendUtf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
+void appendUtf8(std::string& out, uint32_t cp) { utf8::append(out, static_cast<char32_t>(cp)); }
 
 std::vector<size_t> codePointOffsets(std::string_view s) {
   std::vector<size_t> offs;

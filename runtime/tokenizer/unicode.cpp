@@ -1,5 +1,7 @@
 #include "tokenizer/unicode.h"
 
+#include "base/utf8.h"
+
 #include <algorithm>
 #include <map>
 #include <vector>
@@ -116,23 +118,7 @@ bool quickCheckAscii(std::string_view s) {
 
 }  // namespace
 
-void appendUtf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
+void appendUtf8(std::string& out, char32_t cp) { utf8::append(out, static_cast<char32_t>(cp)); }
 
 std::string toUtf8(char32_t cp) {
   std::string s;
