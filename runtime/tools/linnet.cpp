@@ -404,9 +404,6 @@ int runGenerate(Args& a) {
   int64_t S = static_cast<int64_t>(a.promptIds.size());
   Tensor tokens = Tensor::zeros(Scalar::I32, {1, S});
   tokens.i = a.promptIds;
-  auto argmax = [](const Tensor& logits) {
-    return static_cast<int64_t>(std::max_element(logits.f.begin(), logits.f.end()) - logits.f.begin());
-  };
   std::vector<int64_t> produced;
   Tensor logits = model.call("prefill", {tokens, Tensor::scalarI(Scalar::I32, 0)})[0];
 #ifdef LINNET_HAVE_TEXT
@@ -417,7 +414,9 @@ int runGenerate(Args& a) {
     return id;
   };
 #else
-  auto choose = argmax;
+  auto choose = [](const Tensor& logits) {
+    return static_cast<int64_t>(std::max_element(logits.f.begin(), logits.f.end()) - logits.f.begin());
+  };
 #endif
   produced.push_back(choose(logits));
   for (int64_t k = 1; k < a.maxNew; ++k) {
