@@ -18,7 +18,7 @@ namespace linnet::chat::detail {
 constexpr uint32_t kMaxValueDepth = 600;
 // Deepest nesting of statement and expression evaluation (over macro calls
 // too): bounds the evaluator's use of the C++ stack.
-constexpr size_t kMaxEvalNesting = 1000;
+constexpr size_t kMaxEvalNesting = 200;
 
 struct Program {
   std::string name;
