@@ -656,11 +656,7 @@ Value Checker::Impl::checkMember(Ctx& ctx, const MemberExpr& e) {
     error(ctx, e.member.range, fmt::format("`{}` has no members", base.type.str()));
     return Value::error();
   }
-  const Module* calleeModule = nullptr;
-  for (const auto& m : program.modules())
-    for (const auto& b : m->ast->blocks)
-      if (b.get() == base.type.block) calleeModule = m.get();
-  const BlockSig& sig = blockSig(base.type.block, calleeModule);
+  const BlockSig& sig = blockSig(base.type.block, program.moduleOf(base.type.block));
   auto it = sig.members.find(e.member.name);
   if (it == sig.members.end()) {
     if (sig.fns.count(e.member.name))

@@ -84,10 +84,7 @@ Value Checker::Impl::checkCall(Ctx& ctx, const CallExpr& call) {
       checkArgsOnly();
       return Value::error();
     }
-    const Module* calleeModule = nullptr;
-    for (const auto& m : program.modules())
-      for (const auto& b : m->ast->blocks)
-        if (b.get() == base.type.block) calleeModule = m.get();
+    const Module* calleeModule = program.moduleOf(base.type.block);
     const BlockSig& bsig = blockSig(base.type.block, calleeModule);
     auto it = bsig.fns.find(member.member.name);
     if (it == bsig.fns.end()) {

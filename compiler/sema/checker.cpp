@@ -291,11 +291,7 @@ void Checker::Impl::checkBlockMembers(Ctx& ctx, const BlockSig& sig) {
     if (t.kind == Type::BlockArray && !prove(ctx, {t.count, Rel::Ge, Expr::constant(0)}))
       unproven(ctx, mem.type->count->range, {t.count, Rel::Ge, Expr::constant(0)},
                "an array of sub-blocks needs a non-negative length");
-    const Module* calleeModule = nullptr;
-    for (const auto& m : program.modules())
-      for (const auto& b : m->ast->blocks)
-        if (b.get() == t.block) calleeModule = m.get();
-    const BlockSig& callee = blockSig(t.block, calleeModule);
+    const BlockSig& callee = blockSig(t.block, program.moduleOf(t.block));
     Bindings args;
     args.dims = t.blockDims;
     args.packs = t.blockPacks;

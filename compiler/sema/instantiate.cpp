@@ -14,13 +14,6 @@ using dims::Expr;
 using dims::Rel;
 using dims::Relation;
 
-static const Module* moduleOf(const Program& program, const BlockDecl* block) {
-  for (const auto& m : program.modules())
-    for (const auto& b : m->ast->blocks)
-      if (b.get() == block) return m.get();
-  return nullptr;
-}
-
 bool Checker::Impl::bindGenericsFromPackage(const BlockDecl& block,
                                             const std::map<std::string, GenericValue>& values,
                                             Bindings& out, SourceRange at) {
@@ -160,7 +153,7 @@ void Checker::Impl::instantiateBlock(const BlockSig& sig, const Bindings& b,
     std::string memberPath = path.empty() ? mem.name.name : path + "." + mem.name.name;
     if (t.isError()) continue;
     if (mem.kind == MemberKind::Sub) {
-      const BlockSig& callee = blockSig(t.block, moduleOf(program, t.block));
+      const BlockSig& callee = blockSig(t.block, program.moduleOf(t.block));
       Bindings args;
       args.dims = t.blockDims;
       args.dtypes = t.blockDTypes;

@@ -179,6 +179,7 @@ void Program::collectItems(Module& module) {
       Diagnostics::note(d, it->second.range, "first defined here");
     }
   };
+  for (auto& b : module.ast->blocks) blockModules_[b.get()] = &module;
   for (auto& b : module.ast->blocks)
     add({Item::Block, b->name.name, b->name.range, b->isPub, &module, b.get(), nullptr, nullptr});
   for (auto& f : module.ast->fns)
@@ -237,6 +238,11 @@ void Program::resolveImports(Module& module) {
       }
     }
   }
+}
+
+const Module* Program::moduleOf(const syntax::BlockDecl* block) const {
+  auto it = blockModules_.find(block);
+  return it == blockModules_.end() ? nullptr : it->second;
 }
 
 const Item* Program::lookup(const Module& from, const std::string& name) const {

@@ -74,6 +74,8 @@ class Program {
 
   // A name as seen from a module: its own items, then its imports.
   const Item* lookup(const Module& from, const std::string& name) const;
+  // The module that defines a block.
+  const Module* moduleOf(const syntax::BlockDecl* block) const;
 
  private:
   Module* loadModule(const std::string& name, const std::string& path, SourceRange usedAt,
@@ -91,6 +93,7 @@ class Program {
   Package package_;
   std::vector<std::unique_ptr<Module>> modules_;
   std::map<std::string, Module*> byPath_;
+  std::map<const syntax::BlockDecl*, const Module*> blockModules_;
   const Module* root_ = nullptr;
 };
 
