@@ -8,6 +8,9 @@ packages=(
   clang libclang-rt-14-dev llvm-14   # sanitizers, libFuzzer, FileCheck-14
   catch2 libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev
   libpcre2-dev pkg-config xz-utils
+  # The MLIR dialect and CPU code generation (linnetc build), and the clang
+  # that turns the generated LLVM IR into shared objects.
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22
 )
 
 missing=()

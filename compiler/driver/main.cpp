@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "base/diagnostics.h"
+#include "driver/build.h"
 #include "sema/checker.h"
 #include "sema/program.h"
 
@@ -131,7 +132,35 @@ int main(int argc, char** argv) {
                                         "source tree's stdlib/)");
   check->add_flag("--params", allParams, "List every parameter tensor, not one per layer");
 
+#ifdef LINNET_HAVE_MLIR
+  linnet::driver::BuildArgs build;
+  auto* buildCmd = app.add_subcommand("build", "Compile a package's entries into an artifact folder");
+  buildCmd->add_option("package", build.package, "Package folder (with linnet.toml)")->required();
+  buildCmd->add_option("--set", build.sets, "Override a generic of the root block: Name=Value");
+  buildCmd->add_option("--stdlib", stdlib, "Standard library folder");
+  buildCmd->add_option("--target", build.target, "Code generation target (cpu)");
+  buildCmd->add_option("-o,--output", build.output, "Artifact folder to write");
+  buildCmd->add_option("--entry", build.entries, "Entry to compile (repeatable; default: every entry)");
+  buildCmd->add_option("--generic", build.generics,
+                       "An entry generic: Name=Value (default: nest.toml's [check])");
+  buildCmd->add_option("--arg", build.argSpecs,
+                       "The one --entry's argument types in order: NAME=DTYPE:D0xD1 (scalar: i32:)");
+  buildCmd->add_option("--emit", build.emit, "Print a stage instead: mlir, linalg, bufferized, lowered, llvm");
+  buildCmd->add_flag("--debug-locations", build.debugLocations, "Print source locations with --emit");
+  buildCmd->add_flag("--keep-ir", build.keepIR, "Keep model.ll beside model.so");
+#endif
+
   CLI11_PARSE(app, argc, argv);
   if (check->parsed()) return runCheck(package, sets, stdlib, allParams);
+#ifdef LINNET_HAVE_MLIR
+  if (buildCmd->parsed()) {
+    build.stdlib = stdlibDir(stdlib);
+    if (build.emit.empty() && build.output.empty()) {
+      fmt::print(stderr, "linnetc build: give an artifact folder (-o DIR) or a stage to print (--emit)\n");
+      return 2;
+    }
+    return linnet::driver::runBuild(build);
+  }
+#endif
   return 2;
 }

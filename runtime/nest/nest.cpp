@@ -6,7 +6,10 @@
 #include <filesystem>
 #include <random>
 
+#include <unistd.h>
+
 #include "base/diagnostics.h"
+#include "nest/compiled.h"
 #include "sema/checker.h"
 #include "sema/program.h"
 #include "targets/reference/model.h"
@@ -35,7 +38,8 @@ struct Model::Impl {
   SourceManager sources;
   Diagnostics diags{sources};
   std::unique_ptr<sema::Program> program;
-  std::unique_ptr<reference::Model> model;
+  std::unique_ptr<reference::Model> model;      // instantiated shapes; the values too on "reference"
+  std::unique_ptr<CompiledModel> compiled;      // "cpu": compiled entries over raw buffers
   weights::Checkpoint checkpoint;  // keeps the mapped bytes alive
   std::string name;
 };
@@ -148,6 +152,21 @@ weights::Checkpoint openCheckpoint(const std::string& path) {
 #endif
 }
 
+
+std::unique_ptr<CompiledModel> makeCompiled(const std::string& package, const LoadOptions& options,
+                                            const std::string& stdlib, const reference::Model& model,
+                                            std::vector<Buffer> params) {
+  CompileSettings settings;
+  settings.package = std::filesystem::absolute(package).string();
+  settings.stdlib = std::filesystem::absolute(stdlib).string();
+  for (const auto& [k, v] : options.generics) settings.sets.push_back(k + "=" + v.str());
+  settings.cacheDir = options.cacheDir;
+  settings.progress = isatty(2);
+  std::vector<Buffer> states;
+  for (const auto& s : model.states()) states.push_back(Buffer::zeros(s.dtype, s.shape));
+  return std::make_unique<CompiledModel>(std::move(settings), std::move(params), std::move(states));
+}
+
 }  // namespace
 
 Model load(const std::string& package, const LoadOptions& options) {
@@ -173,15 +192,30 @@ Model load(const std::string& package, const LoadOptions& options) {
   } catch (const reference::EvalError& e) {
     throw Error(e.what());
   }
+  if (options.backend != "reference" && options.backend != "cpu")
+    throw Error(fmt::format("unknown backend `{}` (reference, cpu)", options.backend));
+  bool compiled = options.backend == "cpu";
+  std::vector<Buffer> buffers;  // "cpu": the params as compiled code reads them
   if (options.randomWeights) {
     std::mt19937_64 rng(options.seed);
     std::normal_distribution<double> normal(0.0, 0.02);
-    impl->model->bind([&](const reference::ParamSpec& spec) {
+    auto random = [&](const reference::ParamSpec& spec) {
       Tensor t = Tensor::zeros(spec.dtype, spec.shape);
       bool norm = spec.shape.size() == 1;  // norm scales: near 1, as trained models have
       for (auto& v : t.f) v = reference::roundTo(spec.dtype, norm ? 1.0 + normal(rng) : normal(rng));
       return t;
-    });
+    };
+    if (!compiled) {
+      impl->model->bind(random);
+      return Model(std::move(impl));
+    }
+    for (const auto& p : impl->model->params()) {
+      Buffer b = Buffer::zeros(p.dtype, p.shape);
+      std::vector<std::byte> bytes = tensorToBytes(random(p));
+      if (!bytes.empty()) std::memcpy(b.data, bytes.data(), bytes.size());
+      buffers.push_back(std::move(b));
+    }
+    impl->compiled = makeCompiled(package, options, stdlib, *impl->model, std::move(buffers));
     return Model(std::move(impl));
   }
   if (options.weights.empty())
@@ -197,10 +231,29 @@ Model load(const std::string& package, const LoadOptions& options) {
     if (options.convertDTypes && !specs.empty()) bindOptions.convertTo = specs.front().dtype;
     auto bound = std::make_shared<weights::BoundWeights>(
         weights::bind(specs, weights::Bindings::load(bindingsPath), impl->checkpoint, bindOptions));
-    impl->model->bind([&](const reference::ParamSpec& spec) {
-      const weights::BoundTensor& b = bound->at(spec.path);
-      return tensorFromBytes(spec.dtype, spec.shape, b.data);
-    });
+    if (compiled) {
+      for (const auto& p : impl->model->params()) {
+        const weights::BoundTensor& t = bound->at(p.path);
+        Buffer b;
+        b.dtype = p.dtype;
+        b.shape = p.shape;
+        if (reinterpret_cast<uintptr_t>(t.data.data()) % sema::byteSize(p.dtype) == 0) {
+          // Read in place from the mapping (or the converted copy) that `bound` keeps.
+          b.data = const_cast<std::byte*>(t.data.data());
+          b.owner = bound;
+        } else {
+          b = Buffer::zeros(p.dtype, p.shape);
+          std::memcpy(b.data, t.data.data(), t.data.size());
+        }
+        buffers.push_back(std::move(b));
+      }
+      impl->compiled = makeCompiled(package, options, stdlib, *impl->model, std::move(buffers));
+    } else {
+      impl->model->bind([&](const reference::ParamSpec& spec) {
+        const weights::BoundTensor& b = bound->at(spec.path);
+        return tensorFromBytes(spec.dtype, spec.shape, b.data);
+      });
+    }
   } catch (const std::exception& e) {
     // The library's hint names its own option; say what a loader user sets.
     std::string message = e.what();
@@ -216,6 +269,7 @@ Model load(const std::string& package, const LoadOptions& options) {
 std::vector<Tensor> Model::call(const std::string& entry, const std::vector<Tensor>& args,
                                 const std::map<std::string, int64_t>& generics) {
   try {
+    if (impl_->compiled) return impl_->compiled->call(entry, args, generics);
     return impl_->model->call(entry, args, generics);
   } catch (const reference::EvalError& e) {
     throw Error(e.what());
@@ -248,7 +302,10 @@ std::vector<ParamInfo> Model::params() const {
   return out;
 }
 
-void Model::resetState() { impl_->model->resetState(); }
+void Model::resetState() {
+  if (impl_->compiled) impl_->compiled->resetState();
+  else impl_->model->resetState();
+}
 const std::string& Model::name() const { return impl_->name; }
 
 }  // namespace linnet::nest

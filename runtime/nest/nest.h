@@ -11,8 +11,9 @@
 // dtypes first and reporting all problems together. State is allocated,
 // zeroed, and kept between calls.
 //
-// Entries run on the reference backend (compiler/targets/reference): exact
-// but slow. Compiled CPU and GPU code replaces it behind the same API.
+// Entries run on the reference backend (compiler/targets/reference), exact
+// but slow, or with `.backend = "cpu"` as compiled code: each entry shape is
+// compiled by linnetc on first use and cached (nest/compiled.h).
 #pragma once
 
 #include <cstdint>
@@ -59,6 +60,11 @@ struct LoadOptions {
   uint64_t seed = 0;
   // The standard library folder; empty: $LINNET_STDLIB, then the build's.
   std::string stdlib;
+  // Where entries run: "reference" (the op-by-op oracle) or "cpu" (compiled
+  // code, built by linnetc on first use of each entry shape and cached).
+  std::string backend = "reference";
+  // Where compiled entries are cached; empty: $LINNET_CACHE, else ~/.cache/linnet.
+  std::string cacheDir;
 };
 
 struct ParamInfo {

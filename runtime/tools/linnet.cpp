@@ -2,6 +2,7 @@
 //   linnet call PACKAGE (--weights PATH | --random-weights) [--set K=V]... [--convert]
 //          (--entry NAME [--generic K=V]... [--input NAME=@file.npy | NAME=VALUE]... [--output @file.npy]...)...
 //   linnet generate PACKAGE (--weights PATH | --random-weights) [--set K=V]... --prompt-ids 1,2,3 --max-new N
+//   linnet bench decode|prefill PACKAGE (--weights PATH | --random-weights) [--set K=V]... [--steps N] ...
 // Several --entry groups run in one process, in order, so state (KV caches)
 // carries from one to the next, as IREE's iree-run-module does with .npy files.
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "nest/nest.h"
+#include "tools/bench.h"
 #include "weights/npy.h"
 #ifdef LINNET_HAVE_TEXT
 #include <iostream>
@@ -41,6 +43,8 @@ const char* kHelp = R"(linnet: run a Linnet package's entries
       [--prompt TEXT] [--max-new N] [sampling]
   linnet tokenize --tokenizer PATH TEXT        (ids as a JSON array)
   linnet detokenize --tokenizer PATH 1,2,3
+  linnet bench decode|prefill PACKAGE (--weights PATH | --random-weights) [--set K=V]...
+      [--backend reference|cpu] [--steps N] [--prompt-len S] [--warmup N] [--json]
   linnet --version | --help
 
 sampling: --temperature T (0: greedy, the default) --top-k K --top-p P --min-p P
@@ -51,8 +55,22 @@ GGUF. `chat` without --prompt is interactive: /reset starts over, /quit ends.
 
 PACKAGE is a nest package (nest.toml, linnet.toml, bindings.json, src/).
 --weights takes a .safetensors file or a *.safetensors.index.json; --convert
-converts checkpoint floats to the model's dtype. Entries run on the reference
-backend (exact, slow) until compiled code generation lands.
+converts checkpoint floats to the model's dtype. --backend reference (the
+default: exact, slow) or cpu (compiled code) chooses where entries run.
+
+bench decode: a prompt of --prompt-len tokens (default 8) through `prefill`
+(or `decode` token by token), --warmup untimed steps (default 1), then
+--steps timed `decode` calls (default 32; fewer if MaxSeq is reached).
+Reports tokens/s, the weight bytes one step reads (every parameter once),
+this machine's memory read bandwidth measured in the same run (a sum over
+a 1 GiB buffer, on the backend's threads and on all cores), and the
+fraction of that bandwidth bound reached.
+bench prefill: --steps calls (default 3) of `prefill` on --prompt-len
+tokens (default 64, at most MaxSeq); reports tokens/s and the FLOP/s
+they imply (2 x 2-D weight values x tokens) against our own cache-blocked
+512x512x512 f32 GEMM on one thread (our kernel's rate, not a vendor peak).
+bench's --seed seeds --random-weights; --json prints one JSON object instead
+of the table. See bench/decode/README.md.
 )";
 
 struct Group {
@@ -74,6 +92,9 @@ struct Args {
   int64_t topK = 0, seed = 0;
   std::vector<std::string> stops;  // stop strings
   bool hasPrompt = false;
+  std::string benchMode;  // bench: decode or prefill
+  int64_t steps = -1, promptLen = -1, warmup = 1;
+  bool json = false;
 };
 
 std::pair<std::string, std::string> splitAssignment(const std::string& s, const char* flag) {
@@ -106,6 +127,16 @@ Args parse(int argc, char** argv) {
     else if (s == "--random-weights") a.load.randomWeights = true;
     else if (s == "--convert") a.load.convertDTypes = true;
     else if (s == "--stdlib") a.load.stdlib = next(s);
+    else if (s == "--backend") {
+      a.load.backend = next(s);
+      if (a.load.backend != "reference" && a.load.backend != "cpu")
+        throw Usage(fmt::format("--backend `{}`: expected reference or cpu", a.load.backend));
+    } else if (s == "--steps" || s == "--prompt-len" || s == "--warmup") {
+      int64_t n = parseInt(next(s), s);
+      int64_t least = s == "--steps" ? 1 : 0;
+      if (n < least) throw Usage(fmt::format("{} must be at least {}", s, least));
+      (s == "--steps" ? a.steps : s == "--prompt-len" ? a.promptLen : a.warmup) = n;
+    } else if (s == "--json") a.json = true;
     else if (s == "--set") {
       auto [k, val] = splitAssignment(next(s), "--set");
       char* end = nullptr;
@@ -163,12 +194,17 @@ Args parse(int argc, char** argv) {
       throw Usage(fmt::format("unknown option `{}`; see linnet --help", s));
     } else if (a.command == "tokenize" || a.command == "detokenize") {
       a.words.push_back(s);
+    } else if (a.command == "bench" && a.benchMode.empty()) {
+      if (s != "decode" && s != "prefill")
+        throw Usage(fmt::format("bench `{}`: expected decode or prefill", s));
+      a.benchMode = s;
     } else if (a.package.empty()) {
       a.package = s;
     } else {
       throw Usage(fmt::format("unexpected argument `{}`", s));
     }
   }
+  if (a.command == "bench" && a.benchMode.empty()) throw Usage("bench needs decode or prefill");
   if (a.package.empty() && a.command != "tokenize" && a.command != "detokenize")
     throw Usage("no PACKAGE given");
   return a;
@@ -389,6 +425,20 @@ int runTokenize(Args& a) {
 }
 #endif
 
+int runBench(Args& a) {
+  linnet::bench::Options o;
+  o.mode = a.benchMode;
+  o.package = a.package;
+  o.load = a.load;
+  o.load.seed = static_cast<uint64_t>(a.seed);
+  o.steps = a.steps;
+  o.promptLen = a.promptLen;
+  o.warmup = a.warmup;
+  o.json = a.json;
+  linnet::bench::run(o);
+  return 0;
+}
+
 int runGenerate(Args& a) {
 #ifdef LINNET_HAVE_TEXT
   std::optional<linnet::nest::TextModel> tokenizer;
@@ -451,6 +501,7 @@ int main(int argc, char** argv) {
     Args a = parse(argc, argv);
     if (a.command == "call") return runCall(a);
     if (a.command == "generate") return runGenerate(a);
+    if (a.command == "bench") return runBench(a);
 #ifdef LINNET_HAVE_TEXT
     if (a.command == "chat") return runChat(a);
     if (a.command == "tokenize" || a.command == "detokenize") return runTokenize(a);

@@ -1,79 +1,54 @@
-// The llama card on the reference backend against transformers: every entry
-// that the fixtures cover, on two small configs (grouped and multi-query
-// attention, several layers, rope frequencies in all three llama3 bands).
-// Fixtures: tests/reference/make_llama_fixtures.py.
+// The llama card against transformers: every entry that the fixtures
+// cover, on two small configs (grouped and multi-query attention, several
+// layers, rope frequencies in all three llama3 bands), through
+// linnet::nest::load on one backend: built once per backend, as
+// linnet_llama_reference_tests (the op-by-op oracle) and linnet_llama_cpu_tests
+// (compiled CPU code). Fixtures: tests/reference/make_llama_fixtures.py.
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <cstring>
 #include <fstream>
 
-#include "base/diagnostics.h"
-#include "sema/checker.h"
-#include "sema/program.h"
-#include "targets/reference/model.h"
-#include "weights/bindings.h"
+#include "nest/nest.h"
 #include "weights/safetensors.h"
 
-using linnet::reference::Model;
-using linnet::reference::Scalar;
-using linnet::reference::Tensor;
+using linnet::nest::Scalar;
+using linnet::nest::Tensor;
 
 namespace {
 
 const std::string kCard = std::string(LINNET_SOURCE_DIR) + "/nest/llama-3.1-8b-instruct";
+const std::string kBackend = LINNET_TEST_BACKEND;
 
 Tensor toTensor(const linnet::weights::TensorInfo& info) {
   using linnet::weights::DType;
   Scalar dt = info.dtype == DType::I32 ? Scalar::I32 : info.dtype == DType::I64 ? Scalar::I64 : Scalar::F32;
-  Tensor t = Tensor::zeros(dt, info.shape);
-  for (int64_t k = 0; k < t.size(); ++k) {
-    if (info.dtype == DType::F32) {
-      float v;
-      std::memcpy(&v, info.data.data() + 4 * k, 4);
-      t.f[k] = v;
-    } else if (info.dtype == DType::I32) {
-      int32_t v;
-      std::memcpy(&v, info.data.data() + 4 * k, 4);
-      t.i[k] = v;
-    } else {
-      int64_t v;
-      std::memcpy(&v, info.data.data() + 8 * k, 8);
-      t.i[k] = v;
-    }
-  }
-  return t;
+  return linnet::nest::tensorFromBytes(dt, info.shape, info.data);
 }
 
-// The card, checked and instantiated with one fixture's generics (and
-// `extra` overrides), its params bound from the fixture's checkpoint
-// through bindings.json.
+// The card loaded with one fixture's generics (and `extra` overrides), its
+// params bound from the fixture's checkpoint through bindings.json.
 struct Card {
-  linnet::SourceManager sources;
-  linnet::Diagnostics diags{sources};
-  linnet::sema::Program program{sources, diags, LINNET_STDLIB_DIR};
-  std::unique_ptr<Model> model;
+  std::unique_ptr<linnet::nest::Model> model;
   linnet::weights::Checkpoint expected;
 
   explicit Card(const std::string& config, const std::vector<std::string>& extra = {}) {
     std::string dir = std::string(LINNET_TEST_DATA) + "/llama/" + config;
+    linnet::nest::LoadOptions options;
+    options.weights = dir + "/model.safetensors";
+    options.backend = kBackend;
+    options.cacheDir = LINNET_TEST_CACHE;
+    std::vector<std::string> sets;
     std::ifstream generics(dir + "/generics.txt");
-    for (std::string line; std::getline(generics, line);) program.setGeneric(line);
-    for (const auto& e : extra) program.setGeneric(e);
-    program.loadPackage(kCard);
-    linnet::sema::Checker checker(program, diags);
-    checker.checkDefinitions();
-    REQUIRE(checker.instantiateRoot().has_value());
-    REQUIRE(diags.render() == "");
-    model = std::make_unique<Model>(program);
-    std::vector<linnet::weights::ParamSpec> specs;
-    for (const auto& p : model->params()) specs.push_back({p.path, p.shape, linnet::weights::DType::F32});
-    auto checkpoint = linnet::weights::Checkpoint::open(dir + "/model.safetensors");
-    auto bound = linnet::weights::bind(specs, linnet::weights::Bindings::load(kCard + "/bindings.json"),
-                                       checkpoint);
-    model->bind([&](const linnet::reference::ParamSpec& spec) {
-      return toTensor(*checkpoint.find(bound.at(spec.path).checkpointName));
-    });
+    for (std::string line; std::getline(generics, line);) sets.push_back(line);
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    for (const std::string& line : sets) {
+      auto eq = line.find('=');
+      std::string k = line.substr(0, eq), v = line.substr(eq + 1);
+      if (std::isdigit(static_cast<unsigned char>(v[0]))) options.generics.insert_or_assign(k, static_cast<int64_t>(std::stoll(v)));
+      else options.generics.insert_or_assign(k, v);
+    }
+    model = std::make_unique<linnet::nest::Model>(linnet::nest::load(kCard, options));
     expected = linnet::weights::Checkpoint::open(dir + "/expected.safetensors");
   }
   Tensor want(const std::string& name) { return toTensor(expected.at(name)); }

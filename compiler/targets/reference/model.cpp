@@ -54,8 +54,15 @@ std::string where(const sema::Program& program, SourceRange r) {
 struct Model::Impl {
   const sema::Program& program;
   std::unique_ptr<Instance> root;
+  std::map<std::string, Model::Observer> watches;  // Model::watch; usually empty
 
   explicit Impl(const sema::Program& p) : program(p) {}
+
+  // Reports a `let`-bound tensor to its watch, if there is one.
+  void observe(const Ident& name, const RValue& v) {
+    if (watches.empty() || v.kind != RValue::TensorV) return;
+    if (auto it = watches.find(name.name); it != watches.end()) it->second(v.t, where(program, name.range));
+  }
 
   [[noreturn]] void fail(SourceRange at, const std::string& message) {
     throw EvalError(fmt::format("{}: {}", where(program, at), message));
@@ -341,18 +348,24 @@ struct Model::Impl {
           v.t = finalize(std::move(v.t));
         }
         v.staticInt.reset();
+        observe(l.name, v);
         bindName(f, l.name.name, std::move(v));
         return;
       }
       case StmtKind::LetTuple: {
         const auto& l = static_cast<const LetTupleStmt&>(s);
         RValue v = eval(f, *l.value);
-        for (size_t i = 0; i < l.names.size(); ++i) bindName(f, l.names[i].name, v.elems.at(i));
+        for (size_t i = 0; i < l.names.size(); ++i) {
+          observe(l.names[i], v.elems.at(i));
+          bindName(f, l.names[i].name, v.elems.at(i));
+        }
         return;
       }
       case StmtKind::Comprehension: {
         const auto& c = static_cast<const ComprehensionStmt&>(s);
-        bindName(f, c.name.name, RValue::of(finalize(comprehension(f, c.indices, *c.body, ""))));
+        RValue v = RValue::of(finalize(comprehension(f, c.indices, *c.body, "")));
+        observe(c.name, v);
+        bindName(f, c.name.name, std::move(v));
         return;
       }
       case StmtKind::Var: {
@@ -801,6 +814,18 @@ std::vector<ParamSpec> Model::params() const {
   return out;
 }
 
+std::vector<ParamSpec> Model::states() const {
+  std::vector<ParamSpec> out;
+  impl_->eachInstance(*impl_->root, [&](Instance& inst) {
+    for (const MemberDecl& m : inst.block->members)
+      if (m.kind == MemberKind::State) {
+        const Tensor& t = inst.states.at(m.name.name);
+        out.push_back({inst.path.empty() ? m.name.name : inst.path + "." + m.name.name, t.shape, t.dtype});
+      }
+  });
+  return out;
+}
+
 void Model::bind(const ParamSource& source) {
   impl_->eachInstance(*impl_->root, [&](Instance& inst) {
     for (const MemberDecl& m : inst.block->members) {
@@ -821,6 +846,11 @@ void Model::resetState() {
   impl_->eachInstance(*impl_->root, [&](Instance& inst) {
     for (auto& [n, t] : inst.states) t = Tensor::zeros(t.dtype, t.shape);
   });
+}
+
+void Model::watch(std::string name, Observer observer) {
+  if (observer) impl_->watches[std::move(name)] = std::move(observer);
+  else impl_->watches.erase(name);
 }
 
 std::vector<Tensor> Model::call(const std::string& entry, const std::vector<Tensor>& args,

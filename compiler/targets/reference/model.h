@@ -54,6 +54,8 @@ class Model {
 
   // Every param of the instance tree, in declaration order.
   std::vector<ParamSpec> params() const;
+  // Every state member, in the same tree order.
+  std::vector<ParamSpec> states() const;
   // Binds every param; state starts zeroed.
   void bind(const ParamSource& source);
   void resetState();
@@ -64,6 +66,17 @@ class Model {
   // given in `generics`.
   std::vector<Tensor> call(const std::string& entry, const std::vector<Tensor>& args,
                            const std::map<std::string, int64_t>& generics = {});
+
+  // Observes an intermediate by name, so that a test can check a local value
+  // (rope's `inv_freq`, say) directly against a reference implementation
+  // without changing the model's source. During later calls, every `let`
+  // (plain, tuple, or comprehension `let x[i] = ...`) in any fn that binds a
+  // tensor named `name` reports the value and where the name is bound
+  // (`file:line:col`); a fn called several times reports each time. A later
+  // watch of the same name replaces the earlier one; an empty `observer`
+  // removes it. With no watch set, a `let` costs one emptiness check more.
+  using Observer = std::function<void(const Tensor& value, const std::string& where)>;
+  void watch(std::string name, Observer observer);
 
   struct Impl;
 

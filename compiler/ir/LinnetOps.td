@@ -1,0 +1,136 @@
+// The ops of the `linnet` dialect. One op per primitive of the language;
+// an attribute names the variant (`kind`) where the variants lower alike.
+#ifndef LINNET_OPS_TD
+#define LINNET_OPS_TD
+
+include "ir/LinnetDialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+
+def AnyRankedTensor_ : RankedTensorOf<[AnyType]>;
+
+def Linnet_UnaryOp : Linnet_Op<"unary", [Pure]> {
+  let summary = "elementwise neg, not, exp, log, sin, cos, tanh, sqrt, rsqrt, sigmoid, abs, floor";
+  let arguments = (ins StrAttr:$kind, AnyRankedTensor_:$x);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "$kind $x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Linnet_BinaryOp : Linnet_Op<"binary", [Pure]> {
+  let summary = "elementwise arithmetic, comparison and logic, broadcasting";
+  let description = [{
+    `kind` is the operator's spelling: `+ - * / % maximum minimum pow
+    & | ^ << >> == != < <= > >= && ||`. Operands have one element type
+    (MLIRGen inserts casts); comparisons produce i1.
+  }];
+  let arguments = (ins StrAttr:$kind, AnyRankedTensor_:$lhs, AnyRankedTensor_:$rhs);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "$kind $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Linnet_SelectOp : Linnet_Op<"select", [Pure]> {
+  let summary = "elementwise `cond ? a : b`, broadcasting";
+  let arguments = (ins AnyRankedTensor_:$cond, AnyRankedTensor_:$a, AnyRankedTensor_:$b);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "$cond `,` $a `,` $b attr-dict `:` type($cond) `,` type($a) `,` type($b) `->` type($result)";
+}
+
+def Linnet_CastOp : Linnet_Op<"cast", [Pure]> {
+  let summary = "element type conversion (floats round to nearest even, float to int truncates)";
+  let arguments = (ins AnyRankedTensor_:$x);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+}
+
+def Linnet_MatmulOp : Linnet_Op<"matmul", [Pure]> {
+  let summary = "matrix product with broadcast batch axes; `transpose_b` reads b as [.., N, K]";
+  let description = [{
+    Accumulates in f32 for float operands and rounds once to the result
+    type. With `transpose_b`, `b` is a [N, K] weight read row by row: the
+    form `matmul(x, permute(w, [1, 0]))` takes, without forming the transpose.
+  }];
+  let arguments = (ins AnyRankedTensor_:$a, AnyRankedTensor_:$b, UnitAttr:$transpose_b);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "$a `,` $b attr-dict `:` type($a) `,` type($b) `->` type($result)";
+}
+
+def Linnet_ReduceOp : Linnet_Op<"reduce", [Pure]> {
+  let summary = "sum, mean, max, min, prod, all, any or index_of_max over `axes`";
+  let arguments = (ins StrAttr:$kind, AnyRankedTensor_:$x, DenseI64ArrayAttr:$axes,
+                       UnitAttr:$keepdims);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "$kind $x attr-dict `:` type($x) `->` type($result)";
+}
+
+def Linnet_ReshapeOp : Linnet_Op<"reshape", [Pure]> {
+  let summary = "same elements in row-major order, new shape";
+  let arguments = (ins AnyRankedTensor_:$x);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Linnet_PermuteOp : Linnet_Op<"permute", [Pure]> {
+  let summary = "axis permutation: result axis i is input axis perm[i]";
+  let arguments = (ins AnyRankedTensor_:$x, DenseI64ArrayAttr:$perm);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+}
+
+def Linnet_BroadcastOp : Linnet_Op<"broadcast", [Pure]> {
+  let summary = "stretches size-1 and missing leading axes to the result shape";
+  let arguments = (ins AnyRankedTensor_:$x);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+}
+
+def Linnet_ConcatOp : Linnet_Op<"concat", [Pure]> {
+  let summary = "joins tensors along `axis`";
+  let arguments = (ins Variadic<AnyRankedTensor_>:$xs, I64Attr:$axis);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "$xs attr-dict `:` type($xs) `->` type($result)";
+}
+
+def Linnet_SliceOp : Linnet_Op<"slice", [Pure]> {
+  let summary = "x[lo:hi, k, ...]: static slices and runtime scalar indices";
+  let description = [{
+    One item per axis of `x`: `items[a] = -1` keeps axis `a` as the static
+    slice `lo[a]:hi[a]`; `items[a] = k >= 0` drops it at the runtime index
+    `indices[k]` (a rank-0 integer tensor), clamped into the axis.
+  }];
+  let arguments = (ins AnyRankedTensor_:$x, Variadic<AnyRankedTensor_>:$indices,
+                       DenseI64ArrayAttr:$items, DenseI64ArrayAttr:$lo, DenseI64ArrayAttr:$hi);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "$x (`[` $indices^ `]`)? attr-dict `:` functional-type(operands, $result)";
+}
+
+def Linnet_GatherOp : Linnet_Op<"gather", [Pure]> {
+  let summary = "x[i0, i1, ...] with one integer tensor per axis of x, broadcast together";
+  let description = [{
+    Each index is clamped into its axis (the language defines no
+    out-of-range read). The result has the broadcast shape of the indices.
+    Rows of a table (`gather(table, ids)`) are this op with an iota for
+    each trailing axis.
+  }];
+  let arguments = (ins AnyRankedTensor_:$x, Variadic<AnyRankedTensor_>:$indices);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "$x `[` $indices `]` attr-dict `:` functional-type(operands, $result)";
+}
+
+def Linnet_IotaOp : Linnet_Op<"iota", [Pure]> {
+  let summary = "0, 1, ..., n-1 along `axis` of the result, broadcast over the others";
+  let arguments = (ins I64Attr:$axis);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def Linnet_ConstantOp : Linnet_Op<"constant", [Pure]> {
+  let summary = "a splat literal";
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+}
+
+#endif  // LINNET_OPS_TD

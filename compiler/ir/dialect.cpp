@@ -1,0 +1,58 @@
+#include "ir/dialect.h"
+
+#include "llvm/ADT/StringSet.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+#include "ir/LinnetDialect.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "ir/LinnetOps.cpp.inc"
+
+namespace linnet::ir {
+
+void LinnetDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "ir/LinnetOps.cpp.inc"
+      >();
+}
+
+namespace {
+// Shapes broadcast when, aligned at the right, each pair of sizes is equal
+// or one of them is 1; `out` must be exactly that broadcast.
+bool broadcastsTo(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> out) {
+  if (in.size() > out.size()) return false;
+  size_t shift = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i] != out[i + shift] && in[i] != 1) return false;
+  return true;
+}
+}  // namespace
+
+mlir::LogicalResult UnaryOp::verify() {
+  static const llvm::StringSet<> kinds = {"neg", "not", "exp", "log", "sin", "cos", "tanh",
+                                          "sqrt", "rsqrt", "sigmoid", "abs", "floor"};
+  if (!kinds.contains(getKind())) return emitOpError("unknown unary kind `") << getKind() << "`";
+  if (getX().getType().getShape() != getResult().getType().getShape())
+    return emitOpError("result shape differs from the operand's");
+  return mlir::success();
+}
+
+mlir::LogicalResult BinaryOp::verify() {
+  auto out = getResult().getType().getShape();
+  if (!broadcastsTo(getLhs().getType().getShape(), out) ||
+      !broadcastsTo(getRhs().getType().getShape(), out))
+    return emitOpError("operand shapes do not broadcast to the result shape");
+  if (getLhs().getType().getElementType() != getRhs().getType().getElementType())
+    return emitOpError("operands have different element types");
+  return mlir::success();
+}
+
+mlir::LogicalResult ReshapeOp::verify() {
+  if (getX().getType().getNumElements() != getResult().getType().getNumElements())
+    return emitOpError("reshape changes the number of elements");
+  return mlir::success();
+}
+
+}  // namespace linnet::ir

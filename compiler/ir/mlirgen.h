@@ -1,0 +1,80 @@
+// MLIRGen: a checked program, instantiated, becomes `linnet` dialect IR.
+//
+// Instantiation happens here: the root block's generics (nest.toml, then
+// --set), then each entry's own generics from the shapes it is compiled
+// for. Dimensions, `static for` and sub-block arrays are resolved while
+// generating, so every tensor type in the output is static. A method of a
+// sub-block becomes one `func.func` per distinct (block, generics, method,
+// argument types): the layers of a model share one function, called once
+// per layer with that layer's parameters and state, so code size does not
+// grow with `Layers`.
+//
+// Calling convention of the functions generated for an entry `E`:
+//   @linnet_E(inputs..., params..., states..., outputs...)   all memrefs
+// with params and states in the order of `params()` and `states()`. It
+// reads the inputs and params, writes the outputs, and updates the states
+// in place. Everything inside is tensors until bufferization.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "sema/program.h"
+#include "sema/types.h"
+
+namespace linnet::ir {
+
+struct TensorSpec {
+  std::string name;  // an input's parameter name, a param's or state's path
+  sema::Scalar dtype = sema::Scalar::F32;
+  std::vector<int64_t> shape;
+};
+
+struct EntryInstance {
+  std::string entry;   // `decode`
+  std::string symbol;  // `linnet_decode` (a C symbol in the compiled code)
+  std::map<std::string, int64_t> generics;  // the entry's own, as bound
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;  // a tuple result gives several
+};
+
+// Raised for a program MLIRGen cannot translate; the message names the place.
+struct GenError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class MLIRGen {
+ public:
+  // `program` must have been checked without errors.
+  MLIRGen(mlir::MLIRContext& context, const sema::Program& program);
+  ~MLIRGen();
+
+  // Generates entry `name` for arguments of the given dtypes and shapes
+  // (names are ignored); `generics` gives entry generics the argument
+  // shapes do not determine (`generate<Steps>`).
+  EntryInstance addEntry(const std::string& name, const std::vector<TensorSpec>& args,
+                         const std::map<std::string, int64_t>& generics = {});
+
+  // The entry's parameter types with its generics bound from `generics`
+  // and the root's: what `addEntry` needs when no sample arguments exist.
+  std::vector<TensorSpec> entryParams(const std::string& name,
+                                      const std::map<std::string, int64_t>& generics) const;
+
+  const std::vector<TensorSpec>& params() const;
+  const std::vector<TensorSpec>& states() const;
+  mlir::ModuleOp module();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+mlir::Type elementType(mlir::MLIRContext& context, sema::Scalar s);
+
+}  // namespace linnet::ir

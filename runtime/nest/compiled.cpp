@@ -1,0 +1,258 @@
+#include "nest/compiled.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "nest/nest.h"
+
+#ifndef LINNET_LINNETC
+#define LINNET_LINNETC "linnetc"
+#endif
+
+namespace linnet::nest {
+
+namespace fs = std::filesystem;
+
+int64_t Buffer::size() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+size_t Buffer::bytes() const { return static_cast<size_t>(size()) * sema::byteSize(dtype); }
+
+Buffer Buffer::zeros(Scalar dtype, std::vector<int64_t> shape) {
+  Buffer b;
+  b.dtype = dtype;
+  b.shape = std::move(shape);
+  size_t n = std::max<size_t>(b.bytes(), 1);
+  // 64-byte alignment: what the compiled code's own allocations use.
+  void* p = std::aligned_alloc(64, (n + 63) / 64 * 64);
+  if (!p) throw Error(fmt::format("out of memory allocating {} bytes", n));
+  std::memset(p, 0, n);
+  b.data = static_cast<std::byte*>(p);
+  b.owner = std::shared_ptr<void>(p, std::free);
+  return b;
+}
+
+namespace {
+
+struct Spec {
+  std::string name;
+  Scalar dtype;
+  std::vector<int64_t> shape;
+};
+
+Spec specFrom(const nlohmann::json& j) {
+  auto dt = sema::scalarNamed(j.at("dtype").get<std::string>());
+  if (!dt) throw Error(fmt::format("unknown dtype {}", j.at("dtype").dump()));
+  return {j.at("name").get<std::string>(), *dt, j.at("shape").get<std::vector<int64_t>>()};
+}
+
+std::string describe(Scalar dt, const std::vector<int64_t>& shape) {
+  return fmt::format("Tensor[{}{}{}]", fmt::join(shape, ", "), shape.empty() ? "" : "; ", sema::name(dt));
+}
+
+std::string readFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// FNV-1a, 64-bit: a stable key for the cache (std::hash is not stable across builds).
+uint64_t fnv(const std::string& s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// Every .linnet file under `dir`, in a stable order, with its contents.
+std::string sourcesOf(const fs::path& dir) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); ++it)
+    if (it->path().extension() == ".linnet" || it->path().filename() == "nest.toml" ||
+        it->path().filename() == "linnet.toml")
+      files.push_back(it->path());
+  std::sort(files.begin(), files.end());
+  std::string out;
+  for (const auto& f : files) out += f.lexically_relative(dir).string() + "\n" + readFile(f) + "\n";
+  return out;
+}
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// A memref descriptor: {allocated, aligned, offset, sizes[r], strides[r]}.
+std::vector<int64_t> descriptor(std::byte* data, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> d;
+  d.push_back(reinterpret_cast<int64_t>(data));
+  d.push_back(reinterpret_cast<int64_t>(data));
+  d.push_back(0);
+  for (int64_t s : shape) d.push_back(s);
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int k = static_cast<int>(shape.size()) - 2; k >= 0; --k) strides[k] = strides[k + 1] * shape[k + 1];
+  d.insert(d.end(), strides.begin(), strides.end());
+  return d;
+}
+
+}  // namespace
+
+struct CompiledModel::Artifact {
+  fs::path dir;
+  void* library = nullptr;
+  void (*fn)(void**) = nullptr;
+  std::vector<Spec> inputs, outputs, params, states;
+  ~Artifact() {
+    if (library) dlclose(library);
+  }
+};
+
+CompiledModel::CompiledModel(CompileSettings settings, std::vector<Buffer> params, std::vector<Buffer> states)
+    : settings_(std::move(settings)), params_(std::move(params)), states_(std::move(states)) {
+  if (settings_.linnetc.empty()) settings_.linnetc = std::getenv("LINNETC") ? std::getenv("LINNETC") : LINNET_LINNETC;
+  if (settings_.cacheDir.empty()) {
+    if (const char* c = std::getenv("LINNET_CACHE")) settings_.cacheDir = c;
+    else if (const char* h = std::getenv("HOME")) settings_.cacheDir = fs::path(h) / ".cache" / "linnet";
+    else settings_.cacheDir = fs::temp_directory_path() / "linnet-cache";
+  }
+  // The key covers the compiler, the package's and the stdlib's sources, and the generics.
+  std::string key = settings_.linnetc + "\n";
+  std::error_code ec;
+  auto stamp = fs::last_write_time(settings_.linnetc, ec);
+  if (!ec) key += std::to_string(stamp.time_since_epoch().count());
+  key += sourcesOf(settings_.package) + sourcesOf(settings_.stdlib);
+  for (const auto& s : settings_.sets) key += "\nset " + s;
+  sourceHash_ = fmt::format("{:016x}", fnv(key));
+}
+
+CompiledModel::~CompiledModel() = default;
+
+void CompiledModel::resetState() {
+  for (Buffer& s : states_) std::memset(s.data, 0, s.bytes());
+}
+
+fs::path CompiledModel::artifactDir(const std::string& entry, const std::vector<reference::Tensor>& args,
+                                    const std::map<std::string, int64_t>& generics) const {
+  std::string key = sourceHash_ + "|" + entry;
+  for (const auto& a : args) key += "|" + describe(a.dtype, a.shape);
+  for (const auto& [k, v] : generics) key += fmt::format("|{}={}", k, v);
+  return settings_.cacheDir / fmt::format("{}-{:016x}", entry, fnv(key));
+}
+
+CompiledModel::Artifact& CompiledModel::artifactFor(const std::string& entry,
+                                                    const std::vector<reference::Tensor>& args,
+                                                    const std::map<std::string, int64_t>& generics) {
+  fs::path dir = artifactDir(entry, args, generics);
+  std::string key = dir.string();
+  if (auto it = loaded_.find(key); it != loaded_.end()) return *it->second;
+
+  if (!fs::exists(dir / "manifest.json")) {
+    // Compile into a private folder, then rename: a concurrent run never sees half an artifact.
+    fs::create_directories(settings_.cacheDir);
+    fs::path tmp = settings_.cacheDir / fmt::format(".tmp-{}-{}", ::getpid(), dir.filename().string());
+    std::string cmd = fmt::format("{} build {} --stdlib {} --entry {} -o {}", quote(settings_.linnetc),
+                                  quote(settings_.package), quote(settings_.stdlib), quote(entry), quote(tmp.string()));
+    for (const auto& s : settings_.sets) cmd += " --set " + quote(s);
+    for (const auto& [k, v] : generics) cmd += fmt::format(" --generic {}={}", k, v);
+    for (const auto& a : args) cmd += fmt::format(" --arg {}", quote(fmt::format("{}:{}", sema::name(a.dtype), fmt::join(a.shape, "x"))));
+    fs::path log = settings_.cacheDir / fmt::format(".log-{}", ::getpid());
+    if (settings_.progress) fmt::print(stderr, "linnet: compiling `{}` for cpu ...\n", entry);
+    int rc = std::system((cmd + " > " + quote(log.string()) + " 2>&1").c_str());
+    std::string output = readFile(log);
+    fs::remove(log);
+    if (rc != 0) {
+      fs::remove_all(tmp);
+      throw Error(fmt::format("entry `{}` could not be compiled for cpu:\n{}", entry, output));
+    }
+    std::error_code ec;
+    fs::rename(tmp, dir, ec);
+    if (ec) fs::remove_all(tmp);  // another process got there first
+  }
+
+  auto art = std::make_unique<Artifact>();
+  art->dir = dir;
+  nlohmann::json m;
+  try {
+    m = nlohmann::json::parse(readFile(dir / "manifest.json"));
+    if (m.at("format") != "linnet-artifact-1")
+      throw Error(fmt::format("{}: unknown artifact format {}", dir.string(), m.at("format").dump()));
+    for (const auto& p : m.at("params")) art->params.push_back(specFrom(p));
+    for (const auto& s : m.at("states")) art->states.push_back(specFrom(s));
+    const nlohmann::json* e = nullptr;
+    for (const auto& x : m.at("entries"))
+      if (x.at("name") == entry) e = &x;
+    if (!e) throw Error(fmt::format("{}: the artifact has no entry `{}`", dir.string(), entry));
+    for (const auto& s : e->at("inputs")) art->inputs.push_back(specFrom(s));
+    for (const auto& s : e->at("outputs")) art->outputs.push_back(specFrom(s));
+    std::string lib = (dir / m.at("library").get<std::string>()).string();
+    art->library = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!art->library) throw Error(fmt::format("{}: cannot load: {}", lib, dlerror()));
+    std::string symbol = e->at("symbol").get<std::string>();
+    art->fn = reinterpret_cast<void (*)(void**)>(dlsym(art->library, symbol.c_str()));
+    if (!art->fn) throw Error(fmt::format("{}: no symbol {}", lib, symbol));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("{}: bad manifest.json: {} (delete the folder to rebuild it)", dir.string(), e.what()));
+  }
+  // The artifact must describe exactly the params and states this model holds.
+  if (art->params.size() != params_.size() || art->states.size() != states_.size())
+    throw Error(fmt::format("{}: the artifact has {} params and {} states, the model {} and {}", dir.string(),
+                            art->params.size(), art->states.size(), params_.size(), states_.size()));
+  for (size_t k = 0; k < params_.size(); ++k)
+    if (art->params[k].shape != params_[k].shape || art->params[k].dtype != params_[k].dtype)
+      throw Error(fmt::format("{}: param `{}` is {} in the artifact, {} in the model", dir.string(),
+                              art->params[k].name, describe(art->params[k].dtype, art->params[k].shape),
+                              describe(params_[k].dtype, params_[k].shape)));
+  return *loaded_.emplace(key, std::move(art)).first->second;
+}
+
+std::vector<reference::Tensor> CompiledModel::call(const std::string& entry,
+                                                   const std::vector<reference::Tensor>& args,
+                                                   const std::map<std::string, int64_t>& generics) {
+  Artifact& art = artifactFor(entry, args, generics);
+  if (args.size() != art.inputs.size())
+    throw Error(fmt::format("entry `{}` takes {} arguments, {} were given", entry, art.inputs.size(), args.size()));
+  std::vector<Buffer> inputs, outputs;
+  std::vector<std::string> problems;
+  for (size_t k = 0; k < args.size(); ++k) {
+    const Spec& want = art.inputs[k];
+    if (args[k].shape != want.shape || (args[k].dtype != want.dtype && !args[k].weak))
+      problems.push_back(fmt::format("argument `{}` must be {}, but it is {}", want.name,
+                                     describe(want.dtype, want.shape), args[k].describe()));
+  }
+  if (!problems.empty()) throw Error(fmt::format("entry `{}`: {}", entry, fmt::join(problems, "; ")));
+  for (size_t k = 0; k < args.size(); ++k) {
+    const Spec& want = art.inputs[k];
+    Buffer b = Buffer::zeros(want.dtype, want.shape);
+    reference::Tensor t = args[k].dtype == want.dtype ? args[k] : reference::cast(args[k], want.dtype);
+    std::vector<std::byte> bytes = tensorToBytes(t);
+    if (!bytes.empty()) std::memcpy(b.data, bytes.data(), bytes.size());
+    inputs.push_back(std::move(b));
+  }
+  for (const Spec& s : art.outputs) outputs.push_back(Buffer::zeros(s.dtype, s.shape));
+
+  std::vector<std::vector<int64_t>> descriptors;
+  for (const Buffer& b : inputs) descriptors.push_back(descriptor(b.data, b.shape));
+  for (const Buffer& b : params_) descriptors.push_back(descriptor(b.data, b.shape));
+  for (const Buffer& b : states_) descriptors.push_back(descriptor(b.data, b.shape));
+  for (const Buffer& b : outputs) descriptors.push_back(descriptor(b.data, b.shape));
+  std::vector<void*> pointers;
+  for (auto& d : descriptors) pointers.push_back(d.data());
+  art.fn(pointers.data());
+
+  std::vector<reference::Tensor> out;
+  for (const Buffer& b : outputs)
+    out.push_back(tensorFromBytes(b.dtype, b.shape, std::span<const std::byte>(b.data, b.bytes())));
+  return out;
+}
+
+}  // namespace linnet::nest
