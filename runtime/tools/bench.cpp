@@ -217,6 +217,7 @@ struct ParamTotals {
   int64_t tensors = 0, values = 0, bytes = 0;
   int64_t matrixValues = 0;    // 2-D params: the matmul weights (and embedding tables)
   int64_t embeddingBytes = 0;  // params whose path names an embedding
+  int64_t embeddingRowBytes = 0;  // one row of each: what a token's lookup reads
   std::map<std::string, int64_t> bytesByDType;
 };
 
@@ -230,7 +231,10 @@ ParamTotals paramTotals(const nest::Model& model) {
     t.values += n;
     t.bytes += bytes;
     if (p.shape.size() == 2) t.matrixValues += n;
-    if (p.path.find("embed") != std::string::npos) t.embeddingBytes += bytes;
+    if (p.path.find("embed") != std::string::npos) {
+      t.embeddingBytes += bytes;
+      if (!p.shape.empty() && p.shape[0] > 0) t.embeddingRowBytes += bytes / p.shape[0];
+    }
     t.bytesByDType[sema::name(p.dtype)] += bytes;
   }
   return t;
@@ -388,7 +392,10 @@ void runDecode(const Options& o, nest::Model& model, const Common& c) {
   Bandwidth bw = readBandwidth(bufferBytes, c.threads, reps);
   Bandwidth bwAll = cores == c.threads ? bw : readBandwidth(bufferBytes, cores, reps);
 
-  double bytesPerToken = static_cast<double>(c.params.bytes);
+  // What one decode step reads: every parameter once, except that an
+  // embedding lookup reads one row per sequence, not the whole table.
+  int64_t readBytes = c.params.bytes - c.params.embeddingBytes + c.batch * c.params.embeddingRowBytes;
+  double bytesPerToken = static_cast<double>(readBytes) / static_cast<double>(c.batch);
   double boundTokens = bw.bytesPerSecond / bytesPerToken;
   double boundTokensAll = bwAll.bytesPerSecond / bytesPerToken;
   double fraction = bytesPerToken * tokensPerSecond / bw.bytesPerSecond;
@@ -411,7 +418,8 @@ void runDecode(const Options& o, nest::Model& model, const Common& c) {
     j["tokens_per_s"] = tokensPerSecond;
     j["ms_per_step"] = total / static_cast<double>(steps) * 1e3;
     j["best_ms_per_step"] = bestStep * 1e3;
-    j["weight_bytes_per_token"] = c.params.bytes;
+    j["weight_bytes"] = c.params.bytes;
+    j["weight_bytes_read_per_token"] = static_cast<int64_t>(bytesPerToken);
     j["embedding_bytes"] = c.params.embeddingBytes;
     j["bandwidth_buffer_bytes"] = bufferBytes;
     j["last_level_cache_bytes"] = llc;
@@ -442,9 +450,11 @@ void runDecode(const Options& o, nest::Model& model, const Common& c) {
                               c.batch, steps, steps == 1 ? "" : "s", seconds(total),
                               seconds(total / static_cast<double>(steps)), seconds(bestStep)));
   std::string embed = c.params.embeddingBytes > 0
-                          ? fmt::format("; embedding tables count whole: {} bytes", withCommas(c.params.embeddingBytes))
+                          ? fmt::format("; embedding tables {} bytes", withCommas(c.params.embeddingBytes))
                           : "";
-  row("weight bytes/token", fmt::format("{} (every parameter once{})", withCommas(c.params.bytes), embed));
+  row("weight bytes/token", fmt::format("{} read per token (of {} in all{}; a lookup reads one row)",
+                                        withCommas(static_cast<int64_t>(bytesPerToken)), withCommas(c.params.bytes),
+                                        embed));
   row("read bandwidth", fmt::format("{:.1f} GB/s on {} thread{}, {:.1f} GB/s on all {} cores ({} MiB buffer, "
                                     "best of {})",
                                     bw.bytesPerSecond / 1e9, bw.threads, bw.threads == 1 ? "" : "s",
