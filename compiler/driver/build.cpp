@@ -51,7 +51,7 @@ ir::TensorSpec parseArg(const std::string& text) {
   return s;
 }
 
-nlohmann::json specJson(const ir::TensorSpec& s) {
+nlohmann::ordered_json specJson(const ir::TensorSpec& s) {
   return {{"name", s.name}, {"dtype", sema::name(s.dtype)}, {"shape", s.shape}};
 }
 
@@ -82,7 +82,7 @@ int runBuild(const BuildArgs& args) {
   mlir::MLIRContext context;
   cpu::registerEverything(context);
   std::vector<ir::EntryInstance> built;
-  nlohmann::json skipped = nlohmann::json::array();
+  nlohmann::ordered_json skipped = nlohmann::ordered_json::array();
   try {
     ir::MLIRGen gen(context, program);
     // Entry generics: --generic, then nest.toml's [check].
@@ -121,7 +121,7 @@ int runBuild(const BuildArgs& args) {
     auto print = [&](mlir::ModuleOp m) {
       std::string text;
       llvm::raw_string_ostream os(text);
-      m.print(os, mlir::OpPrintingFlags().enableDebugInfo(args.debugLocations, false));
+      m.print(os, mlir::OpPrintingFlags().enableDebugInfo(args.debugLocations, false).useLocalScope(args.debugLocations));
       fputs(text.c_str(), stdout);
     };
     if (mlir::failed(mlir::verify(module))) {
@@ -151,30 +151,30 @@ int runBuild(const BuildArgs& args) {
                              (fs::path(args.output) / library).string());
     if (!args.keepIR) fs::remove(fs::path(args.output) / "model.ll");
 
-    nlohmann::json manifest;
+    nlohmann::ordered_json manifest;
     manifest["format"] = "linnet-artifact-1";
     manifest["package"] = program.package().name;
     manifest["target"] = args.target;
     manifest["library"] = library;
-    nlohmann::json g = nlohmann::json::object();
+    nlohmann::ordered_json g = nlohmann::ordered_json::object();
     for (const auto& [k, v] : program.package().generics) {
       if (v.number) g[k] = *v.number;
       else g[k] = v.dtype;
     }
     manifest["generics"] = g;
-    manifest["params"] = nlohmann::json::array();
+    manifest["params"] = nlohmann::ordered_json::array();
     for (const auto& p : gen.params()) manifest["params"].push_back(specJson(p));
-    manifest["states"] = nlohmann::json::array();
+    manifest["states"] = nlohmann::ordered_json::array();
     for (const auto& s : gen.states()) manifest["states"].push_back(specJson(s));
-    manifest["entries"] = nlohmann::json::array();
+    manifest["entries"] = nlohmann::ordered_json::array();
     for (const auto& e : built) {
-      nlohmann::json j;
+      nlohmann::ordered_json j;
       j["name"] = e.entry;
       j["symbol"] = "linnet_call_" + e.symbol;
       j["generics"] = e.generics;
-      j["inputs"] = nlohmann::json::array();
+      j["inputs"] = nlohmann::ordered_json::array();
       for (const auto& s : e.inputs) j["inputs"].push_back(specJson(s));
-      j["outputs"] = nlohmann::json::array();
+      j["outputs"] = nlohmann::ordered_json::array();
       for (const auto& s : e.outputs) j["outputs"].push_back(specJson(s));
       manifest["entries"].push_back(j);
     }

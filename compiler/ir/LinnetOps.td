@@ -126,11 +126,11 @@ def Linnet_IotaOp : Linnet_Op<"iota", [Pure]> {
   let assemblyFormat = "attr-dict `:` type($result)";
 }
 
-def Linnet_ConstantOp : Linnet_Op<"constant", [Pure]> {
+def Linnet_ConstantOp : Linnet_Op<"constant", [Pure, AllTypesMatch<["value", "result"]>]> {
   let summary = "a splat literal";
   let arguments = (ins ElementsAttr:$value);
   let results = (outs AnyRankedTensor_:$result);
-  let assemblyFormat = "$value attr-dict `:` type($result)";
+  let assemblyFormat = "$value attr-dict";
 }
 
 #endif  // LINNET_OPS_TD

@@ -55,6 +55,7 @@ struct Instance {
   const sema::Module* module = nullptr;
   Env env;
   std::string path;
+  bool inArray = false;  // an element of a sub-block array (`layers.3`)
   std::vector<TensorSpec> params;  // in declaration order
   std::vector<TensorSpec> states;
   std::map<std::string, std::unique_ptr<Instance>> subs;
@@ -310,8 +311,10 @@ struct MLIRGen::Impl {
         inst->subs[m.name.name] = instantiate(callee, item->module, args, memberPath);
       } else {
         auto& list = inst->arrays[m.name.name];
-        for (int64_t k = 0; k < count; ++k)
+        for (int64_t k = 0; k < count; ++k) {
           list.push_back(instantiate(callee, item->module, args, fmt::format("{}.{}", memberPath, k)));
+          list.back()->inArray = true;
+        }
       }
     }
     return inst;
@@ -513,6 +516,8 @@ struct MLIRGen::Impl {
         b, loc, uniqueSymbol(inst->block->name.name + "." + fn.name.name),
         b.getFunctionType(inputs, {}));
     func.setPrivate();
+    // A layer's code exists once: LLVM must not copy it into each call site.
+    if (inst->inArray) func->setAttr("llvm.no_inline", b.getUnitAttr());
     mlir::Block* entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
     FnCtx ctxFn;

@@ -614,13 +614,17 @@ struct LowerToLinalgPass : PassWrapper<LowerToLinalgPass, OperationPass<ModuleOp
     });
     OpBuilder b(&getContext());
     Lowering lowering(b);
-    // In order: an op's operands are lowered (replaced) before it is.
-    for (Operation* op : ops) lowering.lower(op);
+    // Users before producers: an op still sees which linnet op made each
+    // operand (a gather reads an iota operand as its loop index). Types do
+    // not change, so the replaced values fit their users either way.
+    for (Operation* op : llvm::reverse(ops)) lowering.lower(op);
   }
 };
 
 }  // namespace
 
 std::unique_ptr<Pass> createLowerToLinalgPass() { return std::make_unique<LowerToLinalgPass>(); }
+
+void registerPasses() { PassRegistration<LowerToLinalgPass>(); }
 
 }  // namespace linnet::transforms

@@ -1,4 +1,5 @@
-// The card in bf16, loaded through linnet::nest::load from the f32 fixture
+// The card in bf16 (on the backend this binary was built for), loaded
+// through linnet::nest::load from the f32 fixture
 // checkpoint with conversion at load, against transformers' own bf16 run of
 // the same weights: greedy ids agree step by step until the first step where
 // transformers' two best logits tie exactly in bf16 (then either is right).
@@ -29,6 +30,8 @@ TEST_CASE("bf16 greedy decoding agrees with transformers' bf16 run", "[reference
       linnet::nest::LoadOptions options;
       options.weights = dir + "/model.safetensors";
       options.convertDTypes = true;
+      options.backend = LINNET_TEST_BACKEND;
+      options.cacheDir = LINNET_TEST_CACHE;
       std::ifstream generics(dir + "/generics.txt");
       for (std::string line; std::getline(generics, line);) {
         auto eq = line.find('=');

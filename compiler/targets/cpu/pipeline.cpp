@@ -10,6 +10,7 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/raw_ostream.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -95,6 +96,14 @@ void lower(mlir::ModuleOp module, Stage stage) {
                 "reconcile-unrealized-casts");
     run(module, pm, "lowering to the LLVM dialect");
   }
+  // MLIRGen marks a layer's function `llvm.no_inline`; the conversion keeps
+  // the mark as a plain attribute, so set the LLVM function's own flag.
+  module.walk([](mlir::LLVM::LLVMFuncOp f) {
+    if (f->hasAttr("llvm.no_inline")) {
+      f->removeAttr("llvm.no_inline");
+      f.setNoInline(true);
+    }
+  });
 }
 
 std::string translateToLLVMIR(mlir::ModuleOp module) {

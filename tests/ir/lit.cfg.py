@@ -1,0 +1,24 @@
+# lit configuration for the IR tests: MLIRGen (linnetc build --emit mlir),
+# each pass (linnet-opt), and the CPU pipeline's stages, checked with
+# FileCheck. Run through ctest (`ir`), or by hand:
+#   lit -sv tests/ir --param bindir=build/bin --param source=$PWD
+import os
+
+import lit.formats
+
+config.name = "linnet-ir"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["inputs"]
+config.test_source_root = os.path.dirname(__file__)
+
+bindir = os.path.abspath(lit_config.params.get("bindir", "build/bin"))
+source = os.path.abspath(lit_config.params.get("source", os.path.join(os.path.dirname(__file__), "..", "..")))
+llvm_bin = lit_config.params.get("llvm_bin", "/usr/lib/llvm-22/bin")
+
+config.substitutions.append(("%linnet-opt", os.path.join(bindir, "linnet-opt")))
+config.substitutions.append(("%linnetc", os.path.join(bindir, "linnetc")))
+config.substitutions.append(("%card", os.path.join(source, "nest", "llama-3.1-8b-instruct")))
+config.substitutions.append(("%inputs", os.path.join(os.path.dirname(__file__), "inputs")))
+config.environment["PATH"] = os.pathsep.join([llvm_bin, config.environment.get("PATH", os.environ["PATH"])])
+config.environment["LINNET_STDLIB"] = os.path.join(source, "stdlib")

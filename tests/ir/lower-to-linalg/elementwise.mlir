@@ -1,0 +1,56 @@
+// RUN: %linnet-opt --linnet-to-linalg %s | FileCheck %s
+
+// Broadcasting is in the indexing maps: a size-1 axis reads index 0, a
+// missing leading axis is dropped; nothing is materialized.
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[COL:.*]] = affine_map<(d0, d1) -> (d0, 0)>
+// CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @add_broadcast
+// CHECK: linalg.generic {indexing_maps = [#[[COL]], #[[ROW]], #[[ID]]], iterator_types = ["parallel", "parallel"]}
+// CHECK:   arith.addf
+func.func @add_broadcast(%a: tensor<4x1xf32>, %b: tensor<3xf32>) -> tensor<4x3xf32> {
+  %0 = linnet.binary "+" %a, %b : tensor<4x1xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// bf16 computes in f32 and rounds once.
+// CHECK-LABEL: func.func @mul_bf16
+// CHECK: ^bb0(%[[X:.*]]: bf16, %[[Y:.*]]: bf16, %{{.*}}: bf16):
+// CHECK:   %[[FX:.*]] = arith.extf %[[X]] : bf16 to f32
+// CHECK:   %[[FY:.*]] = arith.extf %[[Y]] : bf16 to f32
+// CHECK:   %[[P:.*]] = arith.mulf %[[FX]], %[[FY]] : f32
+// CHECK:   arith.truncf %[[P]] : f32 to bf16
+func.func @mul_bf16(%a: tensor<8xbf16>, %b: tensor<8xbf16>) -> tensor<8xbf16> {
+  %0 = linnet.binary "*" %a, %b : tensor<8xbf16>, tensor<8xbf16> -> tensor<8xbf16>
+  return %0 : tensor<8xbf16>
+}
+
+// Integer division is total: x / 0 = 0, MIN / -1 wraps, no UB reaches LLVM.
+// CHECK-LABEL: func.func @div_i32
+// CHECK: arith.cmpi eq
+// CHECK: arith.select
+// CHECK: arith.divsi
+// CHECK: arith.select
+func.func @div_i32(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {
+  %0 = linnet.binary "/" %a, %b : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// CHECK-LABEL: func.func @sigmoid
+// CHECK: math.exp
+// CHECK: arith.divf
+func.func @sigmoid(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = linnet.unary "sigmoid" %a : tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// Float to int: non-finite and out-of-range values give 0.
+// CHECK-LABEL: func.func @to_int
+// CHECK: math.absf
+// CHECK: arith.cmpf olt
+// CHECK: arith.fptosi {{.*}} : f32 to i64
+// CHECK: arith.trunci {{.*}} : i64 to i32
+func.func @to_int(%a: tensor<4xf32>) -> tensor<4xi32> {
+  %0 = linnet.cast %a : tensor<4xf32> -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}

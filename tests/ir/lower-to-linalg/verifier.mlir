@@ -1,0 +1,24 @@
+// The dialect's verifiers reject malformed ops with a message.
+// RUN: not %linnet-opt %s --split-input-file 2>&1 | FileCheck %s
+
+// CHECK: error: 'linnet.binary' op operand shapes do not broadcast to the result shape
+func.func @bad_broadcast(%a: tensor<4xf32>, %b: tensor<3xf32>) -> tensor<4xf32> {
+  %0 = linnet.binary "+" %a, %b : tensor<4xf32>, tensor<3xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK: error: 'linnet.unary' op unknown unary kind `cube`
+func.func @bad_kind(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = linnet.unary "cube" %a : tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK: error: 'linnet.reshape' op reshape changes the number of elements
+func.func @bad_reshape(%a: tensor<4xf32>) -> tensor<5xf32> {
+  %0 = linnet.reshape %a : tensor<4xf32> -> tensor<5xf32>
+  return %0 : tensor<5xf32>
+}
