@@ -1115,9 +1115,15 @@ struct MLIRGen::Impl {
     const auto& p = a.shape;
     const auto& q = w.shape;
     std::vector<int64_t> shape;
-    if (transposeB) {
+    if (transposeB && q.size() == 2) {
       shape.assign(p.begin(), p.end() - 1);
       shape.push_back(q[0]);
+    } else if (transposeB) {
+      std::vector<int64_t> batchA(p.begin(), p.end() - std::min<size_t>(2, p.size()));
+      std::vector<int64_t> batchB(q.begin(), q.end() - 2);
+      shape = broadcastShapes(batchA, batchB);
+      shape.push_back(p.size() >= 2 ? p[p.size() - 2] : 1);
+      shape.push_back(q[q.size() - 2]);
     } else if (q.size() == 2) {
       shape.assign(p.begin(), p.end() - 1);
       shape.push_back(q.back());
@@ -1226,9 +1232,17 @@ struct MLIRGen::Impl {
         if (inner.callee->kind == ExprKind::Name &&
             static_cast<const NameExpr&>(*inner.callee).name == "permute" && inner.args.size() == 2 &&
             inner.args[1].value->kind == ExprKind::List) {
+          // Any permute that swaps the last two axes and keeps the rest
+          // (`permute(k, [0, 1, 3, 2])` in attention) is the same read.
           const auto& perm = static_cast<const ListExpr&>(*inner.args[1].value);
           Val w = eval(f, *inner.args[0].value);
-          if (w.rank() == 2 && perm.elems.size() == 2 && *eval(f, *perm.elems[0]).staticInt == 1) {
+          size_t n = perm.elems.size();
+          bool swapsLastTwo = w.rank() >= 2 && n == static_cast<size_t>(w.rank());
+          for (size_t i = 0; swapsLastTwo && i < n; ++i) {
+            int64_t want = i + 2 < n ? static_cast<int64_t>(i) : i + 2 == n ? static_cast<int64_t>(n - 1) : static_cast<int64_t>(n - 2);
+            swapsLastTwo = eval(f, *perm.elems[i]).staticInt == want;
+          }
+          if (swapsLastTwo) {
             Val a = arg(0);
             return matmul(a, w, true);
           }

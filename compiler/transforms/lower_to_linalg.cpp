@@ -308,6 +308,17 @@ class Lowering {
   Value cIndex(OpBuilder& nb, Location l, int64_t v) { return arith::ConstantIndexOp::create(nb, l, v); }
 
   Value matmul(ir::MatmulOp o) {
+    if (!o.getTransposeB() && typeOf(o.getA()).getRank() >= 1 &&
+        (typeOf(o.getB()).getRank() == 2 || typeOf(o.getA()).getRank() >= 2))
+      return rowsMatmul(o);
+    return dotMatmul(o);
+  }
+
+  // b read row by row ([.., N, K], `transpose_b`): each result element is a
+  // dot product of two contiguous rows, accumulated in an f32 register. The
+  // loop over b's rows (n) runs outside the rows of a (m), so a weight row
+  // stays in cache while every row of a meets it.
+  Value dotMatmul(ir::MatmulOp o) {
     Value a = o.getA(), w = o.getB();
     auto at = typeOf(a), wt = typeOf(w), out = o.getType();
     bool tb = o.getTransposeB();
@@ -315,8 +326,6 @@ class Lowering {
     unsigned r = out.getRank();
     Type et = out.getElementType();
     bool isF = isa<FloatType>(et);
-    // Loop order: for a weight read row by row, the output column (one row
-    // of the weight) outside the rows of `a`, so that row stays in cache.
     SmallVector<unsigned> order = identityOrder(r);
     if (tb && r >= 2) std::swap(order[r - 1], order[r - 2]);
     auto ap = at.getShape(), wp = wt.getShape();
@@ -327,14 +336,15 @@ class Lowering {
       auto loop = scf::ForOp::create(nb, l, lo, hi, step, ValueRange{init},
                                      [&](OpBuilder& lb, Location ll, Value k, ValueRange acc) {
         SmallVector<Value> ai, wi;
-        if (tb || wp.size() == 2) {
+        if (wp.size() == 2) {
           // a [..., K] with the result's leading axes; w [N, K] or [K, N].
           for (size_t d = 0; d + 1 < ap.size(); ++d) ai.push_back(idx[d]);
           ai.push_back(k);
           if (tb) wi = {idx[r - 1], k};
           else wi = {k, idx[r - 1]};
         } else {
-          // Batched: a [..batchA, M, K], w [..batchB, K, N], batch axes broadcast.
+          // Batched: a [..batchA, M, K], w [..batchB, N, K] (or [.., K, N]),
+          // batch axes broadcast.
           size_t batch = r - 2;
           auto batchIndex = [&](ArrayRef<int64_t> shape, size_t own, SmallVector<Value>& into) {
             for (size_t d = 0; d < own; ++d) {
@@ -348,8 +358,13 @@ class Lowering {
           }
           ai.push_back(k);
           batchIndex(wp, wp.size() - 2, wi);
-          wi.push_back(k);
-          wi.push_back(idx[r - 1]);
+          if (tb) {
+            wi.push_back(idx[r - 1]);
+            wi.push_back(k);
+          } else {
+            wi.push_back(k);
+            wi.push_back(idx[r - 1]);
+          }
         }
         Value x = tensor::ExtractOp::create(lb, ll, a, ai);
         Value y = tensor::ExtractOp::create(lb, ll, w, wi);
@@ -364,6 +379,69 @@ class Lowering {
       });
       return isF ? fromF32(nb, l, loop.getResult(0), et) : loop.getResult(0);
     });
+  }
+
+  // b read as [.., K, N] (attention's probabilities times values): for each
+  // row of a, the rows of b scaled and added into the result row, so the
+  // innermost loop runs along N, contiguous in b and in the result. Floats
+  // accumulate in an f32 result, rounded to the result type once at the end.
+  Value rowsMatmul(ir::MatmulOp o) {
+    Value a = o.getA(), w = o.getB();
+    auto at = typeOf(a), wt = typeOf(w), out = o.getType();
+    unsigned r = out.getRank();
+    Type et = out.getElementType();
+    bool isF = isa<FloatType>(et);
+    auto ap = at.getShape(), wp = wt.getShape();
+    // Loop dims: the result's axes but the last, then k (reduction), then n.
+    unsigned dims = r + 1, kDim = r - 1, nDim = r;
+    auto d = [&](unsigned i) { return b.getAffineDimExpr(i); };
+    SmallVector<AffineExpr> aExprs, wExprs, outExprs;
+    for (unsigned i = 0; i + 1 < r; ++i) outExprs.push_back(d(i));
+    outExprs.push_back(d(nDim));
+    if (wp.size() == 2) {
+      for (unsigned i = 0; i + 1 < ap.size(); ++i) aExprs.push_back(d(i));
+      aExprs.push_back(d(kDim));
+      wExprs = {d(kDim), d(nDim)};
+    } else {
+      unsigned batch = r - 2;
+      auto batchExprs = [&](ArrayRef<int64_t> shape, size_t own, SmallVector<AffineExpr>& into) {
+        for (size_t i = 0; i < own; ++i) {
+          unsigned outAxis = static_cast<unsigned>(batch - own + i);
+          into.push_back(shape[i] == 1 && out.getShape()[outAxis] != 1 ? b.getAffineConstantExpr(0) : d(outAxis));
+        }
+      };
+      batchExprs(ap, ap.size() - 2, aExprs);
+      aExprs.push_back(d(r - 2));
+      aExprs.push_back(d(kDim));
+      batchExprs(wp, wp.size() - 2, wExprs);
+      wExprs.push_back(d(kDim));
+      wExprs.push_back(d(nDim));
+    }
+    auto ctx = b.getContext();
+    SmallVector<AffineMap> maps = {AffineMap::get(dims, 0, aExprs, ctx), AffineMap::get(dims, 0, wExprs, ctx),
+                                   AffineMap::get(dims, 0, outExprs, ctx)};
+    SmallVector<utils::IteratorType> iters(dims, utils::IteratorType::parallel);
+    iters[kDim] = utils::IteratorType::reduction;
+    Type accT = isF ? b.getF32Type() : et;
+    auto accType = RankedTensorType::get(out.getShape(), accT);
+    Value zero = isF ? Value(arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f)))
+                     : Value(arith::ConstantIntOp::create(b, loc, et, 0));
+    Value init = linalg::FillOp::create(b, loc, zero, empty(accType)).getResult(0);
+    auto g = linalg::GenericOp::create(
+        b, loc, TypeRange{accType}, ValueRange{a, w}, ValueRange{init}, maps, iters,
+        [&](OpBuilder& nb, Location l, ValueRange args) {
+          Value next;
+          if (isF) {
+            Value p = arith::MulFOp::create(nb, l, toF32(nb, l, args[0]), toF32(nb, l, args[1]));
+            next = arith::AddFOp::create(nb, l, args[2], p);
+          } else {
+            next = arith::AddIOp::create(nb, l, args[2], arith::MulIOp::create(nb, l, args[0], args[1]));
+          }
+          linalg::YieldOp::create(nb, l, next);
+        });
+    Value acc = g.getResult(0);
+    if (accT == et) return acc;
+    return elementwise(out, {acc}, [&](OpBuilder& nb, Location l, ValueRange v) { return fromF32(nb, l, v[0], et); });
   }
 
   Value reduce(ir::ReduceOp o) {
