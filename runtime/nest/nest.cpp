@@ -161,7 +161,7 @@ std::unique_ptr<CompiledModel> makeCompiled(const std::string& package, const Lo
   settings.stdlib = std::filesystem::absolute(stdlib).string();
   for (const auto& [k, v] : options.generics) settings.sets.push_back(k + "=" + v.str());
   settings.cacheDir = options.cacheDir;
-  settings.progress = isatty(2);
+  settings.progress = isatty(2) || std::getenv("LINNET_PROGRESS");
   std::vector<Buffer> states;
   for (const auto& s : model.states()) states.push_back(Buffer::zeros(s.dtype, s.shape));
   return std::make_unique<CompiledModel>(std::move(settings), std::move(params), std::move(states));
