@@ -25,16 +25,19 @@ namespace {
 
 using sema::Scalar;
 
-// `i32:1x8` -> (i32, [1, 8]); `i32:` is a scalar.
+// `x=i32:1x8` -> (i32, [1, 8]); `pos=i32:` is a scalar; `pos=int:` a literal.
 ir::TensorSpec parseArg(const std::string& text) {
   auto eq = text.find('=');
   std::string name = eq == std::string::npos ? "" : text.substr(0, eq);
   std::string rest = eq == std::string::npos ? text : text.substr(eq + 1);
   auto colon = rest.find(':');
   if (colon == std::string::npos) throw std::runtime_error(fmt::format("--arg `{}`: expected NAME=DTYPE:D0xD1...", text));
-  auto dt = sema::scalarNamed(rest.substr(0, colon));
+  // `int` and `float`: a literal that takes the parameter's declared dtype.
+  std::string dtName = rest.substr(0, colon);
+  bool weak = dtName == "int" || dtName == "float";
+  auto dt = weak ? std::optional(dtName == "int" ? Scalar::I64 : Scalar::F32) : sema::scalarNamed(dtName);
   if (!dt) throw std::runtime_error(fmt::format("--arg `{}`: unknown element type", text));
-  ir::TensorSpec s{name, *dt, {}};
+  ir::TensorSpec s{name, *dt, {}, weak};
   std::string dims = rest.substr(colon + 1);
   size_t at = 0;
   while (at < dims.size()) {
@@ -156,6 +159,7 @@ int runBuild(const BuildArgs& args) {
     manifest["package"] = program.package().name;
     manifest["target"] = args.target;
     manifest["library"] = library;
+    manifest["init"] = "linnet_init";  // called once after loading: computes the hoisted constants
     nlohmann::ordered_json g = nlohmann::ordered_json::object();
     for (const auto& [k, v] : program.package().generics) {
       if (v.number) g[k] = *v.number;

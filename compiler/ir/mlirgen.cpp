@@ -1305,7 +1305,7 @@ struct MLIRGen::Impl {
     out.entry = name;
     out.symbol = uniqueSymbol("linnet_" + name);
     std::vector<Val> probeArgs;
-    for (const TensorSpec& s : argSpecs) probeArgs.push_back(tensor(nullptr, s.dtype, s.shape));
+    for (const TensorSpec& s : argSpecs) probeArgs.push_back(tensor(nullptr, s.dtype, s.shape, s.weak));
     Frame none;
     Env env = bindCallEnv(none, fn, root->env, nullptr, probeArgs, given);
     for (const GenericParam& g : fn.generics)
@@ -1315,7 +1315,8 @@ struct MLIRGen::Impl {
     probe.env = env;
     for (size_t k = 0; k < fn.params.size(); ++k) {
       TensorSpec want = declared(probe, fn.params[k]);
-      if (want.shape != argSpecs[k].shape || want.dtype != argSpecs[k].dtype)
+      bool literalFits = argSpecs[k].weak && (sema::isFloat(want.dtype) || !sema::isFloat(argSpecs[k].dtype));
+      if (want.shape != argSpecs[k].shape || (want.dtype != argSpecs[k].dtype && !literalFits))
         throw GenError(fmt::format("entry `{}`: argument `{}` must be {}[{}], not {}[{}]", name, want.name,
                                    sema::name(want.dtype), fmt::join(want.shape, ", "),
                                    sema::name(argSpecs[k].dtype), fmt::join(argSpecs[k].shape, ", ")));

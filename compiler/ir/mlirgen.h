@@ -33,6 +33,9 @@ struct TensorSpec {
   std::string name;  // an input's parameter name, a param's or state's path
   sema::Scalar dtype = sema::Scalar::F32;
   std::vector<int64_t> shape;
+  // A literal argument (`--input pos=3`): an integer (i64) or float (f32)
+  // that takes the declared dtype of its parameter.
+  bool weak = false;
 };
 
 struct EntryInstance {

@@ -703,6 +703,9 @@ struct LowerToLinalgPass : PassWrapper<LowerToLinalgPass, OperationPass<ModuleOp
 
 std::unique_ptr<Pass> createLowerToLinalgPass() { return std::make_unique<LowerToLinalgPass>(); }
 
-void registerPasses() { PassRegistration<LowerToLinalgPass>(); }
+void registerPasses() {
+  PassRegistration<LowerToLinalgPass>();
+  registerHoistConstantsPass();
+}
 
 }  // namespace linnet::transforms

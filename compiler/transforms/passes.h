@@ -7,6 +7,11 @@
 
 namespace linnet::transforms {
 
+// linnet-hoist-constants: argument-independent tensors computed once, in
+// @linnet_init, into globals (hoist_constants.cpp).
+std::unique_ptr<mlir::Pass> createHoistConstantsPass();
+void registerHoistConstantsPass();
+
 // linnet-to-linalg: the `linnet` dialect to linalg/tensor/arith/math/scf.
 std::unique_ptr<mlir::Pass> createLowerToLinalgPass();
 

@@ -144,7 +144,7 @@ void CompiledModel::resetState() {
 fs::path CompiledModel::artifactDir(const std::string& entry, const std::vector<reference::Tensor>& args,
                                     const std::map<std::string, int64_t>& generics) const {
   std::string key = sourceHash_ + "|" + entry;
-  for (const auto& a : args) key += "|" + describe(a.dtype, a.shape);
+  for (const auto& a : args) key += "|" + describe(a.dtype, a.shape) + (a.weak ? "weak" : "");
   for (const auto& [k, v] : generics) key += fmt::format("|{}={}", k, v);
   return settings_.cacheDir / fmt::format("{}-{:016x}", entry, fnv(key));
 }
@@ -164,7 +164,10 @@ CompiledModel::Artifact& CompiledModel::artifactFor(const std::string& entry,
                                   quote(settings_.package), quote(settings_.stdlib), quote(entry), quote(tmp.string()));
     for (const auto& s : settings_.sets) cmd += " --set " + quote(s);
     for (const auto& [k, v] : generics) cmd += fmt::format(" --generic {}={}", k, v);
-    for (const auto& a : args) cmd += fmt::format(" --arg {}", quote(fmt::format("{}:{}", sema::name(a.dtype), fmt::join(a.shape, "x"))));
+    for (const auto& a : args) {
+      std::string dt = !a.weak ? sema::name(a.dtype) : a.isFloat() ? "float" : "int";
+      cmd += fmt::format(" --arg {}", quote(fmt::format("{}:{}", dt, fmt::join(a.shape, "x"))));
+    }
     fs::path log = settings_.cacheDir / fmt::format(".log-{}", ::getpid());
     if (settings_.progress) fmt::print(stderr, "linnet: compiling `{}` for cpu ...\n", entry);
     int rc = std::system((cmd + " > " + quote(log.string()) + " 2>&1").c_str());
@@ -197,6 +200,13 @@ CompiledModel::Artifact& CompiledModel::artifactFor(const std::string& entry,
     std::string lib = (dir / m.at("library").get<std::string>()).string();
     art->library = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!art->library) throw Error(fmt::format("{}: cannot load: {}", lib, dlerror()));
+    // Argument-independent tensors (hoisted constants) are computed once, now.
+    if (m.contains("init")) {
+      std::string initSymbol = m.at("init").get<std::string>();
+      auto init = reinterpret_cast<void (*)()>(dlsym(art->library, initSymbol.c_str()));
+      if (!init) throw Error(fmt::format("{}: no symbol {}", lib, initSymbol));
+      init();
+    }
     std::string symbol = e->at("symbol").get<std::string>();
     art->fn = reinterpret_cast<void (*)(void**)>(dlsym(art->library, symbol.c_str()));
     if (!art->fn) throw Error(fmt::format("{}: no symbol {}", lib, symbol));

@@ -126,6 +126,7 @@ TEST_CASE("forward, next_token, decode, prefill and generate agree with transfor
       card.model->resetState();
       for (int64_t s = 0; s < S; ++s) {
         Tensor step = card.model->call("decode", {ints(Scalar::I32, {1, 1}, {tokens.i[s]}), i32(s)})[0];
+        INFO("decode at position " << s);
         CHECK(maxAbsDiff(step, row(logits, s)) < kTol);
       }
 

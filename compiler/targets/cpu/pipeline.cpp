@@ -71,6 +71,7 @@ void lower(mlir::ModuleOp module, Stage stage) {
   mlir::MLIRContext* ctx = module.getContext();
   {
     mlir::PassManager pm(ctx, mlir::ModuleOp::getOperationName());
+    pm.addPass(transforms::createHoistConstantsPass());
     pm.addPass(transforms::createLowerToLinalgPass());
     addPipeline(pm, "canonicalize,cse");
     run(module, pm, "linnet-to-linalg");

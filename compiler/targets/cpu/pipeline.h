@@ -1,6 +1,6 @@
 // The CPU target: `linnet` IR to a shared object for x86-64.
 //
-//   linnet-to-linalg -> canonicalize/cse -> one-shot bufferization (across
+//   linnet-hoist-constants -> linnet-to-linalg -> canonicalize/cse -> one-shot bufferization (across
 //   function boundaries) -> buffer deallocation -> loops -> LLVM dialect ->
 //   LLVM IR -> clang -O3 -march=native -shared
 //
