@@ -85,6 +85,10 @@ struct Slot {
 // The SSA values of the params and states of the instances a function sees.
 struct FnCtx {
   std::map<const Instance*, std::map<std::string, mlir::Value>> params, states;
+  // The root's sub-block arrays, stacked: `layers.*.mlp.up.weight` is one
+  // tensor [Layers, ...] (see StackedArray).
+  std::map<std::string, mlir::Value> stackedParams, stackedStates;
+  mlir::Value layerIndex;  // inside a loop over a stacked array (an index)
 };
 
 struct Frame {
@@ -133,6 +137,30 @@ struct MethodFn {
 
 }  // namespace
 
+// A sub-block array of the root (`layers`), passed to compiled code as one
+// tensor per member with a leading axis of the array's length, so that
+// `static for layer in layers` runs as one loop over a single copy of the
+// layer's code: compile time and code size do not grow with `Layers`.
+// Element 0's instances stand for every element while generating.
+struct StackedArray {
+  std::string name;
+  std::vector<std::unique_ptr<Instance>>* elements = nullptr;
+  struct Slot {
+    Instance* inst;      // in element 0's subtree
+    std::string member;  // the param's or state's name in `inst`
+    std::string path;    // `layers.*.attention.q_proj.weight`
+    TensorSpec spec;     // one element's
+  };
+  std::vector<Slot> params, states;
+};
+
+// Where an entry's param or state argument comes from.
+struct ArgRef {
+  Instance* inst = nullptr;  // a plain member of this instance, or
+  std::string member;
+  std::string stacked;       // a stacked one, by path
+};
+
 struct MLIRGen::Impl {
   mlir::MLIRContext& ctx;
   const sema::Program& program;
@@ -140,6 +168,8 @@ struct MLIRGen::Impl {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   std::unique_ptr<Instance> root;
   std::vector<TensorSpec> params, states;
+  std::vector<ArgRef> paramRefs, stateRefs;  // parallel to params and states
+  std::vector<StackedArray> stacked;
   std::map<std::string, MethodFn> methods;
   std::map<std::string, int> symbolUses;
   mlir::Location loc;
@@ -428,21 +458,6 @@ struct MLIRGen::Impl {
     return std::move(*f.result);
   }
 
-  // The params and states of `inst`'s subtree, in tree order, with names
-  // relative to `inst` (so every layer's function sees the same list).
-  struct SubtreeSlot {
-    Instance* inst;
-    std::string name;
-    TensorSpec spec;
-  };
-  std::vector<SubtreeSlot> subtree(Instance& inst, bool wantParams) {
-    std::vector<SubtreeSlot> out;
-    eachInstance(inst, [&](Instance& i) {
-      for (const TensorSpec& s : wantParams ? i.params : i.states) out.push_back({&i, s.name, s});
-    });
-    return out;
-  }
-
   static void flatten(const Val& v, std::vector<Val>& out) {
     if (v.kind == Val::Tuple) {
       for (const Val& e : v.elems) flatten(e, out);
@@ -451,11 +466,23 @@ struct MLIRGen::Impl {
     out.push_back(v);
   }
 
-  // A method of another block instance: one function per distinct
-  // (block, generics, method, argument types), called with this instance's
-  // params and current states; the states it returns replace them.
+  StackedArray* stackedOf(const Instance* inst) {
+    for (StackedArray& sa : stacked)
+      if ((*sa.elements)[0].get() == inst) return &sa;
+    return nullptr;
+  }
+
+  // A method of another block instance. A layer of a stacked array gets a
+  // function of its own, one per distinct (block, generics, method,
+  // argument types), called with the stacked params and states and the
+  // layer's index; any other block's method is generated inline.
   Val callMethod(Frame& caller, const FnDecl& fn, Instance* inst, const CallExpr* call,
                  std::vector<Val> args) {
+    StackedArray* sa = stackedOf(inst);
+    if (!sa) return inlineFn(caller, fn, inst, inst->module, call, std::move(args));
+    if (!caller.fn->layerIndex)
+      fail(call ? call->range : fn.name.range,
+           "compiled code calls a layer's methods only inside `static for` over its array");
     Frame probe;
     probe.env = bindCallEnv(caller, fn, inst->env, call, args, {});
     args = coerceArgs(probe, fn, std::move(args));
@@ -463,19 +490,17 @@ struct MLIRGen::Impl {
     for (const Val& a : args) {
       if (a.kind != Val::TensorV)
         fail(call ? call->range : fn.name.range,
-             "compiled code passes only tensors to a sub-block's method for now");
+             "compiled code passes only tensors to a layer's method for now");
       key += fmt::format("|{}[{}]", sema::name(a.dtype), fmt::join(a.shape, ","));
     }
-    auto paramSlots = subtree(*inst, true);
-    auto stateSlots = subtree(*inst, false);
     auto it = methods.find(key);
-    if (it == methods.end()) it = methods.emplace(key, emitMethod(fn, inst, probe.env, args, paramSlots, stateSlots)).first;
+    if (it == methods.end()) it = methods.emplace(key, emitLayerMethod(fn, *sa, probe.env, args)).first;
     MethodFn& m = it->second;
     std::vector<mlir::Value> operands;
-    for (auto& s : paramSlots) operands.push_back(caller.fn->params.at(s.inst).at(s.name));
-    for (auto& s : stateSlots) operands.push_back(caller.fn->states.at(s.inst).at(s.name));
+    for (auto& p : sa->params) operands.push_back(caller.fn->stackedParams.at(p.path));
+    for (auto& st : sa->states) operands.push_back(caller.fn->stackedStates.at(st.path));
+    operands.push_back(caller.fn->layerIndex);
     for (const Val& a : args) operands.push_back(a.v);
-    b.setInsertionPointToEnd(b.getInsertionBlock());
     auto callOp = mlir::func::CallOp::create(b, loc, m.op, operands);
     std::vector<Val> results;
     for (int k = 0; k < m.resultCount; ++k) {
@@ -483,10 +508,8 @@ struct MLIRGen::Impl {
       auto t = mlir::cast<mlir::RankedTensorType>(r.getType());
       results.push_back(tensor(r, m.resultDTypes[k], std::vector<int64_t>(t.getShape().begin(), t.getShape().end())));
     }
-    for (size_t k = 0; k < m.modifiedStates.size(); ++k) {
-      const SubtreeSlot& s = stateSlots[m.modifiedStates[k]];
-      caller.fn->states[s.inst][s.name] = callOp.getResult(m.resultCount + k);
-    }
+    for (size_t k = 0; k < m.modifiedStates.size(); ++k)
+      caller.fn->stackedStates[sa->states[m.modifiedStates[k]].path] = callOp.getResult(m.resultCount + k);
     if (!m.tuple) return m.resultCount ? results[0] : Val{Val::Tuple};
     Val t;
     t.kind = Val::Tuple;
@@ -494,36 +517,44 @@ struct MLIRGen::Impl {
     return t;
   }
 
-  std::string uniqueSymbol(std::string base) {
-    for (char& c : base)
-      if (!isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
-    int n = symbolUses[base]++;
-    return n == 0 ? base : fmt::format("{}_{}", base, n);
-  }
-
-  MethodFn emitMethod(const FnDecl& fn, Instance* inst, const Env& env, const std::vector<Val>& args,
-                      const std::vector<SubtreeSlot>& paramSlots,
-                      const std::vector<SubtreeSlot>& stateSlots) {
+  // (stacked params..., stacked states..., layer index, args...) ->
+  // (results..., the stacked states it wrote...). The layer's own params and
+  // states are slices at the index: views with static strides, so the code
+  // that reads them is the same as for a single layer.
+  MethodFn emitLayerMethod(const FnDecl& fn, StackedArray& sa, const Env& env, const std::vector<Val>& args) {
     mlir::OpBuilder::InsertionGuard guard(b);
     mlir::Location saved = loc;
     loc = locOf(fn.name.range);
+    Instance* inst = (*sa.elements)[0].get();
+    int64_t count = static_cast<int64_t>(sa.elements->size());
+    auto stackedType = [&](const TensorSpec& one) {
+      std::vector<int64_t> shape = {count};
+      shape.insert(shape.end(), one.shape.begin(), one.shape.end());
+      return tensorType(one.dtype, shape);
+    };
     std::vector<mlir::Type> inputs;
-    for (auto& s : paramSlots) inputs.push_back(tensorType(s.spec.dtype, s.spec.shape));
-    for (auto& s : stateSlots) inputs.push_back(tensorType(s.spec.dtype, s.spec.shape));
+    for (auto& p : sa.params) inputs.push_back(stackedType(p.spec));
+    for (auto& st : sa.states) inputs.push_back(stackedType(st.spec));
+    inputs.push_back(b.getIndexType());
     for (const Val& a : args) inputs.push_back(a.v.getType());
     b.setInsertionPointToEnd(module->getBody());
-    auto func = mlir::func::FuncOp::create(
-        b, loc, uniqueSymbol(inst->block->name.name + "." + fn.name.name),
-        b.getFunctionType(inputs, {}));
+    auto func = mlir::func::FuncOp::create(b, loc, uniqueSymbol(inst->block->name.name + "." + fn.name.name),
+                                           b.getFunctionType(inputs, {}));
     func.setPrivate();
     // A layer's code exists once: LLVM must not copy it into each call site.
-    if (inst->inArray) func->setAttr("llvm.no_inline", b.getUnitAttr());
+    func->setAttr("llvm.no_inline", b.getUnitAttr());
     mlir::Block* entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
+    mlir::Value index = entry->getArgument(sa.params.size() + sa.states.size());
     FnCtx ctxFn;
     size_t k = 0;
-    for (auto& s : paramSlots) ctxFn.params[s.inst][s.name] = entry->getArgument(k++);
-    for (auto& s : stateSlots) ctxFn.states[s.inst][s.name] = entry->getArgument(k++);
+    for (auto& p : sa.params) ctxFn.params[p.inst][p.member] = sliceAt(entry->getArgument(k++), index, p.spec);
+    std::vector<mlir::Value> initialStates;
+    for (auto& st : sa.states) {
+      initialStates.push_back(sliceAt(entry->getArgument(k++), index, st.spec));
+      ctxFn.states[st.inst][st.member] = initialStates.back();
+    }
+    ++k;  // the index
     Frame f;
     f.self = inst;
     f.module = inst->module;
@@ -550,21 +581,44 @@ struct MLIRGen::Impl {
       m.resultDTypes.push_back(r.dtype);
     }
     m.resultCount = static_cast<int>(results.size());
-    // Only the states the method writes come back: the others stay in place.
-    for (size_t i = 0; i < stateSlots.size(); ++i) {
-      mlir::Value v = ctxFn.states[stateSlots[i].inst][stateSlots[i].name];
-      if (v != entry->getArgument(paramSlots.size() + i)) {
-        m.modifiedStates.push_back(i);
-        returned.push_back(v);
-      }
+    // Only the states the method writes come back, inserted at the index.
+    for (size_t i = 0; i < sa.states.size(); ++i) {
+      mlir::Value v = ctxFn.states[sa.states[i].inst][sa.states[i].member];
+      if (v == initialStates[i]) continue;
+      m.modifiedStates.push_back(i);
+      returned.push_back(insertAt(v, entry->getArgument(sa.params.size() + i), index, sa.states[i].spec));
     }
-    b.setInsertionPointToEnd(&func.getBody().back());
     mlir::func::ReturnOp::create(b, loc, returned);
     std::vector<mlir::Type> resultTypes;
     for (mlir::Value v : returned) resultTypes.push_back(v.getType());
     func.setFunctionType(b.getFunctionType(inputs, resultTypes));
     loc = saved;
     return m;
+  }
+
+  // One layer of a stacked tensor, and a layer put back.
+  mlir::Value sliceAt(mlir::Value all, mlir::Value index, const TensorSpec& one) {
+    size_t r = one.shape.size();
+    llvm::SmallVector<mlir::OpFoldResult> offsets(r + 1, b.getIndexAttr(0)), sizes, strides(r + 1, b.getIndexAttr(1));
+    offsets[0] = index;
+    sizes.push_back(b.getIndexAttr(1));
+    for (int64_t d : one.shape) sizes.push_back(b.getIndexAttr(d));
+    return mlir::tensor::ExtractSliceOp::create(b, loc, tensorType(one.dtype, one.shape), all, offsets, sizes, strides);
+  }
+  mlir::Value insertAt(mlir::Value one, mlir::Value all, mlir::Value index, const TensorSpec& spec) {
+    size_t r = spec.shape.size();
+    llvm::SmallVector<mlir::OpFoldResult> offsets(r + 1, b.getIndexAttr(0)), sizes, strides(r + 1, b.getIndexAttr(1));
+    offsets[0] = index;
+    sizes.push_back(b.getIndexAttr(1));
+    for (int64_t d : spec.shape) sizes.push_back(b.getIndexAttr(d));
+    return mlir::tensor::InsertSliceOp::create(b, loc, one, all, offsets, sizes, strides);
+  }
+
+  std::string uniqueSymbol(std::string base) {
+    for (char& c : base)
+      if (!isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+    int n = symbolUses[base]++;
+    return n == 0 ? base : fmt::format("{}_{}", base, n);
   }
 
   // ------------------------------------------------------------ statements
@@ -647,6 +701,8 @@ struct MLIRGen::Impl {
         const auto& l = static_cast<const StaticForStmt&>(s);
         if (l.iterable) {
           Val it = eval(f, *l.iterable);
+          for (StackedArray& sa : stacked)
+            if (sa.elements == it.array) return stackedLoop(f, l, sa);
           for (auto& inst : *it.array) {
             f.scopes.emplace_back();
             Val bv;
@@ -677,13 +733,18 @@ struct MLIRGen::Impl {
     }
   }
 
-  // A runtime loop: an scf.while carrying every `var` in scope and every
-  // state of the function, since the body may assign any of them.
-  void whileLoop(Frame& f, const WhileStmt& w) {
+  // `static for layer in layers` over a stacked array: one scf.for over
+  // the layer index, carrying every `var` in scope and every state. Each
+  // iteration slices its layer's params and states out of the stacked
+  // tensors, runs the body once with element 0's instances standing for
+  // that layer, and inserts the states it wrote back.
+  void stackedLoop(Frame& f, const StaticForStmt& l, StackedArray& sa) {
+    mlir::Location at = locOf(l.range);
     struct Carried {
-      size_t scope;
-      std::string name;  // a var
-      const Instance* inst = nullptr;  // or a state of this instance
+      size_t scope = 0;
+      std::string name;
+      const Instance* inst = nullptr;
+      bool stackedState = false;
     };
     std::vector<Carried> carried;
     for (size_t k = 0; k < f.scopes.size(); ++k)
@@ -691,11 +752,73 @@ struct MLIRGen::Impl {
         if (slot.mutableVar && slot.value.kind == Val::TensorV) carried.push_back({k, n});
     for (auto& [inst, m] : f.fn->states)
       for (auto& [n, v] : m) carried.push_back({0, n, inst});
+    for (auto& [path, v] : f.fn->stackedStates) carried.push_back({0, path, nullptr, true});
     auto get = [&](const Carried& c) -> mlir::Value {
+      if (c.stackedState) return f.fn->stackedStates[c.name];
       return c.inst ? f.fn->states[c.inst][c.name] : f.scopes[c.scope][c.name].value.v;
     };
     auto set = [&](const Carried& c, mlir::Value v) {
-      if (c.inst) f.fn->states[c.inst][c.name] = v;
+      if (c.stackedState) f.fn->stackedStates[c.name] = v;
+      else if (c.inst) f.fn->states[c.inst][c.name] = v;
+      else f.scopes[c.scope][c.name].value.v = v;
+    };
+    std::vector<mlir::Value> init;
+    for (const Carried& c : carried) init.push_back(get(c));
+    loc = at;
+    mlir::Value lo = mlir::arith::ConstantIndexOp::create(b, loc, 0);
+    mlir::Value hi = mlir::arith::ConstantIndexOp::create(b, loc, static_cast<int64_t>(sa.elements->size()));
+    mlir::Value one = mlir::arith::ConstantIndexOp::create(b, loc, 1);
+    auto loop = mlir::scf::ForOp::create(b, loc, lo, hi, one, init);
+    mlir::Block* body = loop.getBody();
+    b.setInsertionPointToStart(body);
+    mlir::Value iv = loop.getInductionVar();
+    for (size_t k = 0; k < carried.size(); ++k) set(carried[k], loop.getRegionIterArgs()[k]);
+    // The layer's params, for code in the loop that reads them directly
+    // (unused slices fold away); its methods take the stacked tensors.
+    for (auto& p : sa.params) f.fn->params[p.inst][p.member] = sliceAt(f.fn->stackedParams.at(p.path), iv, p.spec);
+    mlir::Value outerIndex = f.fn->layerIndex;
+    f.fn->layerIndex = iv;
+    f.scopes.emplace_back();
+    Val bv{Val::BlockV};
+    bv.inst = (*sa.elements)[0].get();
+    bindName(f, l.var.name, bv);
+    execBody(f, l.body);
+    f.scopes.pop_back();
+    f.fn->layerIndex = outerIndex;
+    if (f.result) fail(l.range, "compiled code cannot `return` from inside a loop over layers yet");
+    loc = at;
+    // Element 0's instances stand for no layer outside the loop.
+    eachInstance(*(*sa.elements)[0], [&](Instance& inst) { f.fn->params.erase(&inst); });
+    std::vector<mlir::Value> next;
+    for (const Carried& c : carried) next.push_back(get(c));
+    mlir::scf::YieldOp::create(b, loc, next);
+    b.setInsertionPointAfter(loop);
+    for (size_t k = 0; k < carried.size(); ++k) set(carried[k], loop.getResult(k));
+  }
+
+  // A runtime loop: an scf.while carrying every `var` in scope and every
+  // state of the function, since the body may assign any of them.
+  void whileLoop(Frame& f, const WhileStmt& w) {
+    struct Carried {
+      size_t scope = 0;
+      std::string name;                // a var, a state's member name, or a stacked state's path
+      const Instance* inst = nullptr;  // the state's instance
+      bool stackedState = false;
+    };
+    std::vector<Carried> carried;
+    for (size_t k = 0; k < f.scopes.size(); ++k)
+      for (auto& [n, slot] : f.scopes[k])
+        if (slot.mutableVar && slot.value.kind == Val::TensorV) carried.push_back({k, n});
+    for (auto& [inst, m] : f.fn->states)
+      for (auto& [n, v] : m) carried.push_back({0, n, inst});
+    for (auto& [path, v] : f.fn->stackedStates) carried.push_back({0, path, nullptr, true});
+    auto get = [&](const Carried& c) -> mlir::Value {
+      if (c.stackedState) return f.fn->stackedStates[c.name];
+      return c.inst ? f.fn->states[c.inst][c.name] : f.scopes[c.scope][c.name].value.v;
+    };
+    auto set = [&](const Carried& c, mlir::Value v) {
+      if (c.stackedState) f.fn->stackedStates[c.name] = v;
+      else if (c.inst) f.fn->states[c.inst][c.name] = v;
       else f.scopes[c.scope][c.name].value.v = v;
     };
     std::vector<mlir::Value> init;
@@ -1333,23 +1456,40 @@ struct MLIRGen::Impl {
                                    std::string(program.sources().text(w->range)), l, spelling(bin.op), r));
     }
 
-    // The body, as a function on tensors: (inputs, params, states) -> (results, states).
+    // @linnet_E(inputs..., params..., states..., outputs...) on memrefs, the
+    // C-callable face of the entry: reads become tensors (states writable,
+    // so the caches are updated in their own buffers), and the results and
+    // the states the entry wrote are materialized into their memrefs.
     loc = locOf(fn.name.range);
     b.setInsertionPointToEnd(module->getBody());
+    auto memref = [&](const TensorSpec& s) { return mlir::MemRefType::get(s.shape, elem(s.dtype)); };
     std::vector<mlir::Type> types;
-    for (const TensorSpec& s : out.inputs) types.push_back(tensorType(s.dtype, s.shape));
-    for (const TensorSpec& s : params) types.push_back(tensorType(s.dtype, s.shape));
-    for (const TensorSpec& s : states) types.push_back(tensorType(s.dtype, s.shape));
-    auto body = mlir::func::FuncOp::create(b, loc, out.symbol + "_body", b.getFunctionType(types, {}));
-    body.setPrivate();
-    mlir::Block* block = body.addEntryBlock();
+    for (const TensorSpec& s : out.inputs) types.push_back(memref(s));
+    for (const TensorSpec& s : params) types.push_back(memref(s));
+    for (const TensorSpec& s : states) types.push_back(memref(s));
+    auto func = mlir::func::FuncOp::create(b, loc, out.symbol, b.getFunctionType(types, {}));
+    func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+    mlir::Block* block = func.addEntryBlock();
     b.setInsertionPointToStart(block);
+    size_t firstStateArg = out.inputs.size() + params.size();
+    std::vector<mlir::Value> tensors;
+    for (size_t k = 0; k < types.size(); ++k) {
+      mlir::Value m = block->getArgument(k);
+      auto t = mlir::cast<mlir::MemRefType>(m.getType());
+      auto tt = mlir::RankedTensorType::get(t.getShape(), t.getElementType());
+      tensors.push_back(mlir::bufferization::ToTensorOp::create(b, loc, tt, m, /*restrict=*/true,
+                                                                /*writable=*/k >= firstStateArg));
+    }
     FnCtx fctx;
     size_t k = out.inputs.size();
-    auto paramSlots = subtree(*root, true);
-    auto stateSlots = subtree(*root, false);
-    for (auto& s : paramSlots) fctx.params[s.inst][s.name] = block->getArgument(k++);
-    for (auto& s : stateSlots) fctx.states[s.inst][s.name] = block->getArgument(k++);
+    for (const ArgRef& r : paramRefs) {
+      if (r.inst) fctx.params[r.inst][r.member] = tensors[k++];
+      else fctx.stackedParams[r.stacked] = tensors[k++];
+    }
+    for (const ArgRef& r : stateRefs) {
+      if (r.inst) fctx.states[r.inst][r.member] = tensors[k++];
+      else fctx.stackedStates[r.stacked] = tensors[k++];
+    }
     Frame f;
     f.self = root.get();
     f.module = root->module;
@@ -1357,76 +1497,85 @@ struct MLIRGen::Impl {
     f.fn = &fctx;
     f.scopes.emplace_back();
     for (size_t i = 0; i < fn.params.size(); ++i)
-      bindName(f, fn.params[i].name.name, tensor(block->getArgument(i), out.inputs[i].dtype, out.inputs[i].shape));
+      bindName(f, fn.params[i].name.name, tensor(tensors[i], out.inputs[i].dtype, out.inputs[i].shape));
     execBody(f, fn.body);
     std::vector<Val> results;
     if (f.result) flatten(*f.result, results);
-    std::vector<mlir::Value> returned;
+    b.setInsertionPointToEnd(block);
+    loc = locOf(fn.name.range);
     int idx = 0;
     for (const Val& r : results) {
       if (r.kind != Val::TensorV) throw GenError(fmt::format("entry `{}` returns something other than tensors", name));
-      returned.push_back(r.v);
-      out.outputs.push_back({fmt::format("result{}", idx++), r.dtype, r.shape});
-    }
-    std::vector<size_t> modified;
-    size_t firstStateArg = out.inputs.size() + paramSlots.size();
-    for (size_t i = 0; i < stateSlots.size(); ++i) {
-      mlir::Value v = fctx.states[stateSlots[i].inst][stateSlots[i].name];
-      if (v != block->getArgument(firstStateArg + i)) {
-        modified.push_back(i);
-        returned.push_back(v);
-      }
-    }
-    b.setInsertionPointToEnd(block);
-    loc = locOf(fn.name.range);
-    mlir::func::ReturnOp::create(b, loc, returned);
-    std::vector<mlir::Type> resultTypes;
-    for (mlir::Value v : returned) resultTypes.push_back(v.getType());
-    body.setFunctionType(b.getFunctionType(types, resultTypes));
-
-    emitEntryWrapper(out, body, modified);
-    return out;
-  }
-
-  // @linnet_E(inputs..., params..., states..., outputs...) on memrefs: the
-  // C-callable face of the body. States are updated in place.
-  void emitEntryWrapper(const EntryInstance& e, mlir::func::FuncOp body, const std::vector<size_t>& modified) {
-    b.setInsertionPointToEnd(module->getBody());
-    auto memref = [&](const TensorSpec& s) { return mlir::MemRefType::get(s.shape, elem(s.dtype)); };
-    std::vector<mlir::Type> types;
-    for (const TensorSpec& s : e.inputs) types.push_back(memref(s));
-    for (const TensorSpec& s : params) types.push_back(memref(s));
-    for (const TensorSpec& s : states) types.push_back(memref(s));
-    for (const TensorSpec& s : e.outputs) types.push_back(memref(s));
-    auto func = mlir::func::FuncOp::create(b, loc, e.symbol, b.getFunctionType(types, {}));
-    func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
-    mlir::Block* block = func.addEntryBlock();
-    b.setInsertionPointToStart(block);
-    size_t nIn = e.inputs.size() + params.size() + states.size();
-    std::vector<mlir::Value> operands;
-    for (size_t k = 0; k < nIn; ++k) {
-      mlir::Value m = block->getArgument(k);
-      auto t = mlir::cast<mlir::MemRefType>(m.getType());
-      auto tt = mlir::RankedTensorType::get(t.getShape(), t.getElementType());
-      operands.push_back(mlir::bufferization::ToTensorOp::create(b, loc, tt, m, /*restrict=*/true,
-                                                                 /*writable=*/false));
-    }
-    auto call = mlir::func::CallOp::create(b, loc, body, operands);
-    size_t firstState = e.inputs.size() + params.size();
-    for (size_t k = 0; k < e.outputs.size(); ++k) {
-      auto op = mlir::bufferization::MaterializeInDestinationOp::create(
-          b, loc, mlir::TypeRange{}, call.getResult(k), block->getArgument(nIn + k));
+      TensorSpec spec{fmt::format("result{}", idx++), r.dtype, r.shape};
+      out.outputs.push_back(spec);
+      types.push_back(memref(spec));
+      mlir::Value dest = block->addArgument(types.back(), loc);
+      auto op = mlir::bufferization::MaterializeInDestinationOp::create(b, loc, mlir::TypeRange{}, r.v, dest);
       op.setWritable(true);
       op.setRestrict(true);
     }
-    for (size_t k = 0; k < modified.size(); ++k) {
-      auto op = mlir::bufferization::MaterializeInDestinationOp::create(
-          b, loc, mlir::TypeRange{}, call.getResult(e.outputs.size() + k),
-          block->getArgument(firstState + modified[k]));
+    for (size_t i = 0; i < stateRefs.size(); ++i) {
+      const ArgRef& r = stateRefs[i];
+      mlir::Value v = r.inst ? fctx.states[r.inst][r.member] : fctx.stackedStates[r.stacked];
+      if (v == tensors[firstStateArg + i]) continue;  // not written
+      auto op = mlir::bufferization::MaterializeInDestinationOp::create(b, loc, mlir::TypeRange{}, v,
+                                                                        block->getArgument(firstStateArg + i));
       op.setWritable(true);
-      op.setRestrict(false);
     }
     mlir::func::ReturnOp::create(b, loc);
+    func.setFunctionType(b.getFunctionType(types, {}));
+    return out;
+  }
+
+  // The entries' param and state arguments, in tree order; the root's
+  // sub-block arrays stacked.
+  void collectArguments() {
+    std::function<void(Instance&)> walk = [&](Instance& inst) {
+      for (const TensorSpec& p : inst.params) {
+        params.push_back({fullPath(inst, p.name), p.dtype, p.shape});
+        paramRefs.push_back({&inst, p.name, ""});
+      }
+      for (const TensorSpec& st : inst.states) {
+        states.push_back({fullPath(inst, st.name), st.dtype, st.shape});
+        stateRefs.push_back({&inst, st.name, ""});
+      }
+      for (const MemberDecl& m : inst.block->members) {
+        if (m.kind != MemberKind::Sub) continue;
+        if (auto it = inst.subs.find(m.name.name); it != inst.subs.end()) walk(*it->second);
+        auto arr = inst.arrays.find(m.name.name);
+        if (arr == inst.arrays.end()) continue;
+        if (&inst != root.get() || arr->second.empty()) {
+          for (auto& el : arr->second) walk(*el);
+          continue;
+        }
+        StackedArray sa;
+        sa.name = m.name.name;
+        sa.elements = &arr->second;
+        int64_t count = static_cast<int64_t>(arr->second.size());
+        std::string prefix = sa.name + ".0";
+        eachInstance(*arr->second[0], [&](Instance& el) {
+          std::string rel = el.path.substr(prefix.size());  // "" or ".attention"
+          for (const TensorSpec& p : el.params) {
+            std::string path = sa.name + ".*" + rel + "." + p.name;
+            sa.params.push_back({&el, p.name, path, p});
+            std::vector<int64_t> shape = {count};
+            shape.insert(shape.end(), p.shape.begin(), p.shape.end());
+            params.push_back({path, p.dtype, shape});
+            paramRefs.push_back({nullptr, "", path});
+          }
+          for (const TensorSpec& st : el.states) {
+            std::string path = sa.name + ".*" + rel + "." + st.name;
+            sa.states.push_back({&el, st.name, path, st});
+            std::vector<int64_t> shape = {count};
+            shape.insert(shape.end(), st.shape.begin(), st.shape.end());
+            states.push_back({path, st.dtype, shape});
+            stateRefs.push_back({nullptr, "", path});
+          }
+        });
+        stacked.push_back(std::move(sa));
+      }
+    };
+    walk(*root);
   }
 
   TensorSpec declared(Frame& f, const ParamDecl& p) {
@@ -1462,12 +1611,7 @@ MLIRGen::MLIRGen(mlir::MLIRContext& context, const sema::Program& program)
     }
   }
   impl_->root = impl_->instantiate(item->block, item->module, env, "");
-  eachInstance(*impl_->root, [&](Instance& inst) {
-    for (const TensorSpec& p : inst.params)
-      impl_->params.push_back({Impl::fullPath(inst, p.name), p.dtype, p.shape});
-    for (const TensorSpec& s : inst.states)
-      impl_->states.push_back({Impl::fullPath(inst, s.name), s.dtype, s.shape});
-  });
+  impl_->collectArguments();
 }
 
 MLIRGen::~MLIRGen() = default;

@@ -112,13 +112,15 @@ struct CompiledModel::Artifact {
   void* library = nullptr;
   void (*fn)(void**) = nullptr;
   std::vector<Spec> inputs, outputs, params, states;
+  std::vector<const Buffer*> paramBuffers;  // in the manifest's order
   ~Artifact() {
     if (library) dlclose(library);
   }
 };
 
-CompiledModel::CompiledModel(CompileSettings settings, std::vector<Buffer> params, std::vector<Buffer> states)
-    : settings_(std::move(settings)), params_(std::move(params)), states_(std::move(states)) {
+CompiledModel::CompiledModel(CompileSettings settings, std::vector<NamedBuffer> params)
+    : settings_(std::move(settings)) {
+  for (auto& p : params) params_.emplace(p.path, std::move(p.buffer));
   if (settings_.linnetc.empty()) settings_.linnetc = std::getenv("LINNETC") ? std::getenv("LINNETC") : LINNET_LINNETC;
   if (settings_.cacheDir.empty()) {
     if (const char* c = std::getenv("LINNET_CACHE")) settings_.cacheDir = c;
@@ -213,16 +215,52 @@ CompiledModel::Artifact& CompiledModel::artifactFor(const std::string& entry,
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("{}: bad manifest.json: {} (delete the folder to rebuild it)", dir.string(), e.what()));
   }
-  // The artifact must describe exactly the params and states this model holds.
-  if (art->params.size() != params_.size() || art->states.size() != states_.size())
-    throw Error(fmt::format("{}: the artifact has {} params and {} states, the model {} and {}", dir.string(),
-                            art->params.size(), art->states.size(), params_.size(), states_.size()));
-  for (size_t k = 0; k < params_.size(); ++k)
-    if (art->params[k].shape != params_[k].shape || art->params[k].dtype != params_[k].dtype)
-      throw Error(fmt::format("{}: param `{}` is {} in the artifact, {} in the model", dir.string(),
-                              art->params[k].name, describe(art->params[k].dtype, art->params[k].shape),
-                              describe(params_[k].dtype, params_[k].shape)));
+  // The artifact's params must be this model's, and its states the same
+  // for every entry (they live here, between calls).
+  for (const Spec& p : art->params) art->paramBuffers.push_back(&param(p.name, p.dtype, p.shape, dir));
+  if (stateNames_.empty() && states_.empty()) {
+    for (const Spec& st : art->states) {
+      stateNames_.push_back(st.name);
+      states_.push_back(Buffer::zeros(st.dtype, st.shape));
+    }
+  }
+  bool sameStates = art->states.size() == states_.size();
+  for (size_t k = 0; sameStates && k < states_.size(); ++k)
+    sameStates = art->states[k].name == stateNames_[k] && art->states[k].shape == states_[k].shape &&
+                 art->states[k].dtype == states_[k].dtype;
+  if (!sameStates)
+    throw Error(fmt::format("{}: the artifact's state members differ from the other entries' (delete the "
+                            "cache folder {} to rebuild them all)",
+                            dir.string(), settings_.cacheDir.string()));
   return *loaded_.emplace(key, std::move(art)).first->second;
+}
+
+const Buffer& CompiledModel::param(const std::string& path, Scalar dtype, const std::vector<int64_t>& shape,
+                                   const fs::path& dir) {
+  auto it = params_.find(path);
+  if (it == params_.end()) {
+    // `layers.*.x` of shape [L, ...]: layer k's `layers.k.x` at slot k.
+    auto star = path.find(".*.");
+    if (star == std::string::npos || shape.empty())
+      throw Error(fmt::format("{}: the artifact reads a param `{}` that the model does not have", dir.string(), path));
+    Buffer stackedBuffer = Buffer::zeros(dtype, shape);
+    size_t slot = stackedBuffer.bytes() / static_cast<size_t>(std::max<int64_t>(shape[0], 1));
+    for (int64_t k = 0; k < shape[0]; ++k) {
+      std::string one = path.substr(0, star) + "." + std::to_string(k) + path.substr(star + 2);
+      auto el = params_.find(one);
+      if (el == params_.end() || el->second.bytes() != slot || el->second.dtype != dtype)
+        throw Error(fmt::format("{}: cannot stack `{}`: `{}` is missing or has another shape", dir.string(), path, one));
+      std::memcpy(stackedBuffer.data + k * slot, el->second.data, slot);
+    }
+    // The per-layer buffers (and the mapping or copy behind them) are no longer needed.
+    for (int64_t k = 0; k < shape[0]; ++k)
+      params_.erase(path.substr(0, star) + "." + std::to_string(k) + path.substr(star + 2));
+    it = params_.emplace(path, std::move(stackedBuffer)).first;
+  }
+  if (it->second.shape != shape || it->second.dtype != dtype)
+    throw Error(fmt::format("{}: param `{}` is {} in the artifact, {} in the model", dir.string(), path,
+                            describe(dtype, shape), describe(it->second.dtype, it->second.shape)));
+  return it->second;
 }
 
 std::vector<reference::Tensor> CompiledModel::call(const std::string& entry,
@@ -252,7 +290,7 @@ std::vector<reference::Tensor> CompiledModel::call(const std::string& entry,
 
   std::vector<std::vector<int64_t>> descriptors;
   for (const Buffer& b : inputs) descriptors.push_back(descriptor(b.data, b.shape));
-  for (const Buffer& b : params_) descriptors.push_back(descriptor(b.data, b.shape));
+  for (const Buffer* b : art.paramBuffers) descriptors.push_back(descriptor(b->data, b->shape));
   for (const Buffer& b : states_) descriptors.push_back(descriptor(b.data, b.shape));
   for (const Buffer& b : outputs) descriptors.push_back(descriptor(b.data, b.shape));
   std::vector<void*> pointers;

@@ -39,10 +39,19 @@ struct CompileSettings {
   bool progress = false;               // say on stderr when compiling
 };
 
+struct NamedBuffer {
+  std::string path;  // `layers.3.attention.q_proj.weight`
+  Buffer buffer;
+};
+
 class CompiledModel {
  public:
-  // Params in the order the instantiated model lists them; states start zeroed.
-  CompiledModel(CompileSettings settings, std::vector<Buffer> params, std::vector<Buffer> states);
+  // Every param of the instantiated model, by path. Compiled code takes the
+  // layers of a sub-block array stacked (`layers.*.mlp.up.weight`, one
+  // [Layers, ...] tensor): those are assembled from the per-layer buffers
+  // when the first artifact asks for them. States are allocated, zeroed, as
+  // the first artifact's manifest lists them.
+  CompiledModel(CompileSettings settings, std::vector<NamedBuffer> params);
   ~CompiledModel();
 
   // Runs `entry` on `args`, compiling it for these shapes first if needed.
@@ -58,8 +67,12 @@ class CompiledModel {
  private:
   Artifact& artifactFor(const std::string& entry, const std::vector<reference::Tensor>& args,
                         const std::map<std::string, int64_t>& generics);
+  const Buffer& param(const std::string& path, Scalar dtype, const std::vector<int64_t>& shape,
+                      const std::filesystem::path& dir);
   CompileSettings settings_;
-  std::vector<Buffer> params_, states_;
+  std::map<std::string, Buffer> params_;   // by path; stacked ones added on first use
+  std::vector<std::string> stateNames_;
+  std::vector<Buffer> states_;
   std::string sourceHash_;
   std::map<std::string, std::unique_ptr<Artifact>> loaded_;
 };

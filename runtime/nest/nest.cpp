@@ -155,16 +155,17 @@ weights::Checkpoint openCheckpoint(const std::string& path) {
 
 std::unique_ptr<CompiledModel> makeCompiled(const std::string& package, const LoadOptions& options,
                                             const std::string& stdlib, const reference::Model& model,
-                                            std::vector<Buffer> params) {
+                                            std::vector<Buffer> buffers) {
   CompileSettings settings;
   settings.package = std::filesystem::absolute(package).string();
   settings.stdlib = std::filesystem::absolute(stdlib).string();
   for (const auto& [k, v] : options.generics) settings.sets.push_back(k + "=" + v.str());
   settings.cacheDir = options.cacheDir;
   settings.progress = isatty(2) || std::getenv("LINNET_PROGRESS");
-  std::vector<Buffer> states;
-  for (const auto& s : model.states()) states.push_back(Buffer::zeros(s.dtype, s.shape));
-  return std::make_unique<CompiledModel>(std::move(settings), std::move(params), std::move(states));
+  std::vector<NamedBuffer> params;
+  auto specs = model.params();
+  for (size_t k = 0; k < specs.size(); ++k) params.push_back({specs[k].path, std::move(buffers[k])});
+  return std::make_unique<CompiledModel>(std::move(settings), std::move(params));
 }
 
 }  // namespace

@@ -86,7 +86,7 @@ void lower(mlir::ModuleOp module, Stage stage) {
     addPipeline(pm,
                 "canonicalize,"
                 "one-shot-bufferize{bufferize-function-boundaries=1 allow-return-allocs-from-loops=1 "
-                "function-boundary-type-conversion=identity-layout-map},"
+                "function-boundary-type-conversion=identity-layout-map},drop-equivalent-buffer-results,"
                 "canonicalize,buffer-deallocation-pipeline,convert-bufferization-to-memref,canonicalize");
     run(module, pm, "bufferization");
   }

@@ -814,18 +814,6 @@ std::vector<ParamSpec> Model::params() const {
   return out;
 }
 
-std::vector<ParamSpec> Model::states() const {
-  std::vector<ParamSpec> out;
-  impl_->eachInstance(*impl_->root, [&](Instance& inst) {
-    for (const MemberDecl& m : inst.block->members)
-      if (m.kind == MemberKind::State) {
-        const Tensor& t = inst.states.at(m.name.name);
-        out.push_back({inst.path.empty() ? m.name.name : inst.path + "." + m.name.name, t.shape, t.dtype});
-      }
-  });
-  return out;
-}
-
 void Model::bind(const ParamSource& source) {
   impl_->eachInstance(*impl_->root, [&](Instance& inst) {
     for (const MemberDecl& m : inst.block->members) {

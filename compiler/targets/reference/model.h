@@ -54,8 +54,6 @@ class Model {
 
   // Every param of the instance tree, in declaration order.
   std::vector<ParamSpec> params() const;
-  // Every state member, in the same tree order.
-  std::vector<ParamSpec> states() const;
   // Binds every param; state starts zeroed.
   void bind(const ParamSource& source);
   void resetState();
