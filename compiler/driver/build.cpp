@@ -17,6 +17,7 @@
 #include "mlir/IR/Verifier.h"
 #include "sema/checker.h"
 #include "sema/program.h"
+#include "syntax/ast_printer.h"
 #include "targets/cpu/pipeline.h"
 
 namespace linnet::driver {
@@ -76,6 +77,13 @@ int runBuild(const BuildArgs& args) {
     fputs(diags.render().c_str(), stderr);
     fmt::print(stderr, "{}: {} error{}\n", args.package, diags.errorCount(), diags.errorCount() == 1 ? "" : "s");
     return 1;
+  }
+  if (args.emit == "ast") {
+    // The package's own modules (not the standard library's), as parsed.
+    for (const auto& m : program.modules())
+      if (m->ast && !m->name.starts_with("std.") && m->name != "std")
+        fputs(syntax::printAst(*m->ast, sources).c_str(), stdout);
+    return 0;
   }
   if (args.target != "cpu") {
     fmt::print(stderr, "linnetc: unknown target `{}` (this build has: cpu)\n", args.target);
@@ -140,7 +148,7 @@ int runBuild(const BuildArgs& args) {
     std::string llvmIR = cpu::translateToLLVMIR(module);
     if (args.emit == "llvm") return fputs(llvmIR.c_str(), stdout), 0;
     if (!args.emit.empty()) {
-      fmt::print(stderr, "linnetc: unknown --emit `{}` (mlir, linalg, bufferized, lowered, llvm)\n", args.emit);
+      fmt::print(stderr, "linnetc: unknown --emit `{}` (ast, checked, mlir, linalg, bufferized, lowered, llvm)\n", args.emit);
       return 2;
     }
     if (built.empty()) {

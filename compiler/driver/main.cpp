@@ -145,7 +145,8 @@ int main(int argc, char** argv) {
                        "An entry generic: Name=Value (default: nest.toml's [check])");
   buildCmd->add_option("--arg", build.argSpecs,
                        "The one --entry's argument types in order: NAME=DTYPE:D0xD1 (scalar: i32:)");
-  buildCmd->add_option("--emit", build.emit, "Print a stage instead: mlir, linalg, bufferized, lowered, llvm");
+  buildCmd->add_option("--emit", build.emit,
+                       "Print a stage instead: ast, checked, mlir, linalg, bufferized, lowered, llvm");
   buildCmd->add_flag("--debug-locations", build.debugLocations, "Print source locations with --emit");
   buildCmd->add_flag("--keep-ir", build.keepIR, "Keep model.ll beside model.so");
 #endif
@@ -155,6 +156,8 @@ int main(int argc, char** argv) {
 #ifdef LINNET_HAVE_MLIR
   if (buildCmd->parsed()) {
     build.stdlib = stdlibDir(stdlib);
+    // The checked stage is what `linnetc check` prints: the instantiated summary.
+    if (build.emit == "checked") return runCheck(build.package, build.sets, stdlib, true);
     if (build.emit.empty() && build.output.empty()) {
       fmt::print(stderr, "linnetc build: give an artifact folder (-o DIR) or a stage to print (--emit)\n");
       return 2;
