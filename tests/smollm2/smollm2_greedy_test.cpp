@@ -1,6 +1,6 @@
 // SmolLM2-135M-Instruct, a real model from its GGUF file (Q8_0 and Q4_1,
-// dequantized at load), on the reference backend against transformers on the
-// same file: 32 greedy new tokens after each of five chat-templated prompts
+// dequantized at load), on one backend (built once per backend: the
+// reference, and compiled CPU code) against transformers on the same file: 32 greedy new tokens after each of five chat-templated prompts
 // (tests/data/smollm2/greedy.json, made by tests/smollm2/make_fixtures.py).
 // The model file is fetched by scripts/fetch-smollm2.sh (ctest fixture).
 #include <catch2/catch.hpp>
@@ -18,6 +18,8 @@ TEST_CASE("SmolLM2 greedy ids equal transformers' on five prompts", "[smollm2]")
   nlohmann::json fixture = nlohmann::json::parse(in);
   linnet::nest::LoadOptions options;
   options.weights = std::string(LINNET_SOURCE_DIR) + "/" + fixture["model"].get<std::string>();
+  options.backend = LINNET_TEST_BACKEND;
+  options.cacheDir = LINNET_TEST_CACHE;
   auto model = linnet::nest::load(std::string(LINNET_SOURCE_DIR) + "/nest/smollm2-135m-instruct", options);
   for (const auto& c : fixture["cases"]) {
     SECTION(c["prompt"].get<std::string>()) {
