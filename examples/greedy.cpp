@@ -4,6 +4,9 @@
 //
 //   build/bin/greedy nest/llama-3.1-8b-instruct tests/data/llama/gqa2/model.safetensors \
 //       Vocab=64 H=64 Heads=4 KvHeads=2 Inner=96 Layers=2 MaxSeq=64 T=f32 -- 3 14 15 9
+//
+// `--backend=cpu` among the settings runs compiled code instead of the
+// reference backend (compiled on first use, then cached).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -14,13 +17,17 @@
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s PACKAGE WEIGHTS [Name=Value]... -- TOKEN...\n", argv[0]);
+    std::fprintf(stderr, "usage: %s PACKAGE WEIGHTS [--backend=cpu] [Name=Value]... -- TOKEN...\n", argv[0]);
     return 2;
   }
   linnet::nest::LoadOptions options{.weights = argv[2]};
   int i = 3;
   for (; i < argc && std::string(argv[i]) != "--"; ++i) {
     std::string set = argv[i];
+    if (set.starts_with("--backend=")) {
+      options.backend = set.substr(10);
+      continue;
+    }
     auto eq = set.find('=');
     std::string value = set.substr(eq + 1);
     char* end = nullptr;
