@@ -153,6 +153,26 @@ weights::Checkpoint openCheckpoint(const std::string& path) {
 }
 
 
+// A one-line progress bar on stderr while weights are bound, only when
+// stderr is a terminal (logs and pipes get nothing).
+class Progress {
+ public:
+  Progress(const char* what, size_t total) : what_(what), total_(total), on_(isatty(2) && total > 0) {}
+  void step() {
+    if (!on_) return;
+    ++done_;
+    int width = 30, filled = static_cast<int>(width * done_ / total_);
+    fmt::print(stderr, "\r{} [{}{}] {}/{}", what_, std::string(filled, '#'), std::string(width - filled, ' '), done_,
+               total_);
+    if (done_ == total_) fmt::print(stderr, "\r{}\r", std::string(std::string(what_).size() + width + 24, ' '));
+  }
+
+ private:
+  const char* what_;
+  size_t total_, done_ = 0;
+  bool on_;
+};
+
 std::unique_ptr<CompiledModel> makeCompiled(const std::string& package, const LoadOptions& options,
                                             const std::string& stdlib, const reference::Model& model,
                                             std::vector<Buffer> buffers) {
@@ -232,8 +252,10 @@ Model load(const std::string& package, const LoadOptions& options) {
     if (options.convertDTypes && !specs.empty()) bindOptions.convertTo = specs.front().dtype;
     auto bound = std::make_shared<weights::BoundWeights>(
         weights::bind(specs, weights::Bindings::load(bindingsPath), impl->checkpoint, bindOptions));
+    Progress progress("linnet: binding weights", impl->model->params().size());
     if (compiled) {
       for (const auto& p : impl->model->params()) {
+        progress.step();
         const weights::BoundTensor& t = bound->at(p.path);
         Buffer b;
         b.dtype = p.dtype;
@@ -251,6 +273,7 @@ Model load(const std::string& package, const LoadOptions& options) {
       impl->compiled = makeCompiled(package, options, stdlib, *impl->model, std::move(buffers));
     } else {
       impl->model->bind([&](const reference::ParamSpec& spec) {
+        progress.step();
         const weights::BoundTensor& b = bound->at(spec.path);
         return tensorFromBytes(spec.dtype, spec.shape, b.data);
       });
