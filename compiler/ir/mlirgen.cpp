@@ -14,6 +14,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
+#include "sema/generics.h"
 #include "syntax/ast.h"
 
 namespace linnet::ir {
@@ -36,19 +37,7 @@ mlir::Type elementType(mlir::MLIRContext& c, Scalar s) {
 
 namespace {
 
-// The numbers a block instance's generics are bound to.
-struct Env {
-  std::map<std::string, int64_t> dims;
-  std::map<std::string, std::vector<int64_t>> packs;
-  std::map<std::string, Scalar> dtypes;
-  std::string key() const {
-    std::string k;
-    for (const auto& [n, v] : dims) k += fmt::format("{}={};", n, v);
-    for (const auto& [n, v] : packs) k += fmt::format("{}=[{}];", n, fmt::join(v, ","));
-    for (const auto& [n, v] : dtypes) k += fmt::format("{}={};", n, sema::name(v));
-    return k;
-  }
-};
+using sema::Env;
 
 struct Instance {
   const BlockDecl* block = nullptr;
@@ -246,59 +235,32 @@ struct MLIRGen::Impl {
   }
 
   // ------------------------------------------------------------ dimensions
+  // Generics are evaluated as the reference backend does (sema/generics.h).
+  template <typename Fn>
+  auto guarded(Fn&& fn) -> decltype(fn()) {
+    try {
+      return fn();
+    } catch (const sema::GenericError& e) {
+      fail(e.at, e.what());
+    }
+  }
+  sema::StaticInts staticsOf(Frame& f) {
+    return [this, &f](const std::string& n) -> std::optional<int64_t> {
+      if (Slot* s = lookup(f, n); s && s->value.staticInt) return s->value.staticInt;
+      return std::nullopt;
+    };
+  }
   int64_t dim(Frame& f, const Expr& e) {
-    switch (e.kind) {
-      case ExprKind::IntLiteral: return static_cast<const IntLiteralExpr&>(e).value;
-      case ExprKind::Name: {
-        const std::string& n = static_cast<const NameExpr&>(e).name;
-        if (Slot* s = lookup(f, n); s && s->value.staticInt) return *s->value.staticInt;
-        if (auto it = f.env.dims.find(n); it != f.env.dims.end()) return it->second;
-        fail(e.range, fmt::format("`{}` has no value here", n));
-      }
-      case ExprKind::Unary: return -dim(f, *static_cast<const UnaryExpr&>(e).operand);
-      case ExprKind::Binary: {
-        const auto& bin = static_cast<const BinaryExpr&>(e);
-        int64_t l = dim(f, *bin.lhs), r = dim(f, *bin.rhs);
-        switch (bin.op) {
-          case syntax::BinaryOp::Add: return l + r;
-          case syntax::BinaryOp::Sub: return l - r;
-          case syntax::BinaryOp::Mul: return l * r;
-          case syntax::BinaryOp::Div:
-            if (r <= 0) fail(e.range, "division by a non-positive dimension");
-            return l >= 0 ? l / r : -((-l + r - 1) / r);
-          case syntax::BinaryOp::Rem:
-            if (r <= 0) fail(e.range, "remainder by a non-positive dimension");
-            return ((l % r) + r) % r;
-          default: break;
-        }
-        break;
-      }
-      default: break;
-    }
-    fail(e.range, "not a dimension expression");
+    return guarded([&] { return sema::evalDim(f.env, staticsOf(f), e); });
   }
-
   std::vector<int64_t> shapeList(Frame& f, const std::vector<ExprPtr>& list) {
-    std::vector<int64_t> out;
-    for (const ExprPtr& d : list) {
-      if (d->kind == ExprKind::Spread) {
-        const auto& p = f.env.packs.at(static_cast<const SpreadExpr&>(*d).pack.name);
-        out.insert(out.end(), p.begin(), p.end());
-      } else {
-        out.push_back(dim(f, *d));
-      }
-    }
-    return out;
+    return guarded([&] { return sema::evalShape(f.env, staticsOf(f), list); });
   }
-
   Scalar dtypeOf(Frame& f, const std::string& n, SourceRange at) {
-    if (auto s = sema::scalarNamed(n)) return *s;
-    if (auto it = f.env.dtypes.find(n); it != f.env.dtypes.end()) return it->second;
-    fail(at, fmt::format("unknown element type `{}`", n));
+    return guarded([&] { return sema::evalDType(f.env, n, at); });
   }
   Scalar dtypeOf(Frame& f, const Expr& e) {
-    if (e.kind != ExprKind::Name) fail(e.range, "expected an element type");
-    return dtypeOf(f, static_cast<const NameExpr&>(e).name, e.range);
+    return guarded([&] { return sema::evalDType(f.env, e); });
   }
 
   // ------------------------------------------------------------ the instance tree
@@ -371,61 +333,16 @@ struct MLIRGen::Impl {
   }
 
   // ------------------------------------------------------------ calls
-  // Binds a callee's generics: explicit ones, then from the argument shapes,
-  // then defaults (the reference backend's rules, docs/language.md §5).
+  // Binds a callee's generics as the reference backend does.
   Env bindCallEnv(Frame& caller, const FnDecl& fn, const Env& base, const CallExpr* call,
                   const std::vector<Val>& args, const std::map<std::string, int64_t>& given) {
-    Env env = base;
-    for (const auto& [n, v] : given) env.dims[n] = v;
-    for (size_t i = 0; call && i < call->generics.size(); ++i) {
-      const GenericParam& g = fn.generics[i];
-      if (g.kind.name == "Dim") env.dims[g.name.name] = dim(caller, *call->generics[i]);
-      else env.dtypes[g.name.name] = dtypeOf(caller, *call->generics[i]);
-    }
-    for (size_t k = 0; k < fn.params.size() && k < args.size(); ++k) {
-      const TypeExpr& t = *fn.params[k].type;
-      if (t.kind != TypeKind::Tensor && !(t.kind == TypeKind::Named && !t.hasGenerics)) continue;
-      if (args[k].kind != Val::TensorV) continue;
-      const Val& a = args[k];
-      if (t.kind == TypeKind::Named) {
-        if (!sema::scalarNamed(t.name.name) && !env.dtypes.count(t.name.name) && !a.weak)
-          env.dtypes[t.name.name] = a.dtype;
-        continue;
-      }
-      const std::string& dn = t.elem->name.name;
-      if (!sema::scalarNamed(dn) && !env.dtypes.count(dn) && !a.weak) env.dtypes[dn] = a.dtype;
-      size_t packAt = t.dims.size();
-      for (size_t i = 0; i < t.dims.size(); ++i)
-        if (t.dims[i]->kind == ExprKind::Spread) packAt = i;
-      size_t suffix = packAt == t.dims.size() ? 0 : t.dims.size() - packAt - 1;
-      auto bindDim = [&](const Expr& d, int64_t v) {
-        if (d.kind != ExprKind::Name) return;
-        const std::string& n = static_cast<const NameExpr&>(d).name;
-        if (!env.dims.count(n)) env.dims[n] = v;
-      };
-      if (packAt == t.dims.size()) {
-        if (a.shape.size() != t.dims.size())
-          fail(call ? call->range : fn.name.range,
-               fmt::format("argument `{}` of `{}` has rank {}, expected {}", fn.params[k].name.name,
-                           fn.name.name, a.shape.size(), t.dims.size()));
-        for (size_t i = 0; i < t.dims.size(); ++i) bindDim(*t.dims[i], a.shape[i]);
-      } else {
-        for (size_t i = 0; i < packAt; ++i) bindDim(*t.dims[i], a.shape[i]);
-        for (size_t i = 0; i < suffix; ++i)
-          bindDim(*t.dims[t.dims.size() - 1 - i], a.shape[a.shape.size() - 1 - i]);
-        const std::string& pack = static_cast<const SpreadExpr&>(*t.dims[packAt]).pack.name;
-        if (!env.packs.count(pack))
-          env.packs[pack] = std::vector<int64_t>(a.shape.begin() + packAt, a.shape.end() - suffix);
-      }
-    }
-    for (const GenericParam& g : fn.generics) {
-      if (!g.defaultValue) continue;
-      if (g.kind.name == "Dim" && !env.dims.count(g.name.name))
-        env.dims[g.name.name] = dim(empty_, *g.defaultValue);
-      if (g.kind.name != "Dim" && g.kind.name != "Dims" && !env.dtypes.count(g.name.name))
-        env.dtypes[g.name.name] = dtypeOf(empty_, *g.defaultValue);
-    }
-    return env;
+    std::vector<sema::ArgType> types;
+    for (const Val& a : args) types.push_back({a.kind == Val::TensorV, a.dtype, a.weak, a.shape});
+    return guarded([&] {
+      return sema::bindCallGenerics(
+          fn, base, given, call, types, [&](const Expr& e) { return dim(caller, e); },
+          [&](const Expr& e) { return dtypeOf(caller, e); });
+    });
   }
 
   // Parameters take their declared dtype: a literal argument becomes it.
@@ -733,19 +650,15 @@ struct MLIRGen::Impl {
     }
   }
 
-  // `static for layer in layers` over a stacked array: one scf.for over
-  // the layer index, carrying every `var` in scope and every state. Each
-  // iteration slices its layer's params and states out of the stacked
-  // tensors, runs the body once with element 0's instances standing for
-  // that layer, and inserts the states it wrote back.
-  void stackedLoop(Frame& f, const StaticForStmt& l, StackedArray& sa) {
-    mlir::Location at = locOf(l.range);
-    struct Carried {
-      size_t scope = 0;
-      std::string name;
-      const Instance* inst = nullptr;
-      bool stackedState = false;
-    };
+  // What a loop carries from one iteration to the next: every `var` in
+  // scope (the body may assign it) and every state the function holds.
+  struct Carried {
+    size_t scope = 0;
+    std::string name;                // a var, a state's member name, or a stacked state's path
+    const Instance* inst = nullptr;  // the state's instance
+    bool stackedState = false;
+  };
+  std::vector<Carried> carriedValues(Frame& f) {
     std::vector<Carried> carried;
     for (size_t k = 0; k < f.scopes.size(); ++k)
       for (auto& [n, slot] : f.scopes[k])
@@ -753,15 +666,28 @@ struct MLIRGen::Impl {
     for (auto& [inst, m] : f.fn->states)
       for (auto& [n, v] : m) carried.push_back({0, n, inst});
     for (auto& [path, v] : f.fn->stackedStates) carried.push_back({0, path, nullptr, true});
-    auto get = [&](const Carried& c) -> mlir::Value {
-      if (c.stackedState) return f.fn->stackedStates[c.name];
-      return c.inst ? f.fn->states[c.inst][c.name] : f.scopes[c.scope][c.name].value.v;
-    };
-    auto set = [&](const Carried& c, mlir::Value v) {
-      if (c.stackedState) f.fn->stackedStates[c.name] = v;
-      else if (c.inst) f.fn->states[c.inst][c.name] = v;
-      else f.scopes[c.scope][c.name].value.v = v;
-    };
+    return carried;
+  }
+  mlir::Value getCarried(Frame& f, const Carried& c) {
+    if (c.stackedState) return f.fn->stackedStates[c.name];
+    return c.inst ? f.fn->states[c.inst][c.name] : f.scopes[c.scope][c.name].value.v;
+  }
+  void setCarried(Frame& f, const Carried& c, mlir::Value v) {
+    if (c.stackedState) f.fn->stackedStates[c.name] = v;
+    else if (c.inst) f.fn->states[c.inst][c.name] = v;
+    else f.scopes[c.scope][c.name].value.v = v;
+  }
+
+  // `static for layer in layers` over a stacked array: one scf.for over
+  // the layer index, carrying every `var` in scope and every state. Each
+  // iteration slices its layer's params and states out of the stacked
+  // tensors, runs the body once with element 0's instances standing for
+  // that layer, and inserts the states it wrote back.
+  void stackedLoop(Frame& f, const StaticForStmt& l, StackedArray& sa) {
+    mlir::Location at = locOf(l.range);
+    std::vector<Carried> carried = carriedValues(f);
+    auto get = [&](const Carried& c) { return getCarried(f, c); };
+    auto set = [&](const Carried& c, mlir::Value v) { setCarried(f, c, v); };
     std::vector<mlir::Value> init;
     for (const Carried& c : carried) init.push_back(get(c));
     loc = at;
@@ -799,28 +725,9 @@ struct MLIRGen::Impl {
   // A runtime loop: an scf.while carrying every `var` in scope and every
   // state of the function, since the body may assign any of them.
   void whileLoop(Frame& f, const WhileStmt& w) {
-    struct Carried {
-      size_t scope = 0;
-      std::string name;                // a var, a state's member name, or a stacked state's path
-      const Instance* inst = nullptr;  // the state's instance
-      bool stackedState = false;
-    };
-    std::vector<Carried> carried;
-    for (size_t k = 0; k < f.scopes.size(); ++k)
-      for (auto& [n, slot] : f.scopes[k])
-        if (slot.mutableVar && slot.value.kind == Val::TensorV) carried.push_back({k, n});
-    for (auto& [inst, m] : f.fn->states)
-      for (auto& [n, v] : m) carried.push_back({0, n, inst});
-    for (auto& [path, v] : f.fn->stackedStates) carried.push_back({0, path, nullptr, true});
-    auto get = [&](const Carried& c) -> mlir::Value {
-      if (c.stackedState) return f.fn->stackedStates[c.name];
-      return c.inst ? f.fn->states[c.inst][c.name] : f.scopes[c.scope][c.name].value.v;
-    };
-    auto set = [&](const Carried& c, mlir::Value v) {
-      if (c.stackedState) f.fn->stackedStates[c.name] = v;
-      else if (c.inst) f.fn->states[c.inst][c.name] = v;
-      else f.scopes[c.scope][c.name].value.v = v;
-    };
+    std::vector<Carried> carried = carriedValues(f);
+    auto get = [&](const Carried& c) { return getCarried(f, c); };
+    auto set = [&](const Carried& c, mlir::Value v) { setCarried(f, c, v); };
     std::vector<mlir::Value> init;
     std::vector<mlir::Type> types;
     std::vector<mlir::Location> locs;
@@ -867,7 +774,7 @@ struct MLIRGen::Impl {
       }
     }
     std::optional<int64_t> found;
-    visitChildren(e, [&](const Expr& c) {
+    sema::forEachChild(e, [&](const Expr& c) {
       if (!found) found = extentOf(f, c, var);
     });
     return found;
@@ -893,35 +800,6 @@ struct MLIRGen::Impl {
     delete scratch;
     v.v = nullptr;
     return v;
-  }
-
-  template <typename Fn>
-  static void visitChildren(const Expr& e, Fn fn) {
-    switch (e.kind) {
-      case ExprKind::Unary: fn(*static_cast<const UnaryExpr&>(e).operand); break;
-      case ExprKind::Binary:
-        fn(*static_cast<const BinaryExpr&>(e).lhs);
-        fn(*static_cast<const BinaryExpr&>(e).rhs);
-        break;
-      case ExprKind::Call:
-        for (const Argument& a : static_cast<const CallExpr&>(e).args) fn(*a.value);
-        break;
-      case ExprKind::Index: {
-        const auto& ix = static_cast<const IndexExpr&>(e);
-        fn(*ix.base);
-        for (const IndexItem& it : ix.items) {
-          if (it.index) fn(*it.index);
-          if (it.lo) fn(*it.lo);
-          if (it.hi) fn(*it.hi);
-        }
-        break;
-      }
-      case ExprKind::Reduce: fn(*static_cast<const ReduceExpr&>(e).body); break;
-      case ExprKind::Tuple:
-        for (const auto& x : static_cast<const TupleExpr&>(e).elems) fn(*x);
-        break;
-      default: break;
-    }
   }
 
   Val iota(Scalar dt, std::vector<int64_t> shape, int axis, bool weak = false) {
@@ -1445,16 +1323,8 @@ struct MLIRGen::Impl {
                                    sema::name(argSpecs[k].dtype), fmt::join(argSpecs[k].shape, ", ")));
       out.inputs.push_back(want);
     }
-    for (const ExprPtr& w : fn.where) {
-      const auto& bin = static_cast<const BinaryExpr&>(*w);
-      int64_t l = dim(probe, *bin.lhs), r = dim(probe, *bin.rhs);
-      bool holds = bin.op == syntax::BinaryOp::Eq ? l == r : bin.op == syntax::BinaryOp::Ne ? l != r
-                   : bin.op == syntax::BinaryOp::Lt ? l < r : bin.op == syntax::BinaryOp::Le ? l <= r
-                   : bin.op == syntax::BinaryOp::Gt ? l > r : l >= r;
-      if (!holds)
-        throw GenError(fmt::format("entry `{}`: the where clause `{}` does not hold ({} {} {})", name,
-                                   std::string(program.sources().text(w->range)), l, spelling(bin.op), r));
-    }
+    auto failed = guarded([&] { return sema::failedWhereClauses(fn, env, program.sources()); });
+    if (!failed.empty()) throw GenError(fmt::format("entry `{}`: {}", name, fmt::join(failed, "; ")));
 
     // @linnet_E(inputs..., params..., states..., outputs...) on memrefs, the
     // C-callable face of the entry: reads become tensors (states writable,

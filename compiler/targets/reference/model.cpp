@@ -69,59 +69,33 @@ struct Model::Impl {
   }
 
   // ------------------------------------------------------------ dimensions
+  // Generics are evaluated as every backend does (sema/generics.h); a
+  // failure becomes this backend's error, with the place.
+  template <typename Fn>
+  auto guarded(Fn&& fn) -> decltype(fn()) {
+    try {
+      return fn();
+    } catch (const sema::GenericError& e) {
+      fail(e.at, e.what());
+    }
+  }
+  sema::StaticInts staticsOf(Frame& f) {
+    return [this, &f](const std::string& n) -> std::optional<int64_t> {
+      if (Slot* s = lookup(f, n); s && s->value.staticInt) return s->value.staticInt;
+      return std::nullopt;
+    };
+  }
   int64_t dim(Frame& f, const Expr& e) {
-    switch (e.kind) {
-      case ExprKind::IntLiteral: return static_cast<const IntLiteralExpr&>(e).value;
-      case ExprKind::Name: {
-        const std::string& n = static_cast<const NameExpr&>(e).name;
-        if (Slot* s = lookup(f, n); s && s->value.staticInt) return *s->value.staticInt;
-        if (auto it = f.env.dims.find(n); it != f.env.dims.end()) return it->second;
-        fail(e.range, fmt::format("`{}` has no value here", n));
-      }
-      case ExprKind::Unary: return -dim(f, *static_cast<const UnaryExpr&>(e).operand);
-      case ExprKind::Binary: {
-        const auto& b = static_cast<const BinaryExpr&>(e);
-        int64_t l = dim(f, *b.lhs), r = dim(f, *b.rhs);
-        switch (b.op) {
-          case BinaryOp::Add: return l + r;
-          case BinaryOp::Sub: return l - r;
-          case BinaryOp::Mul: return l * r;
-          case BinaryOp::Div:
-            if (r <= 0) fail(e.range, "division by a non-positive dimension");
-            return l >= 0 ? l / r : -((-l + r - 1) / r);
-          case BinaryOp::Rem:
-            if (r <= 0) fail(e.range, "remainder by a non-positive dimension");
-            return ((l % r) + r) % r;
-          default: break;
-        }
-        break;
-      }
-      default: break;
-    }
-    fail(e.range, "not a dimension expression");
+    return guarded([&] { return sema::evalDim(f.env, staticsOf(f), e); });
   }
-
   std::vector<int64_t> shapeList(Frame& f, const std::vector<ExprPtr>& list) {
-    std::vector<int64_t> out;
-    for (const ExprPtr& d : list) {
-      if (d->kind == ExprKind::Spread) {
-        const auto& p = f.env.packs.at(static_cast<const SpreadExpr&>(*d).pack.name);
-        out.insert(out.end(), p.begin(), p.end());
-      } else {
-        out.push_back(dim(f, *d));
-      }
-    }
-    return out;
+    return guarded([&] { return sema::evalShape(f.env, staticsOf(f), list); });
   }
-
   Scalar dtypeOf(Frame& f, const std::string& n, SourceRange at) {
-    if (auto s = sema::scalarNamed(n)) return *s;
-    if (auto it = f.env.dtypes.find(n); it != f.env.dtypes.end()) return it->second;
-    fail(at, fmt::format("unknown element type `{}`", n));
+    return guarded([&] { return sema::evalDType(f.env, n, at); });
   }
   Scalar dtypeOf(Frame& f, const Expr& e) {
-    if (e.kind != ExprKind::Name) fail(e.range, "expected an element type");
-    return dtypeOf(f, static_cast<const NameExpr&>(e).name, e.range);
+    return guarded([&] { return sema::evalDType(f.env, e); });
   }
 
   // ------------------------------------------------------------ the instance tree
@@ -221,57 +195,14 @@ struct Model::Impl {
     Frame f;
     f.self = self;
     f.module = module;
-    if (self) f.env = self->env;
-    for (const auto& [n, v] : given) f.env.dims[n] = v;
     f.scopes.emplace_back();
-    // Explicit generic arguments, then the rest from the argument shapes.
-    for (size_t i = 0; call && i < call->generics.size(); ++i) {
-      const GenericParam& g = fn.generics[i];
-      if (g.kind.name == "Dim") f.env.dims[g.name.name] = dim(caller, *call->generics[i]);
-      else f.env.dtypes[g.name.name] = dtypeOf(caller, *call->generics[i]);
-    }
-    for (size_t k = 0; k < fn.params.size(); ++k) {
-      const TypeExpr& t = *fn.params[k].type;
-      if (t.kind != TypeKind::Tensor && !(t.kind == TypeKind::Named && !t.hasGenerics)) continue;
-      if (args[k].kind != RValue::TensorV) continue;
-      const Tensor& a = args[k].t;
-      if (t.kind == TypeKind::Named) {
-        if (!sema::scalarNamed(t.name.name) && !f.env.dtypes.count(t.name.name) && !a.weak)
-          f.env.dtypes[t.name.name] = a.dtype;
-        continue;
-      }
-      const std::string& dn = t.elem->name.name;
-      if (!sema::scalarNamed(dn) && !f.env.dtypes.count(dn) && !a.weak) f.env.dtypes[dn] = a.dtype;
-      size_t packAt = t.dims.size();
-      for (size_t i = 0; i < t.dims.size(); ++i)
-        if (t.dims[i]->kind == ExprKind::Spread) packAt = i;
-      size_t suffix = packAt == t.dims.size() ? 0 : t.dims.size() - packAt - 1;
-      auto bindDim = [&](const Expr& d, int64_t v) {
-        if (d.kind != ExprKind::Name) return;
-        const std::string& n = static_cast<const NameExpr&>(d).name;
-        if (!f.env.dims.count(n)) f.env.dims[n] = v;
-      };
-      if (packAt == t.dims.size()) {
-        if (a.shape.size() != t.dims.size())
-          fail(call ? call->range : fn.name.range,
-               fmt::format("argument `{}` of `{}` has rank {}, expected {}", fn.params[k].name.name,
-                           fn.name.name, a.shape.size(), t.dims.size()));
-        for (size_t i = 0; i < t.dims.size(); ++i) bindDim(*t.dims[i], a.shape[i]);
-      } else {
-        for (size_t i = 0; i < packAt; ++i) bindDim(*t.dims[i], a.shape[i]);
-        for (size_t i = 0; i < suffix; ++i)
-          bindDim(*t.dims[t.dims.size() - 1 - i], a.shape[a.shape.size() - 1 - i]);
-        const std::string& pack = static_cast<const SpreadExpr&>(*t.dims[packAt]).pack.name;
-        if (!f.env.packs.count(pack))
-          f.env.packs[pack] = std::vector<int64_t>(a.shape.begin() + packAt, a.shape.end() - suffix);
-      }
-    }
-    for (const GenericParam& g : fn.generics) {
-      if (!g.defaultValue) continue;
-      if (g.kind.name == "Dim" && !f.env.dims.count(g.name.name)) f.env.dims[g.name.name] = dim(empty_, *g.defaultValue);
-      if (g.kind.name != "Dim" && g.kind.name != "Dims" && !f.env.dtypes.count(g.name.name))
-        f.env.dtypes[g.name.name] = dtypeOf(empty_, *g.defaultValue);
-    }
+    std::vector<sema::ArgType> types;
+    for (const RValue& a : args) types.push_back({a.kind == RValue::TensorV, a.t.dtype, a.t.weak, a.t.shape});
+    f.env = guarded([&] {
+      return sema::bindCallGenerics(
+          fn, self ? self->env : Env{}, given, call, types, [&](const Expr& e) { return dim(caller, e); },
+          [&](const Expr& e) { return dtypeOf(caller, e); });
+    });
     if (!call) checkEntryArgs(f, fn, args);
     // Parameters take their declared dtype: a literal argument becomes it.
     for (size_t k = 0; k < fn.params.size(); ++k) {
@@ -313,17 +244,8 @@ struct Model::Impl {
         problems.push_back(fmt::format("argument `{}` must be {}, but it is {}", fn.params[k].name.name,
                                        want.describe(), a.describe()));
     }
-    for (const ExprPtr& w : fn.where) {
-      const auto& b = static_cast<const BinaryExpr&>(*w);
-      int64_t l = dim(f, *b.lhs), r = dim(f, *b.rhs);
-      bool holds = b.op == BinaryOp::Eq ? l == r : b.op == BinaryOp::Ne ? l != r
-                   : b.op == BinaryOp::Lt ? l < r : b.op == BinaryOp::Le ? l <= r
-                   : b.op == BinaryOp::Gt ? l > r : l >= r;
-      if (!holds)
-        problems.push_back(fmt::format("the where clause `{}` does not hold ({} {} {})",
-                                       std::string(program.sources().text(w->range)), l,
-                                       spelling(b.op), r));
-    }
+    for (std::string& w : guarded([&] { return sema::failedWhereClauses(fn, f.env, program.sources()); }))
+      problems.push_back(std::move(w));
     if (!problems.empty())
       throw EvalError(fmt::format("entry `{}`: {}", fn.name.name, fmt::join(problems, "; ")));
   }
@@ -463,39 +385,10 @@ struct Model::Impl {
       }
     }
     std::optional<int64_t> found;
-    visitChildren(e, [&](const Expr& c) {
+    sema::forEachChild(e, [&](const Expr& c) {
       if (!found) found = extentOf(f, c, var);
     });
     return found;
-  }
-
-  template <typename Fn>
-  static void visitChildren(const Expr& e, Fn fn) {
-    switch (e.kind) {
-      case ExprKind::Unary: fn(*static_cast<const UnaryExpr&>(e).operand); break;
-      case ExprKind::Binary:
-        fn(*static_cast<const BinaryExpr&>(e).lhs);
-        fn(*static_cast<const BinaryExpr&>(e).rhs);
-        break;
-      case ExprKind::Call:
-        for (const Argument& a : static_cast<const CallExpr&>(e).args) fn(*a.value);
-        break;
-      case ExprKind::Index: {
-        const auto& ix = static_cast<const IndexExpr&>(e);
-        fn(*ix.base);
-        for (const IndexItem& it : ix.items) {
-          if (it.index) fn(*it.index);
-          if (it.lo) fn(*it.lo);
-          if (it.hi) fn(*it.hi);
-        }
-        break;
-      }
-      case ExprKind::Reduce: fn(*static_cast<const ReduceExpr&>(e).body); break;
-      case ExprKind::Tuple:
-        for (const auto& x : static_cast<const TupleExpr&>(e).elems) fn(*x);
-        break;
-      default: break;
-    }
   }
 
   // Evaluates `body` over the grid of `names`: the index variables take

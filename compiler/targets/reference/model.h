@@ -11,17 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "sema/generics.h"
 #include "sema/program.h"
 #include "targets/reference/tensor.h"
 
 namespace linnet::reference {
 
 // The numbers a block instance's generics are bound to.
-struct Env {
-  std::map<std::string, int64_t> dims;
-  std::map<std::string, std::vector<int64_t>> packs;
-  std::map<std::string, Scalar> dtypes;
-};
+using Env = sema::Env;
 
 // One block of the instantiated model: its params, its state, its subs.
 struct Instance {
