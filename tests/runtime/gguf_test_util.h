@@ -3,7 +3,6 @@
 // deliberately broken) files.
 #pragma once
 
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +15,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "temp_dir.h"
 
 namespace linnet::gguf::test {
 
@@ -50,33 +51,7 @@ inline std::uint32_t bitsOf(float f) {
   return u;
 }
 
-// A fresh folder under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = std::filesystem::temp_directory_path() /
-            ("linnet_gguf_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path write(const std::string& name, std::span<const std::byte> bytes) const {
-    auto p = path_ / name;
-    std::ofstream f(p, std::ios::binary | std::ios::trunc);
-    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    return p;
-  }
-
- private:
-  std::filesystem::path path_;
-};
+using linnet::test::TempDir;
 
 // Appends little-endian values.
 struct Out {

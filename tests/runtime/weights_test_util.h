@@ -2,7 +2,6 @@
 // folder, and hand-made safetensors bytes for corrupt-file tests.
 #pragma once
 
-#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -12,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.h"
 #include "weights/mapped_file.h"
 
 namespace linnet::weights::test {
@@ -31,39 +31,7 @@ inline Bytes readBytes(const std::filesystem::path& p) {
   return Bytes(m.bytes().begin(), m.bytes().end());
 }
 
-// A fresh folder under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = std::filesystem::temp_directory_path() /
-            ("linnet_weights_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
-  std::filesystem::path write(const std::string& name, std::span<const std::byte> bytes) const {
-    auto p = path_ / name;
-    std::filesystem::create_directories(p.parent_path());
-    std::ofstream f(p, std::ios::binary | std::ios::trunc);
-    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    return p;
-  }
-  std::filesystem::path write(const std::string& name, std::string_view text) const {
-    return write(name, toBytes(text));
-  }
-
- private:
-  std::filesystem::path path_;
-};
+using linnet::test::TempDir;
 
 // 8-byte little-endian header length, the header text, then `dataSize`
 // bytes (0, 1, 2, ...).
