@@ -44,7 +44,6 @@ struct Instance {
   const sema::Module* module = nullptr;
   Env env;
   std::string path;
-  bool inArray = false;  // an element of a sub-block array (`layers.3`)
   std::vector<TensorSpec> params;  // in declaration order
   std::vector<TensorSpec> states;
   std::map<std::string, std::unique_ptr<Instance>> subs;
@@ -91,17 +90,8 @@ struct Frame {
 };
 
 std::vector<int64_t> broadcastShapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  size_t n = std::max(a.size(), b.size());
-  std::vector<int64_t> out(n);
-  for (size_t i = 0; i < n; ++i) {
-    int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (x != y && x != 1 && y != 1)
-      throw GenError(fmt::format("shapes [{}] and [{}] do not broadcast", fmt::join(a, ", "),
-                                 fmt::join(b, ", ")));
-    out[i] = x == 1 ? y : x;
-  }
-  return out;
+  if (auto out = sema::broadcast(a, b)) return *out;
+  throw GenError(fmt::format("shapes [{}] and [{}] do not broadcast", fmt::join(a, ", "), fmt::join(b, ", ")));
 }
 
 template <typename Fn>
@@ -303,10 +293,8 @@ struct MLIRGen::Impl {
         inst->subs[m.name.name] = instantiate(callee, item->module, args, memberPath);
       } else {
         auto& list = inst->arrays[m.name.name];
-        for (int64_t k = 0; k < count; ++k) {
+        for (int64_t k = 0; k < count; ++k)
           list.push_back(instantiate(callee, item->module, args, fmt::format("{}.{}", memberPath, k)));
-          list.back()->inArray = true;
-        }
       }
     }
     return inst;
@@ -513,22 +501,29 @@ struct MLIRGen::Impl {
     return m;
   }
 
+  // Layer `index` of a stacked tensor: offsets [index, 0, ...], sizes
+  // [1, shape...], unit strides.
+  struct LayerWindow {
+    llvm::SmallVector<mlir::OpFoldResult> offsets, sizes, strides;
+  };
+  LayerWindow layerWindow(mlir::Value index, const std::vector<int64_t>& shape) {
+    LayerWindow w;
+    w.offsets.assign(shape.size() + 1, b.getIndexAttr(0));
+    w.offsets[0] = index;
+    w.sizes.push_back(b.getIndexAttr(1));
+    for (int64_t d : shape) w.sizes.push_back(b.getIndexAttr(d));
+    w.strides.assign(shape.size() + 1, b.getIndexAttr(1));
+    return w;
+  }
   // One layer of a stacked tensor, and a layer put back.
   mlir::Value sliceAt(mlir::Value all, mlir::Value index, const TensorSpec& one) {
-    size_t r = one.shape.size();
-    llvm::SmallVector<mlir::OpFoldResult> offsets(r + 1, b.getIndexAttr(0)), sizes, strides(r + 1, b.getIndexAttr(1));
-    offsets[0] = index;
-    sizes.push_back(b.getIndexAttr(1));
-    for (int64_t d : one.shape) sizes.push_back(b.getIndexAttr(d));
-    return mlir::tensor::ExtractSliceOp::create(b, loc, tensorType(one.dtype, one.shape), all, offsets, sizes, strides);
+    LayerWindow w = layerWindow(index, one.shape);
+    return mlir::tensor::ExtractSliceOp::create(b, loc, tensorType(one.dtype, one.shape), all, w.offsets, w.sizes,
+                                                w.strides);
   }
   mlir::Value insertAt(mlir::Value one, mlir::Value all, mlir::Value index, const TensorSpec& spec) {
-    size_t r = spec.shape.size();
-    llvm::SmallVector<mlir::OpFoldResult> offsets(r + 1, b.getIndexAttr(0)), sizes, strides(r + 1, b.getIndexAttr(1));
-    offsets[0] = index;
-    sizes.push_back(b.getIndexAttr(1));
-    for (int64_t d : spec.shape) sizes.push_back(b.getIndexAttr(d));
-    return mlir::tensor::InsertSliceOp::create(b, loc, one, all, offsets, sizes, strides);
+    LayerWindow w = layerWindow(index, spec.shape);
+    return mlir::tensor::InsertSliceOp::create(b, loc, one, all, w.offsets, w.sizes, w.strides);
   }
 
   std::string uniqueSymbol(std::string base) {

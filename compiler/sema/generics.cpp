@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace linnet::sema {
 
 using namespace syntax;
@@ -134,6 +136,18 @@ std::vector<std::string> failedWhereClauses(const FnDecl& fn, const Env& env, co
     if (!holds)
       out.push_back(fmt::format("the where clause `{}` does not hold ({} {} {})", std::string(sources.text(w->range)),
                                 l, spelling(b.op), r));
+  }
+  return out;
+}
+
+std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  size_t n = std::max(a.size(), b.size());
+  std::vector<int64_t> out(n);
+  for (size_t k = 0; k < n; ++k) {
+    int64_t x = k < n - a.size() ? 1 : a[k - (n - a.size())];
+    int64_t y = k < n - b.size() ? 1 : b[k - (n - b.size())];
+    if (x != y && x != 1 && y != 1) return std::nullopt;
+    out[k] = x == 1 ? y : x;
   }
   return out;
 }

@@ -63,6 +63,10 @@ Env bindCallGenerics(const syntax::FnDecl& fn, Env base, const std::map<std::str
 // `S > 0` does not hold (0 > 0)`.
 std::vector<std::string> failedWhereClauses(const syntax::FnDecl& fn, const Env& env, const SourceManager& sources);
 
+// The NumPy broadcast of two shapes (aligned at the right, size-1 axes
+// stretch), or nothing when they do not broadcast.
+std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
 // Calls `fn` on each direct sub-expression of `e`.
 void forEachChild(const syntax::Expr& e, const std::function<void(const syntax::Expr&)>& fn);
 

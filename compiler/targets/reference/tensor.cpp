@@ -8,6 +8,8 @@
 #include <limits>
 #include <map>
 
+#include "sema/generics.h"
+
 namespace linnet::reference {
 
 int64_t Tensor::size() const {
@@ -87,17 +89,8 @@ int64_t wrapTo(Scalar dtype, int64_t v) {
 }
 
 std::vector<int64_t> broadcastShapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  size_t n = std::max(a.size(), b.size());
-  std::vector<int64_t> out(n);
-  for (size_t k = 0; k < n; ++k) {
-    int64_t x = k < n - a.size() ? 1 : a[k - (n - a.size())];
-    int64_t y = k < n - b.size() ? 1 : b[k - (n - b.size())];
-    if (x != y && x != 1 && y != 1)
-      throw EvalError(fmt::format("cannot broadcast [{}] with [{}]", fmt::join(a, ", "),
-                                  fmt::join(b, ", ")));
-    out[k] = x == 1 ? y : x;
-  }
-  return out;
+  if (auto out = sema::broadcast(a, b)) return *out;
+  throw EvalError(fmt::format("cannot broadcast [{}] with [{}]", fmt::join(a, ", "), fmt::join(b, ", ")));
 }
 
 int64_t broadcastIndex(const std::vector<int64_t>& shape, const std::vector<int64_t>& outShape,
