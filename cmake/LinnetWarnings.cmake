@@ -1,4 +1,5 @@
 # Warnings for the project's own targets.
 function(linnet_warnings target)
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  # -Werror=switch: a switch over a kind enum (primitives, node kinds) must name every kind.
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter -Werror=switch)
 endfunction()

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "sema/primitives.h"
+
 #include "sema/checker_impl.h"
 
 namespace linnet::sema {
@@ -16,12 +18,6 @@ using dims::Relation;
 
 namespace {
 
-const std::set<std::string> kUnaryMath = {"exp",  "log",     "sin", "cos", "tanh",
-                                          "sqrt", "rsqrt", "sigmoid", "abs", "floor"};
-const std::set<std::string> kBinaryMath = {"maximum", "minimum", "pow"};
-const std::set<std::string> kAxisReductions = {"sum", "mean", "max", "min", "index_of_max"};
-const std::set<std::string> kSameType = {"shard_sum", "shard_max", "shard_shared"};
-
 struct Args {
   std::vector<const syntax::Expr*> positional;
   std::map<std::string, const Argument*> named;
@@ -29,63 +25,66 @@ struct Args {
 
 }  // namespace
 
-Value Checker::Impl::checkBuiltin(Ctx& ctx, const CallExpr& call, const std::string& name,
-                                  bool& handled) {
-  static const std::set<std::string> all = [] {
-    std::set<std::string> s = {"reshape", "permute", "concat", "iota",   "fill",
-                               "cast",    "select",  "gather", "matmul", "unwrap_or",
-                               "some",    "shard_concat", "shard_index"};
-    for (auto* set : {&kUnaryMath, &kBinaryMath, &kAxisReductions, &kSameType})
-      s.insert(set->begin(), set->end());
-    return s;
-  }();
-  handled = all.count(name) > 0;
-  if (!handled) return Value::error();
-
+// One primitive call being checked: its arguments and the helpers every
+// typing rule shares. The rules follow, one function per primitive or class.
+struct Checker::Impl::PrimitiveCall {
+  Checker::Impl& c;
+  Ctx& ctx;
+  const CallExpr& call;
+  Primitive prim;
+  std::string name;
   Args a;
-  for (const Argument& arg : call.args) {
-    if (arg.name.name.empty()) {
-      a.positional.push_back(arg.value.get());
-    } else if (!a.named.emplace(arg.name.name, &arg).second) {
-      error(ctx, arg.name.range, fmt::format("`{}` of `{}` is given twice", arg.name.name, name));
-      return Value::error();
-    }
-  }
-  auto fail = [&](SourceRange at, std::string message) {
-    error(ctx, at, std::move(message));
+
+  PrimitiveCall(Checker::Impl& c, Ctx& ctx, const CallExpr& call, Primitive p)
+      : c(c), ctx(ctx), call(call), prim(p), name(spelling(p)) {}
+
+  Value fail(SourceRange at, std::string message) {
+    c.error(ctx, at, std::move(message));
     return Value::error();
-  };
+  }
+  // Collects the arguments; false after reporting one given twice.
+  bool collect() {
+    for (const Argument& arg : call.args) {
+      if (arg.name.name.empty()) {
+        a.positional.push_back(arg.value.get());
+      } else if (!a.named.emplace(arg.name.name, &arg).second) {
+        c.error(ctx, arg.name.range, fmt::format("`{}` of `{}` is given twice", arg.name.name, name));
+        return false;
+      }
+    }
+    return true;
+  }
   // Arity, generic count and allowed named arguments.
-  auto shape = [&](size_t positional, size_t generics, std::set<std::string> names) -> bool {
+  bool shape(size_t positional, size_t generics, std::set<std::string> names) {
     if (a.positional.size() != positional) {
-      error(ctx, call.range, fmt::format("`{}` takes {} positional argument{}, but {} were given",
-                                         name, positional, positional == 1 ? "" : "s",
-                                         a.positional.size()));
+      c.error(ctx, call.range, fmt::format("`{}` takes {} positional argument{}, but {} were given",
+                                           name, positional, positional == 1 ? "" : "s",
+                                           a.positional.size()));
       return false;
     }
     if (call.generics.size() != generics) {
-      error(ctx, call.range, fmt::format("`{}` takes {} generic argument{}, but {} were given",
-                                         name, generics, generics == 1 ? "" : "s",
-                                         call.generics.size()));
+      c.error(ctx, call.range, fmt::format("`{}` takes {} generic argument{}, but {} were given",
+                                           name, generics, generics == 1 ? "" : "s",
+                                           call.generics.size()));
       return false;
     }
     for (const auto& [n, arg] : a.named)
       if (!names.count(n)) {
-        error(ctx, arg->name.range, fmt::format("`{}` has no parameter named `{}`", name, n));
+        c.error(ctx, arg->name.range, fmt::format("`{}` has no parameter named `{}`", name, n));
         return false;
       }
     return true;
-  };
-  auto tensorArg = [&](const syntax::Expr* e, Value& out) -> bool {
-    out = checkExpr(ctx, *e);
+  }
+  bool tensorArg(const syntax::Expr* e, Value& out) {
+    out = c.checkExpr(ctx, *e);
     if (out.type.isError()) return false;
     if (out.type.kind != Type::Tensor) {
-      error(ctx, e->range, fmt::format("`{}` needs a tensor here, not `{}`", name, out.type.str()));
+      c.error(ctx, e->range, fmt::format("`{}` needs a tensor here, not `{}`", name, out.type.str()));
       return false;
     }
     return true;
-  };
-  auto intLiteral = [&](const syntax::Expr* e, int64_t& out) -> bool {
+  }
+  bool intLiteral(const syntax::Expr* e, int64_t& out) {
     const syntax::Expr* x = e;
     bool negative = false;
     if (x->kind == ExprKind::Unary && static_cast<const UnaryExpr*>(x)->op == UnaryOp::Neg) {
@@ -93,18 +92,18 @@ Value Checker::Impl::checkBuiltin(Ctx& ctx, const CallExpr& call, const std::str
       x = static_cast<const UnaryExpr*>(x)->operand.get();
     }
     if (x->kind != ExprKind::IntLiteral) {
-      error(ctx, e->range, "expected an integer literal");
+      c.error(ctx, e->range, "expected an integer literal");
       return false;
     }
     out = static_cast<const IntLiteralExpr*>(x)->value * (negative ? -1 : 1);
     return true;
-  };
+  }
   // `axis = k`, negative from the end; a tensor with a pack takes only negative axes
   // that fall after it.
-  auto axisOf = [&](const Type& t, int64_t& axis) -> bool {
+  bool axisOf(const Type& t, int64_t& axis) {
     auto it = a.named.find("axis");
     if (it == a.named.end()) {
-      error(ctx, call.range, fmt::format("`{}` needs `axis = ...`", name));
+      c.error(ctx, call.range, fmt::format("`{}` needs `axis = ...`", name));
       return false;
     }
     if (!intLiteral(it->second->value.get(), axis)) return false;
@@ -115,340 +114,439 @@ Value Checker::Impl::checkBuiltin(Ctx& ctx, const CallExpr& call, const std::str
     for (size_t i = 0; i < t.shape.size(); ++i)
       if (t.shape[i].isPack()) packBefore = true, packIndex = i;
     if (k < 0 || k >= rank || (packBefore && (axis >= 0 || k <= static_cast<int64_t>(packIndex)))) {
-      error(ctx, it->second->value->range,
-            fmt::format("axis {} is out of range for `{}`{}", axis, t.str(),
-                        packBefore ? " (with a dimension pack, count axes from the end)" : ""));
+      c.error(ctx, it->second->value->range,
+              fmt::format("axis {} is out of range for `{}`{}", axis, t.str(),
+                          packBefore ? " (with a dimension pack, count axes from the end)" : ""));
       return false;
     }
     axis = k;
     return true;
-  };
-  auto keepdims = [&]() -> std::optional<bool> {
+  }
+  std::optional<bool> keepdims() {
     auto it = a.named.find("keepdims");
     if (it == a.named.end()) return false;
     const syntax::Expr* v = it->second->value.get();
     if (v->kind != ExprKind::BoolLiteral) {
-      error(ctx, v->range, "`keepdims` must be `true` or `false`");
+      c.error(ctx, v->range, "`keepdims` must be `true` or `false`");
       return std::nullopt;
     }
     return static_cast<const BoolLiteralExpr*>(v)->value;
-  };
-  auto dtypeGeneric = [&](size_t i) { return evalDType(ctx, *call.generics[i]); };
-  auto listArg = [&](const syntax::Expr* e) -> const ListExpr* {
+  }
+  std::optional<DType> dtypeGeneric(size_t i) { return c.evalDType(ctx, *call.generics[i]); }
+  const ListExpr* listArg(const syntax::Expr* e) {
     if (e->kind != ExprKind::List) {
-      error(ctx, e->range, fmt::format("`{}` needs a list such as `[B, S * H]` here", name));
+      c.error(ctx, e->range, fmt::format("`{}` needs a list such as `[B, S * H]` here", name));
       return nullptr;
     }
     return static_cast<const ListExpr*>(e);
-  };
+  }
+  // Whether a math primitive or reduction accepts an element type.
+  bool accepts(const DType& d) const {
+    switch (info(prim).operands) {
+      case Operands::Floats: return d.floatLike();
+      case Operands::Numbers: return !d.boolLike();
+      case Operands::Bools: return d.boolLike();
+    }
+    return false;
+  }
+  const char* operandsWord() const {
+    switch (info(prim).operands) {
+      case Operands::Floats: return "floats";
+      case Operands::Numbers: return "numbers";
+      case Operands::Bools: return "bools";
+    }
+    return "";
+  }
 
+  Value reshape();
+  Value permute();
+  Value concat();
+  Value iota();
+  Value fill();
+  Value cast();
+  Value select();
+  Value unaryMath();
+  Value binaryMath();
+  Value reduction();
+  Value matmul();
+  Value gather();
+  Value some();
+  Value unwrapOr();
+  Value sameType();
+  Value shardConcat();
+  Value shardIndex();
+};
+
+Value Checker::Impl::checkPrimitive(Ctx& ctx, const CallExpr& call, Primitive p) {
+  PrimitiveCall r(*this, ctx, call, p);
+  if (!r.collect()) return Value::error();
+  switch (info(p).cls) {
+    case PrimitiveClass::UnaryMath: return r.unaryMath();
+    case PrimitiveClass::BinaryMath: return r.binaryMath();
+    case PrimitiveClass::Reducer: return r.reduction();
+    case PrimitiveClass::Other: break;
+  }
+  switch (p) {
+    case Primitive::Reshape: return r.reshape();
+    case Primitive::Permute: return r.permute();
+    case Primitive::Concat: return r.concat();
+    case Primitive::Iota: return r.iota();
+    case Primitive::Fill: return r.fill();
+    case Primitive::Cast: return r.cast();
+    case Primitive::Select: return r.select();
+    case Primitive::Matmul: return r.matmul();
+    case Primitive::Gather: return r.gather();
+    case Primitive::Some: return r.some();
+    case Primitive::UnwrapOr: return r.unwrapOr();
+    case Primitive::ShardSum: case Primitive::ShardMax: case Primitive::ShardShared:
+      return r.sameType();
+    case Primitive::ShardConcat: return r.shardConcat();
+    case Primitive::ShardIndex: return r.shardIndex();
+    default: break;
+  }
+  return r.fail(call.range, fmt::format("internal: primitive `{}` has no typing rule", spelling(p)));
+}
+
+Value Checker::Impl::PrimitiveCall::reshape() {
   Value out;
-  if (name == "reshape") {
-    if (!shape(2, 0, {})) return Value::error();
-    Value x;
-    if (!tensorArg(a.positional[0], x)) return Value::error();
-    const ListExpr* list = listArg(a.positional[1]);
-    if (!list) return Value::error();
-    size_t before = diags.errorCount();
-    Shape target = evalShapeList(ctx, list->elems, list->range);
-    if (diags.errorCount() != before) return Value::error();
-    Relation same{elementCount(x.type.shape), Rel::Eq, elementCount(target)};
-    if (!prove(ctx, same)) {
-      unproven(ctx, call.range, same,
-               fmt::format("reshape from `{}` to `[{}]` must keep the element count",
-                           x.type.str(), str(target)));
-      return Value::error();
-    }
-    out.type = Type::tensor(target, x.type.dtype);
-    return out;
+  if (!shape(2, 0, {})) return Value::error();
+  Value x;
+  if (!tensorArg(a.positional[0], x)) return Value::error();
+  const ListExpr* list = listArg(a.positional[1]);
+  if (!list) return Value::error();
+  size_t before = c.diags.errorCount();
+  Shape target = c.evalShapeList(ctx, list->elems, list->range);
+  if (c.diags.errorCount() != before) return Value::error();
+  Relation same{elementCount(x.type.shape), Rel::Eq, elementCount(target)};
+  if (!c.prove(ctx, same)) {
+    c.unproven(ctx, call.range, same,
+             fmt::format("reshape from `{}` to `[{}]` must keep the element count",
+                         x.type.str(), str(target)));
+    return Value::error();
   }
-  if (name == "permute") {
-    if (!shape(2, 0, {})) return Value::error();
-    Value x;
-    if (!tensorArg(a.positional[0], x)) return Value::error();
-    const ListExpr* list = listArg(a.positional[1]);
-    if (!list) return Value::error();
-    if (hasPack(x.type.shape))
-      return fail(call.range, fmt::format("cannot permute `{}`: its shape has a dimension pack",
-                                          x.type.str()));
-    size_t rank = x.type.shape.size();
-    if (list->elems.size() != rank)
-      return fail(list->range, fmt::format("permutation of {} axes for `{}` of rank {}",
-                                           list->elems.size(), x.type.str(), rank));
-    std::vector<bool> seen(rank, false);
-    Shape result;
-    for (const auto& e : list->elems) {
-      int64_t k;
-      if (!intLiteral(e.get(), k)) return Value::error();
-      if (k < 0 || k >= static_cast<int64_t>(rank) || seen[k])
-        return fail(e->range, fmt::format("`[...]` must be a permutation of 0..{}", rank - 1));
-      seen[k] = true;
-      result.push_back(x.type.shape[k]);
-    }
-    out.type = Type::tensor(result, x.type.dtype);
-    return out;
+  out.type = Type::tensor(target, x.type.dtype);
+  return out;
+}
+
+Value Checker::Impl::PrimitiveCall::permute() {
+  Value out;
+  if (!shape(2, 0, {})) return Value::error();
+  Value x;
+  if (!tensorArg(a.positional[0], x)) return Value::error();
+  const ListExpr* list = listArg(a.positional[1]);
+  if (!list) return Value::error();
+  if (hasPack(x.type.shape))
+    return fail(call.range, fmt::format("cannot permute `{}`: its shape has a dimension pack",
+                                        x.type.str()));
+  size_t rank = x.type.shape.size();
+  if (list->elems.size() != rank)
+    return fail(list->range, fmt::format("permutation of {} axes for `{}` of rank {}",
+                                         list->elems.size(), x.type.str(), rank));
+  std::vector<bool> seen(rank, false);
+  Shape result;
+  for (const auto& e : list->elems) {
+    int64_t k;
+    if (!intLiteral(e.get(), k)) return Value::error();
+    if (k < 0 || k >= static_cast<int64_t>(rank) || seen[k])
+      return fail(e->range, fmt::format("`[...]` must be a permutation of 0..{}", rank - 1));
+    seen[k] = true;
+    result.push_back(x.type.shape[k]);
   }
-  if (name == "concat") {
-    if (a.positional.size() < 2)
-      return fail(call.range, "`concat` takes two or more tensors and `axis = ...`");
-    for (const auto& [n, arg] : a.named)
-      if (n != "axis") return fail(arg->name.range, fmt::format("`concat` has no parameter named `{}`", n));
-    std::vector<Value> xs(a.positional.size());
-    for (size_t i = 0; i < xs.size(); ++i)
-      if (!tensorArg(a.positional[i], xs[i])) return Value::error();
-    int64_t axis;
-    if (!axisOf(xs[0].type, axis)) return Value::error();
-    Type result = xs[0].type;
-    for (size_t i = 1; i < xs.size(); ++i) {
-      const Type& t = xs[i].type;
-      auto d = unifyDTypes(result.dtype, t.dtype);
-      if (!d || (!result.dtype.isWeak() && !t.dtype.isWeak() && !(result.dtype == t.dtype)))
-        return fail(a.positional[i]->range,
-                    fmt::format("`concat` of `{}` and `{}`: element types differ",
-                                result.dtype.str(), t.dtype.str()));
-      if (t.shape.size() != result.shape.size())
-        return fail(a.positional[i]->range,
-                    fmt::format("`concat` of `{}` and `{}`: ranks differ", xs[0].type.str(),
-                                t.str()));
-      for (size_t k = 0; k < t.shape.size(); ++k) {
-        const Dim& p = result.shape[k];
-        const Dim& q = t.shape[k];
-        if (p.isPack() || q.isPack()) {
-          if (p.pack != q.pack)
-            return fail(a.positional[i]->range, "`concat` operands have different packs");
-          continue;
-        }
-        if (static_cast<int64_t>(k) == axis) {
-          result.shape[k] = Dim::of(ctx.facts.simplify(p.expr + q.expr));
-        } else if (!dimsEqual(ctx, p.expr, q.expr)) {
-          unproven(ctx, a.positional[i]->range, {p.expr, Rel::Eq, q.expr},
-                   fmt::format("`concat` along axis {} needs every other dimension equal; "
-                               "dimension {} differs",
-                               axis, k));
-          return Value::error();
-        }
+  out.type = Type::tensor(result, x.type.dtype);
+  return out;
+}
+
+Value Checker::Impl::PrimitiveCall::concat() {
+  Value out;
+  if (a.positional.size() < 2)
+    return fail(call.range, "`concat` takes two or more tensors and `axis = ...`");
+  for (const auto& [n, arg] : a.named)
+    if (n != "axis") return fail(arg->name.range, fmt::format("`concat` has no parameter named `{}`", n));
+  std::vector<Value> xs(a.positional.size());
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (!tensorArg(a.positional[i], xs[i])) return Value::error();
+  int64_t axis;
+  if (!axisOf(xs[0].type, axis)) return Value::error();
+  Type result = xs[0].type;
+  for (size_t i = 1; i < xs.size(); ++i) {
+    const Type& t = xs[i].type;
+    auto d = c.unifyDTypes(result.dtype, t.dtype);
+    if (!d || (!result.dtype.isWeak() && !t.dtype.isWeak() && !(result.dtype == t.dtype)))
+      return fail(a.positional[i]->range,
+                  fmt::format("`concat` of `{}` and `{}`: element types differ",
+                              result.dtype.str(), t.dtype.str()));
+    if (t.shape.size() != result.shape.size())
+      return fail(a.positional[i]->range,
+                  fmt::format("`concat` of `{}` and `{}`: ranks differ", xs[0].type.str(),
+                              t.str()));
+    for (size_t k = 0; k < t.shape.size(); ++k) {
+      const Dim& p = result.shape[k];
+      const Dim& q = t.shape[k];
+      if (p.isPack() || q.isPack()) {
+        if (p.pack != q.pack)
+          return fail(a.positional[i]->range, "`concat` operands have different packs");
+        continue;
+      }
+      if (static_cast<int64_t>(k) == axis) {
+        result.shape[k] = Dim::of(ctx.facts.simplify(p.expr + q.expr));
+      } else if (!c.dimsEqual(ctx, p.expr, q.expr)) {
+        c.unproven(ctx, a.positional[i]->range, {p.expr, Rel::Eq, q.expr},
+                 fmt::format("`concat` along axis {} needs every other dimension equal; "
+                             "dimension {} differs",
+                             axis, k));
+        return Value::error();
       }
     }
-    out.type = result;
-    return out;
   }
-  if (name == "iota") {
-    if (!shape(1, 1, {})) return Value::error();
-    auto d = dtypeGeneric(0);
-    Value n = checkExpr(ctx, *a.positional[0]);
-    if (!d || n.type.isError()) return Value::error();
-    if (!n.staticInt) return fail(a.positional[0]->range, "`iota`'s length must be a static dimension");
-    if (!prove(ctx, {*n.staticInt, Rel::Ge, Expr::constant(0)})) {
-      unproven(ctx, a.positional[0]->range, {*n.staticInt, Rel::Ge, Expr::constant(0)},
-               "a length must not be negative");
-      return Value::error();
-    }
-    if (d->boolLike()) return fail(call.generics[0]->range, "`iota` makes numbers, not bools");
-    out.type = Type::tensor({Dim::of(*n.staticInt)}, *d);
-    return out;
+  out.type = result;
+  return out;
+}
+
+Value Checker::Impl::PrimitiveCall::iota() {
+  Value out;
+  if (!shape(1, 1, {})) return Value::error();
+  auto d = dtypeGeneric(0);
+  Value n = c.checkExpr(ctx, *a.positional[0]);
+  if (!d || n.type.isError()) return Value::error();
+  if (!n.staticInt) return fail(a.positional[0]->range, "`iota`'s length must be a static dimension");
+  if (!c.prove(ctx, {*n.staticInt, Rel::Ge, Expr::constant(0)})) {
+    c.unproven(ctx, a.positional[0]->range, {*n.staticInt, Rel::Ge, Expr::constant(0)},
+             "a length must not be negative");
+    return Value::error();
   }
-  if (name == "fill") {
-    if (!shape(2, 1, {})) return Value::error();
-    auto d = dtypeGeneric(0);
-    const ListExpr* list = listArg(a.positional[0]);
-    Value v;
-    if (!d || !list || !tensorArg(a.positional[1], v)) return Value::error();
-    Shape s = evalShapeList(ctx, list->elems, list->range);
-    if (!v.type.isScalar() || !unifyDTypes(v.type.dtype, *d))
-      return fail(a.positional[1]->range, fmt::format("`fill<{}>` needs a `{}` scalar, not `{}`",
-                                                      d->str(), d->str(), v.type.str()));
-    out.type = Type::tensor(s, *d);
-    return out;
+  if (d->boolLike()) return fail(call.generics[0]->range, "`iota` makes numbers, not bools");
+  out.type = Type::tensor({Dim::of(*n.staticInt)}, *d);
+  return out;
+}
+
+Value Checker::Impl::PrimitiveCall::fill() {
+  Value out;
+  if (!shape(2, 1, {})) return Value::error();
+  auto d = dtypeGeneric(0);
+  const ListExpr* list = listArg(a.positional[0]);
+  Value v;
+  if (!d || !list || !tensorArg(a.positional[1], v)) return Value::error();
+  Shape s = c.evalShapeList(ctx, list->elems, list->range);
+  if (!v.type.isScalar() || !c.unifyDTypes(v.type.dtype, *d))
+    return fail(a.positional[1]->range, fmt::format("`fill<{}>` needs a `{}` scalar, not `{}`",
+                                                    d->str(), d->str(), v.type.str()));
+  out.type = Type::tensor(s, *d);
+  return out;
+}
+
+Value Checker::Impl::PrimitiveCall::cast() {
+  Value out;
+  if (!shape(1, 1, {})) return Value::error();
+  auto d = dtypeGeneric(0);
+  Value x;
+  if (!d || !tensorArg(a.positional[0], x)) return Value::error();
+  out.type = Type::tensor(x.type.shape, *d);
+  return out;
+}
+
+Value Checker::Impl::PrimitiveCall::select() {
+  Value out;
+  if (!shape(3, 0, {})) return Value::error();
+  Value cond, x, y;
+  if (!tensorArg(a.positional[0], cond) || !tensorArg(a.positional[1], x) ||
+      !tensorArg(a.positional[2], y))
+    return Value::error();
+  if (!cond.type.dtype.boolLike())
+    return fail(a.positional[0]->range, fmt::format("`select`'s condition must be `bool`, not `{}`",
+                                                    cond.type.dtype.str()));
+  std::string why;
+  auto s1 = c.broadcast(ctx, x.type.shape, y.type.shape, why);
+  auto s2 = s1 ? c.broadcast(ctx, cond.type.shape, *s1, why) : std::nullopt;
+  if (!s2)
+    return fail(call.range, fmt::format("`select` cannot broadcast its operands: {}", why));
+  auto d = c.unifyDTypes(x.type.dtype, y.type.dtype);
+  if (!d)
+    return fail(call.range, fmt::format("`select` of `{}` and `{}`: element types differ",
+                                        x.type.dtype.str(), y.type.dtype.str()));
+  out.type = Type::tensor(*s2, *d);
+  return out;
+}
+
+Value Checker::Impl::PrimitiveCall::unaryMath() {
+  Value out;
+  if (!shape(1, 0, {})) return Value::error();
+  Value x;
+  if (!tensorArg(a.positional[0], x)) return Value::error();
+  if (!accepts(x.type.dtype))
+    return fail(a.positional[0]->range,
+                fmt::format("`{}` needs {}, not `{}`", name, operandsWord(), x.type.dtype.str()));
+  out.type = x.type;
+  // A literal integer under a float function is a float.
+  if (out.type.dtype.kind == DType::WeakInt && info(prim).operands == Operands::Floats)
+    out.type.dtype = DType::weakFloat();
+  return out;
+}
+
+Value Checker::Impl::PrimitiveCall::binaryMath() {
+  Value out;
+  if (!shape(2, 0, {})) return Value::error();
+  Value x, y;
+  if (!tensorArg(a.positional[0], x) || !tensorArg(a.positional[1], y)) return Value::error();
+  std::string why;
+  auto s = c.broadcast(ctx, x.type.shape, y.type.shape, why);
+  if (!s) return fail(call.range, fmt::format("`{}` cannot broadcast its operands: {}", name, why));
+  auto d = c.unifyDTypes(x.type.dtype, y.type.dtype);
+  if (!d)
+    return fail(call.range, fmt::format("`{}` of `{}` and `{}`: element types differ", name,
+                                        x.type.dtype.str(), y.type.dtype.str()));
+  if (!accepts(*d))
+    return fail(call.range, fmt::format("`{}` needs {}, not `{}`", name, operandsWord(), d->str()));
+  out.type = Type::tensor(*s, *d);
+  return out;
+}
+
+Value Checker::Impl::PrimitiveCall::reduction() {
+  Value out;
+  if (!shape(1, 0, {"axis", "keepdims"})) return Value::error();
+  Value x;
+  if (!tensorArg(a.positional[0], x)) return Value::error();
+  int64_t axis;
+  if (!axisOf(x.type, axis)) return Value::error();
+  auto keep = keepdims();
+  if (!keep) return Value::error();
+  if (!accepts(x.type.dtype))
+    return fail(a.positional[0]->range,
+                fmt::format("`{}` needs {}, not `{}`", name, operandsWord(), x.type.dtype.str()));
+  Shape s = x.type.shape;
+  if (*keep) s[axis] = Dim::of(Expr::constant(1));
+  else s.erase(s.begin() + axis);
+  DType d = x.type.dtype;
+  switch (info(prim).result) {
+    case ReduceResult::Same: break;
+    case ReduceResult::I32: d = DType::concrete(Scalar::I32); break;
+    case ReduceResult::Bool: d = DType::concrete(Scalar::Bool); break;
   }
-  if (name == "cast") {
-    if (!shape(1, 1, {})) return Value::error();
-    auto d = dtypeGeneric(0);
-    Value x;
-    if (!d || !tensorArg(a.positional[0], x)) return Value::error();
-    out.type = Type::tensor(x.type.shape, *d);
-    return out;
+  out.type = Type::tensor(s, d);
+  return out;
+}
+
+Value Checker::Impl::PrimitiveCall::matmul() {
+  Value out;
+  if (!shape(2, 0, {})) return Value::error();
+  Value x, y;
+  if (!tensorArg(a.positional[0], x) || !tensorArg(a.positional[1], y)) return Value::error();
+  const Shape& p = x.type.shape;
+  const Shape& q = y.type.shape;
+  if (!c.unifyDTypes(x.type.dtype, y.type.dtype) || !(x.type.dtype == y.type.dtype))
+    return fail(call.range, fmt::format("`matmul` of `{}` and `{}`: element types differ",
+                                        x.type.dtype.str(), y.type.dtype.str()));
+  if (!x.type.dtype.floatLike())
+    return fail(call.range, fmt::format("`matmul` needs floats, not `{}`", x.type.dtype.str()));
+  if (p.empty() || p.back().isPack() || q.size() < 2 || hasPack(Shape(q.end() - 2, q.end())))
+    return fail(call.range, fmt::format("`matmul` needs `[..., K]` times `[..., K, N]`, not "
+                                        "`{}` and `{}`",
+                                        x.type.str(), y.type.str()));
+  const Expr& k1 = p.back().expr;
+  const Expr& k2 = q[q.size() - 2].expr;
+  if (!c.dimsEqual(ctx, k1, k2)) {
+    c.unproven(ctx, call.range, {k1, Rel::Eq, k2},
+             fmt::format("`matmul` of `{}` and `{}` contracts the last dimension of the first "
+                         "with the second-to-last of the second",
+                         x.type.str(), y.type.str()));
+    return Value::error();
   }
-  if (name == "select") {
-    if (!shape(3, 0, {})) return Value::error();
-    Value c, x, y;
-    if (!tensorArg(a.positional[0], c) || !tensorArg(a.positional[1], x) ||
-        !tensorArg(a.positional[2], y))
-      return Value::error();
-    if (!c.type.dtype.boolLike())
-      return fail(a.positional[0]->range, fmt::format("`select`'s condition must be `bool`, not `{}`",
-                                                      c.type.dtype.str()));
+  Shape result;
+  if (q.size() == 2) {
+    result.assign(p.begin(), p.end() - 1);
+  } else {
+    if (p.size() < 2 || p[p.size() - 2].isPack())
+      return fail(call.range, fmt::format("batched `matmul` needs `[..., M, K]`, not `{}`",
+                                          x.type.str()));
     std::string why;
-    auto s1 = broadcast(ctx, x.type.shape, y.type.shape, why);
-    auto s2 = s1 ? broadcast(ctx, c.type.shape, *s1, why) : std::nullopt;
-    if (!s2)
-      return fail(call.range, fmt::format("`select` cannot broadcast its operands: {}", why));
-    auto d = unifyDTypes(x.type.dtype, y.type.dtype);
-    if (!d)
-      return fail(call.range, fmt::format("`select` of `{}` and `{}`: element types differ",
-                                          x.type.dtype.str(), y.type.dtype.str()));
-    out.type = Type::tensor(*s2, *d);
+    auto batch = c.broadcast(ctx, Shape(p.begin(), p.end() - 2), Shape(q.begin(), q.end() - 2), why);
+    if (!batch)
+      return fail(call.range, fmt::format("`matmul` batch dimensions of `{}` and `{}` do not "
+                                          "broadcast: {}",
+                                          x.type.str(), y.type.str(), why));
+    result = *batch;
+    result.push_back(p[p.size() - 2]);
+  }
+  result.push_back(q.back());
+  out.type = Type::tensor(result, x.type.dtype);
+  return out;
+}
+
+Value Checker::Impl::PrimitiveCall::gather() {
+  Value out;
+  if (!shape(2, 0, {})) return Value::error();
+  Value table, idx;
+  if (!tensorArg(a.positional[0], table) || !tensorArg(a.positional[1], idx)) return Value::error();
+  if (table.type.shape.empty() || table.type.shape[0].isPack())
+    return fail(a.positional[0]->range, fmt::format("`gather` needs a table `[N, ...]`, not `{}`",
+                                                    table.type.str()));
+  if (!idx.type.dtype.intLike() || idx.type.dtype.isWeak())
+    return fail(a.positional[1]->range, fmt::format("`gather` indices must be i32 or i64, not "
+                                                    "`{}`",
+                                                    idx.type.dtype.str()));
+  Shape result = idx.type.shape;
+  result.insert(result.end(), table.type.shape.begin() + 1, table.type.shape.end());
+  out.type = Type::tensor(result, table.type.dtype);
+  return out;
+}
+
+Value Checker::Impl::PrimitiveCall::some() {
+  Value out;
+  if (!shape(1, 0, {})) return Value::error();
+  Value x = c.checkExpr(ctx, *a.positional[0]);
+  if (x.type.isError()) return Value::error();
+  out.type.kind = Type::Option;
+  out.type.elems.push_back(c.finalizeWeak(x.type));
+  return out;
+}
+
+Value Checker::Impl::PrimitiveCall::unwrapOr() {
+  Value out;
+  if (!shape(2, 0, {})) return Value::error();
+  Value o = c.checkExpr(ctx, *a.positional[0]);
+  Value d = c.checkExpr(ctx, *a.positional[1]);
+  if (o.type.isError() || d.type.isError()) return Value::error();
+  if (o.type.kind == Type::None) {
+    out.type = c.finalizeWeak(d.type);
     return out;
   }
-  if (kUnaryMath.count(name)) {
-    if (!shape(1, 0, {})) return Value::error();
-    Value x;
-    if (!tensorArg(a.positional[0], x)) return Value::error();
-    bool ok = name == "abs" ? (x.type.dtype.floatLike() || x.type.dtype.intLike())
-                            : x.type.dtype.floatLike();
-    if (!ok)
-      return fail(a.positional[0]->range, fmt::format("`{}` needs {}, not `{}`", name,
-                                                      name == "abs" ? "numbers" : "floats",
-                                                      x.type.dtype.str()));
-    out.type = x.type;
-    if (out.type.dtype.kind == DType::WeakInt && name != "abs") out.type.dtype = DType::weakFloat();
-    return out;
-  }
-  if (kBinaryMath.count(name)) {
-    if (!shape(2, 0, {})) return Value::error();
-    Value x, y;
-    if (!tensorArg(a.positional[0], x) || !tensorArg(a.positional[1], y)) return Value::error();
-    std::string why;
-    auto s = broadcast(ctx, x.type.shape, y.type.shape, why);
-    if (!s) return fail(call.range, fmt::format("`{}` cannot broadcast its operands: {}", name, why));
-    auto d = unifyDTypes(x.type.dtype, y.type.dtype);
-    if (!d)
-      return fail(call.range, fmt::format("`{}` of `{}` and `{}`: element types differ", name,
-                                          x.type.dtype.str(), y.type.dtype.str()));
-    if (d->boolLike() || (name == "pow" && !d->floatLike()))
-      return fail(call.range, fmt::format("`{}` needs {}, not `{}`", name,
-                                          name == "pow" ? "floats" : "numbers", d->str()));
-    out.type = Type::tensor(*s, *d);
-    return out;
-  }
-  if (kAxisReductions.count(name)) {
-    if (!shape(1, 0, {"axis", "keepdims"})) return Value::error();
-    Value x;
-    if (!tensorArg(a.positional[0], x)) return Value::error();
-    int64_t axis;
-    if (!axisOf(x.type, axis)) return Value::error();
-    auto keep = keepdims();
-    if (!keep) return Value::error();
-    if (x.type.dtype.boolLike() || (name == "mean" && !x.type.dtype.floatLike()))
-      return fail(a.positional[0]->range, fmt::format("`{}` needs {}, not `{}`", name,
-                                                      name == "mean" ? "floats" : "numbers",
-                                                      x.type.dtype.str()));
-    Shape s = x.type.shape;
-    if (*keep) s[axis] = Dim::of(Expr::constant(1));
-    else s.erase(s.begin() + axis);
-    out.type = Type::tensor(s, name == "index_of_max" ? DType::concrete(Scalar::I32) : x.type.dtype);
-    return out;
-  }
-  if (name == "matmul") {
-    if (!shape(2, 0, {})) return Value::error();
-    Value x, y;
-    if (!tensorArg(a.positional[0], x) || !tensorArg(a.positional[1], y)) return Value::error();
-    const Shape& p = x.type.shape;
-    const Shape& q = y.type.shape;
-    if (!unifyDTypes(x.type.dtype, y.type.dtype) || !(x.type.dtype == y.type.dtype))
-      return fail(call.range, fmt::format("`matmul` of `{}` and `{}`: element types differ",
-                                          x.type.dtype.str(), y.type.dtype.str()));
-    if (!x.type.dtype.floatLike())
-      return fail(call.range, fmt::format("`matmul` needs floats, not `{}`", x.type.dtype.str()));
-    if (p.empty() || p.back().isPack() || q.size() < 2 || hasPack(Shape(q.end() - 2, q.end())))
-      return fail(call.range, fmt::format("`matmul` needs `[..., K]` times `[..., K, N]`, not "
-                                          "`{}` and `{}`",
-                                          x.type.str(), y.type.str()));
-    const Expr& k1 = p.back().expr;
-    const Expr& k2 = q[q.size() - 2].expr;
-    if (!dimsEqual(ctx, k1, k2)) {
-      unproven(ctx, call.range, {k1, Rel::Eq, k2},
-               fmt::format("`matmul` of `{}` and `{}` contracts the last dimension of the first "
-                           "with the second-to-last of the second",
-                           x.type.str(), y.type.str()));
-      return Value::error();
-    }
-    Shape result;
-    if (q.size() == 2) {
-      result.assign(p.begin(), p.end() - 1);
-    } else {
-      if (p.size() < 2 || p[p.size() - 2].isPack())
-        return fail(call.range, fmt::format("batched `matmul` needs `[..., M, K]`, not `{}`",
-                                            x.type.str()));
-      std::string why;
-      auto batch = broadcast(ctx, Shape(p.begin(), p.end() - 2), Shape(q.begin(), q.end() - 2), why);
-      if (!batch)
-        return fail(call.range, fmt::format("`matmul` batch dimensions of `{}` and `{}` do not "
-                                            "broadcast: {}",
-                                            x.type.str(), y.type.str(), why));
-      result = *batch;
-      result.push_back(p[p.size() - 2]);
-    }
-    result.push_back(q.back());
-    out.type = Type::tensor(result, x.type.dtype);
-    return out;
-  }
-  if (name == "gather") {
-    if (!shape(2, 0, {})) return Value::error();
-    Value table, idx;
-    if (!tensorArg(a.positional[0], table) || !tensorArg(a.positional[1], idx)) return Value::error();
-    if (table.type.shape.empty() || table.type.shape[0].isPack())
-      return fail(a.positional[0]->range, fmt::format("`gather` needs a table `[N, ...]`, not `{}`",
-                                                      table.type.str()));
-    if (!idx.type.dtype.intLike() || idx.type.dtype.isWeak())
-      return fail(a.positional[1]->range, fmt::format("`gather` indices must be i32 or i64, not "
-                                                      "`{}`",
-                                                      idx.type.dtype.str()));
-    Shape result = idx.type.shape;
-    result.insert(result.end(), table.type.shape.begin() + 1, table.type.shape.end());
-    out.type = Type::tensor(result, table.type.dtype);
-    return out;
-  }
-  if (name == "some") {
-    if (!shape(1, 0, {})) return Value::error();
-    Value x = checkExpr(ctx, *a.positional[0]);
-    if (x.type.isError()) return Value::error();
-    out.type.kind = Type::Option;
-    out.type.elems.push_back(finalizeWeak(x.type));
-    return out;
-  }
-  if (name == "unwrap_or") {
-    if (!shape(2, 0, {})) return Value::error();
-    Value o = checkExpr(ctx, *a.positional[0]);
-    Value d = checkExpr(ctx, *a.positional[1]);
-    if (o.type.isError() || d.type.isError()) return Value::error();
-    if (o.type.kind == Type::None) {
-      out.type = finalizeWeak(d.type);
-      return out;
-    }
-    if (o.type.kind != Type::Option)
-      return fail(a.positional[0]->range, fmt::format("`unwrap_or` needs an Option, not `{}`",
-                                                      o.type.str()));
-    std::string why = mismatch(ctx, d.type, o.type.elems[0]);
-    if (!why.empty())
-      return fail(a.positional[1]->range, fmt::format("the default must be `{}`, not `{}`: {}",
-                                                      o.type.elems[0].str(), d.type.str(), why));
-    out.type = o.type.elems[0];
-    return out;
-  }
-  if (kSameType.count(name)) {
-    if (!shape(1, 0, {})) return Value::error();
-    Value x;
-    if (!tensorArg(a.positional[0], x)) return Value::error();
-    out.type = x.type;
-    return out;
-  }
-  if (name == "shard_concat") {
-    if (!shape(1, 1, {"axis"})) return Value::error();
-    auto shards = evalDim(ctx, *call.generics[0]);
-    Value x;
-    if (!shards || !tensorArg(a.positional[0], x)) return Value::error();
-    int64_t axis;
-    if (!axisOf(x.type, axis)) return Value::error();
-    out.type = x.type;
-    out.type.shape[axis] = Dim::of(x.type.shape[axis].expr * *shards);
-    return out;
-  }
-  if (name == "shard_index") {
-    if (!shape(0, 0, {})) return Value::error();
-    out.type = Type::scalar(DType::concrete(Scalar::I64));
-    return out;
-  }
-  return fail(call.range, fmt::format("internal: builtin `{}` has no typing rule", name));
+  if (o.type.kind != Type::Option)
+    return fail(a.positional[0]->range, fmt::format("`unwrap_or` needs an Option, not `{}`",
+                                                    o.type.str()));
+  std::string why = c.mismatch(ctx, d.type, o.type.elems[0]);
+  if (!why.empty())
+    return fail(a.positional[1]->range, fmt::format("the default must be `{}`, not `{}`: {}",
+                                                    o.type.elems[0].str(), d.type.str(), why));
+  out.type = o.type.elems[0];
+  return out;
+}
+
+Value Checker::Impl::PrimitiveCall::sameType() {
+  Value out;
+  if (!shape(1, 0, {})) return Value::error();
+  Value x;
+  if (!tensorArg(a.positional[0], x)) return Value::error();
+  out.type = x.type;
+  return out;
+}
+
+Value Checker::Impl::PrimitiveCall::shardConcat() {
+  Value out;
+  if (!shape(1, 1, {"axis"})) return Value::error();
+  auto shards = c.evalDim(ctx, *call.generics[0]);
+  Value x;
+  if (!shards || !tensorArg(a.positional[0], x)) return Value::error();
+  int64_t axis;
+  if (!axisOf(x.type, axis)) return Value::error();
+  out.type = x.type;
+  out.type.shape[axis] = Dim::of(x.type.shape[axis].expr * *shards);
+  return out;
+}
+
+Value Checker::Impl::PrimitiveCall::shardIndex() {
+  Value out;
+  if (!shape(0, 0, {})) return Value::error();
+  out.type = Type::scalar(DType::concrete(Scalar::I64));
+  return out;
 }
 
 }  // namespace linnet::sema

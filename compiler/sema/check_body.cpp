@@ -637,7 +637,7 @@ Value Checker::Impl::checkReduce(Ctx& ctx, const ReduceExpr& e) {
                                           e.op.name, body.type.str()));
     return Value::error();
   }
-  bool logical = e.op.name == "all" || e.op.name == "any";
+  bool logical = info(*reducerNamed(e.op.name)).operands == Operands::Bools;
   if (logical != body.type.dtype.boolLike()) {
     error(ctx, e.body->range,
           fmt::format("`{}[...]` needs a {} body, not `{}`", e.op.name,

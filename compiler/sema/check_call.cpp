@@ -144,9 +144,7 @@ Value Checker::Impl::checkCall(Ctx& ctx, const CallExpr& call) {
     const Signature& sig = signature(item->fn, nullptr, item->module);
     return callFn(ctx, call, sig, {}, name);
   }
-  bool handled = false;
-  Value v = checkBuiltin(ctx, call, name, handled);
-  if (handled) return v;
+  if (auto p = primitiveCalled(name)) return checkPrimitive(ctx, call, *p);
   error(ctx, call.callee->range, fmt::format("unknown fn `{}`", name));
   checkArgsOnly();
   return Value::error();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sema/checker.h"
+#include "sema/primitives.h"
 #include "syntax/ast.h"
 
 namespace linnet::sema {
@@ -155,7 +156,9 @@ struct Checker::Impl {
   Value checkMember(Ctx& ctx, const syntax::MemberExpr& e);
   Value callFn(Ctx& ctx, const syntax::CallExpr& call, const Signature& sig, const Bindings& blockArgs,
                const std::string& calleeName);
-  Value checkBuiltin(Ctx& ctx, const syntax::CallExpr& call, const std::string& name, bool& handled);
+  // The typing rules of the primitives (builtins.cpp).
+  struct PrimitiveCall;
+  Value checkPrimitive(Ctx& ctx, const syntax::CallExpr& call, Primitive p);
   Local* findLocal(Ctx& ctx, const std::string& name);
   void declare(Ctx& ctx, const syntax::Ident& name, Local local);
   Type finalizeWeak(const Type& t);

@@ -31,12 +31,12 @@ TEST_CASE("bf16 rounding keeps 8 significant bits, ties to even", "[reference]")
 TEST_CASE("integer arithmetic wraps and shifts are logical", "[reference]") {
   Tensor big = Tensor::scalarI(Scalar::I64, INT64_MAX);
   Tensor one = Tensor::scalarI(Scalar::I64, 1);
-  CHECK(binary("+", big, one).i[0] == INT64_MIN);
+  CHECK(binary(linnet::sema::BinaryKind::Add, big, one).i[0] == INT64_MIN);
   Tensor minus = Tensor::scalarI(Scalar::I64, -1);
-  CHECK(binary(">>", minus, Tensor::scalarI(Scalar::I64, 60)).i[0] == 15);
+  CHECK(binary(linnet::sema::BinaryKind::Shr, minus, Tensor::scalarI(Scalar::I64, 60)).i[0] == 15);
   Tensor small = Tensor::scalarI(Scalar::I32, INT32_MAX);
-  CHECK(binary("*", small, Tensor::scalarI(Scalar::I32, 2)).i[0] == -2);
-  CHECK(binary("/", one, Tensor::scalarI(Scalar::I64, 0)).i[0] == 0);  // division by zero gives 0
+  CHECK(binary(linnet::sema::BinaryKind::Mul, small, Tensor::scalarI(Scalar::I32, 2)).i[0] == -2);
+  CHECK(binary(linnet::sema::BinaryKind::Div, one, Tensor::scalarI(Scalar::I64, 0)).i[0] == 0);  // division by zero gives 0
 }
 
 TEST_CASE("broadcasting, matmul and advanced indexing", "[reference]") {
@@ -44,7 +44,7 @@ TEST_CASE("broadcasting, matmul and advanced indexing", "[reference]") {
   for (int k = 0; k < 6; ++k) a.f[k] = k;
   Tensor col = Tensor::zeros(Scalar::F32, {2, 1});
   col.f = {10, 20};
-  Tensor sum = binary("+", a, col);
+  Tensor sum = binary(linnet::sema::BinaryKind::Add, a, col);
   CHECK(sum.f == std::vector<double>{10, 11, 12, 23, 24, 25});
   Tensor w = Tensor::zeros(Scalar::F32, {3, 2});
   w.f = {1, 0, 0, 1, 1, 1};
@@ -52,5 +52,5 @@ TEST_CASE("broadcasting, matmul and advanced indexing", "[reference]") {
   Tensor rows = Tensor::zeros(Scalar::I64, {3});
   rows.i = {1, 0, 7};  // 7 clamps to the last row
   CHECK(gather(a, rows).f == std::vector<double>{3, 4, 5, 0, 1, 2, 3, 4, 5});
-  CHECK(reduceAxis("index_of_max", a, 1, false).i == std::vector<int64_t>{2, 2});
+  CHECK(reduceAxis(linnet::sema::ReduceKind::IndexOfMax, a, 1, false).i == std::vector<int64_t>{2, 2});
 }

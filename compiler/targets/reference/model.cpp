@@ -285,7 +285,7 @@ struct Model::Impl {
       }
       case StmtKind::Comprehension: {
         const auto& c = static_cast<const ComprehensionStmt&>(s);
-        RValue v = RValue::of(finalize(comprehension(f, c.indices, *c.body, "")));
+        RValue v = RValue::of(finalize(comprehension(f, c.indices, *c.body, std::nullopt)));
         observe(c.name, v);
         bindName(f, c.name.name, std::move(v));
         return;
@@ -395,7 +395,7 @@ struct Model::Impl {
   // leading axes ahead of the enclosing grid's, so values of the enclosing
   // grid broadcast against them. With `reduce`, the new axes are reduced.
   Tensor comprehension(Frame& f, const std::vector<Ident>& names, const Expr& body,
-                       const std::string& reduce) {
+                       std::optional<sema::ReduceKind> reduce) {
     std::vector<int64_t> extents;
     for (const Ident& n : names) {
       f.scopes.emplace_back();  // hide an outer variable of the same name while searching
@@ -421,7 +421,7 @@ struct Model::Impl {
     grid.insert(grid.end(), outer, 1);
     std::vector<int64_t> full = broadcastShapes(v.t.shape, grid);
     Tensor t = broadcastTo(v.t, full);
-    if (!reduce.empty()) return reduceLeading(reduce, t, m);
+    if (reduce) return reduceLeading(*reduce, t, m);
     // A comprehension is a statement: its grid is the whole result.
     return t;
   }
@@ -443,14 +443,14 @@ struct Model::Impl {
       case ExprKind::Unary: {
         const auto& u = static_cast<const UnaryExpr&>(e);
         RValue v = eval(f, *u.operand);
-        RValue out = RValue::of(unary(u.op == UnaryOp::Neg ? "neg" : "not", v.t));
+        RValue out = RValue::of(unary(sema::unaryKind(u.op), v.t));
         if (v.staticInt) out.staticInt = -*v.staticInt;
         return out;
       }
       case ExprKind::Binary: {
         const auto& b = static_cast<const BinaryExpr&>(e);
         RValue l = eval(f, *b.lhs), r = eval(f, *b.rhs);
-        RValue out = RValue::of(binary(spelling(b.op), l.t, r.t));
+        RValue out = RValue::of(binary(sema::binaryKind(b.op), l.t, r.t));
         if (l.staticInt && r.staticInt) {
           switch (b.op) {
             case BinaryOp::Add: out.staticInt = *l.staticInt + *r.staticInt; break;
@@ -476,7 +476,7 @@ struct Model::Impl {
       case ExprKind::Index: return index(f, static_cast<const IndexExpr&>(e));
       case ExprKind::Reduce: {
         const auto& r = static_cast<const ReduceExpr&>(e);
-        return RValue::of(comprehension(f, r.binders, *r.body, r.op.name));
+        return RValue::of(comprehension(f, r.binders, *r.body, sema::reduceKind(*sema::reducerNamed(r.op.name))));
       }
       case ExprKind::Call: return callExpr(f, static_cast<const CallExpr&>(e));
       default: fail(e.range, "cannot evaluate this expression");
@@ -575,7 +575,8 @@ struct Model::Impl {
       if (const FnDecl* fn = methodOf(*f.self, n)) return callFn(f, *fn, f.self, f.self->module, &call, args(f, call));
     if (const sema::Item* item = program.lookup(*f.module, n); item && item->kind == sema::Item::Fn)
       return callFn(f, *item->fn, nullptr, item->module, &call, args(f, call));
-    return builtin(f, call, n);
+    if (auto p = sema::primitiveCalled(n)) return builtin(f, call, *p);
+    fail(call.range, fmt::format("unknown fn `{}`", n));
   }
 
   std::vector<RValue> args(Frame& f, const CallExpr& call) {
@@ -598,74 +599,84 @@ struct Model::Impl {
     return false;
   }
 
-  RValue builtin(Frame& f, const CallExpr& call, const std::string& n) {
+  RValue builtin(Frame& f, const CallExpr& call, sema::Primitive p) {
+    using sema::Primitive;
     std::vector<const Expr*> pos;
     for (const Argument& a : call.args)
       if (a.name.name.empty()) pos.push_back(a.value.get());
     auto arg = [&](size_t k) { return eval(f, *pos.at(k)).t; };
     auto list = [&](size_t k) -> const ListExpr& { return static_cast<const ListExpr&>(*pos.at(k)); };
-    if (n == "reshape") return RValue::of(reshape(arg(0), shapeList(f, list(1).elems)));
-    if (n == "permute") {
-      std::vector<int64_t> perm;
-      for (const auto& x : list(1).elems) perm.push_back(*eval(f, *x).staticInt);
-      return RValue::of(permute(arg(0), perm));
-    }
-    if (n == "concat") {
-      std::vector<Tensor> xs;
-      for (size_t k = 0; k < pos.size(); ++k) xs.push_back(arg(k));
-      Scalar dt = xs[0].dtype;
-      for (const Tensor& x : xs)
-        if (!x.weak) dt = x.dtype;
-      for (Tensor& x : xs) x = cast(x, dt);
-      return RValue::of(concat(xs, axisArg(f, call, xs[0].rank())));
-    }
-    if (n == "iota") return RValue::of(iota(dtypeOf(f, *call.generics[0]), *eval(f, *pos[0]).staticInt));
-    if (n == "fill") return RValue::of(fill(dtypeOf(f, *call.generics[0]), shapeList(f, list(0).elems), arg(1)));
-    if (n == "cast") return RValue::of(cast(arg(0), dtypeOf(f, *call.generics[0])));
-    if (n == "select") return RValue::of(select(arg(0), arg(1), arg(2)));
-    if (n == "exp" || n == "log" || n == "sin" || n == "cos" || n == "tanh" || n == "sqrt" ||
-        n == "rsqrt" || n == "sigmoid" || n == "abs" || n == "floor")
-      return RValue::of(unary(n, arg(0)));
-    if (n == "maximum" || n == "minimum" || n == "pow") return RValue::of(binary(n, arg(0), arg(1)));
-    if (n == "sum" || n == "mean" || n == "max" || n == "min" || n == "index_of_max") {
-      Tensor x = arg(0);
-      return RValue::of(reduceAxis(n, x, axisArg(f, call, x.rank()), keepdimsArg(call)));
-    }
-    if (n == "matmul") {
-      // `matmul(x, permute(w, [1, 0]))`, as Linear writes it: read w's rows
-      // directly instead of forming its transpose on every call.
-      if (pos[1]->kind == ExprKind::Call) {
-        const auto& inner = static_cast<const CallExpr&>(*pos[1]);
-        if (inner.callee->kind == ExprKind::Name &&
-            static_cast<const NameExpr&>(*inner.callee).name == "permute" && inner.args.size() == 2 &&
-            inner.args[1].value->kind == ExprKind::List) {
-          const auto& perm = static_cast<const ListExpr&>(*inner.args[1].value);
-          Tensor w = eval(f, *inner.args[0].value).t;
-          if (w.rank() == 2 && perm.elems.size() == 2 && *eval(f, *perm.elems[0]).staticInt == 1)
-            return RValue::of(matmulTransposed(arg(0), w));
-        }
+    switch (sema::info(p).cls) {
+      case sema::PrimitiveClass::UnaryMath: return RValue::of(unary(sema::unaryKind(p), arg(0)));
+      case sema::PrimitiveClass::BinaryMath:
+        return RValue::of(binary(sema::binaryKind(p), arg(0), arg(1)));
+      case sema::PrimitiveClass::Reducer: {
+        Tensor x = arg(0);
+        return RValue::of(reduceAxis(sema::reduceKind(p), x, axisArg(f, call, x.rank()), keepdimsArg(call)));
       }
-      return RValue::of(matmul(arg(0), arg(1)));
+      case sema::PrimitiveClass::Other: break;
     }
-    if (n == "gather") return RValue::of(gather(arg(0), arg(1)));
-    if (n == "some") {
-      RValue v;
-      v.kind = RValue::Some;
-      v.elems.push_back(eval(f, *pos[0]));
-      return v;
+    switch (p) {
+      case Primitive::Reshape: return RValue::of(reshape(arg(0), shapeList(f, list(1).elems)));
+      case Primitive::Permute: {
+        std::vector<int64_t> perm;
+        for (const auto& x : list(1).elems) perm.push_back(*eval(f, *x).staticInt);
+        return RValue::of(permute(arg(0), perm));
+      }
+      case Primitive::Concat: {
+        std::vector<Tensor> xs;
+        for (size_t k = 0; k < pos.size(); ++k) xs.push_back(arg(k));
+        Scalar dt = xs[0].dtype;
+        for (const Tensor& x : xs)
+          if (!x.weak) dt = x.dtype;
+        for (Tensor& x : xs) x = cast(x, dt);
+        return RValue::of(concat(xs, axisArg(f, call, xs[0].rank())));
+      }
+      case Primitive::Iota:
+        return RValue::of(iota(dtypeOf(f, *call.generics[0]), *eval(f, *pos[0]).staticInt));
+      case Primitive::Fill:
+        return RValue::of(fill(dtypeOf(f, *call.generics[0]), shapeList(f, list(0).elems), arg(1)));
+      case Primitive::Cast: return RValue::of(cast(arg(0), dtypeOf(f, *call.generics[0])));
+      case Primitive::Select: return RValue::of(select(arg(0), arg(1), arg(2)));
+      case Primitive::Matmul: return matmulCall(f, pos);
+      case Primitive::Gather: return RValue::of(gather(arg(0), arg(1)));
+      case Primitive::Some: {
+        RValue v;
+        v.kind = RValue::Some;
+        v.elems.push_back(eval(f, *pos[0]));
+        return v;
+      }
+      case Primitive::UnwrapOr: {
+        RValue o = eval(f, *pos[0]);
+        return o.kind == RValue::Some ? o.elems[0] : eval(f, *pos[1]);
+      }
+      case Primitive::ShardSum: case Primitive::ShardMax: case Primitive::ShardShared:
+        return eval(f, *pos[0]);
+      case Primitive::ShardConcat:
+        if (dim(f, *call.generics[0]) != 1)
+          fail(call.range, "the reference backend runs on one device: Shards must be 1");
+        return eval(f, *pos[0]);
+      case Primitive::ShardIndex: return RValue::of(Tensor::scalarI(Scalar::I64, 0));
+      default: break;
     }
-    if (n == "unwrap_or") {
-      RValue o = eval(f, *pos[0]);
-      return o.kind == RValue::Some ? o.elems[0] : eval(f, *pos[1]);
+    fail(call.range, fmt::format("internal: primitive `{}` has no kernel", sema::spelling(p)));
+  }
+
+  RValue matmulCall(Frame& f, const std::vector<const Expr*>& pos) {
+    // `matmul(x, permute(w, [1, 0]))`, as Linear writes it: read w's rows
+    // directly instead of forming its transpose on every call.
+    if (pos[1]->kind == ExprKind::Call) {
+      const auto& inner = static_cast<const CallExpr&>(*pos[1]);
+      if (inner.callee->kind == ExprKind::Name &&
+          static_cast<const NameExpr&>(*inner.callee).name == "permute" && inner.args.size() == 2 &&
+          inner.args[1].value->kind == ExprKind::List) {
+        const auto& perm = static_cast<const ListExpr&>(*inner.args[1].value);
+        Tensor w = eval(f, *inner.args[0].value).t;
+        if (w.rank() == 2 && perm.elems.size() == 2 && *eval(f, *perm.elems[0]).staticInt == 1)
+          return RValue::of(matmulTransposed(eval(f, *pos[0]).t, w));
+      }
     }
-    if (n == "shard_sum" || n == "shard_max" || n == "shard_shared") return eval(f, *pos[0]);
-    if (n == "shard_concat") {
-      if (dim(f, *call.generics[0]) != 1)
-        fail(call.range, "the reference backend runs on one device: Shards must be 1");
-      return eval(f, *pos[0]);
-    }
-    if (n == "shard_index") return RValue::of(Tensor::scalarI(Scalar::I64, 0));
-    fail(call.range, fmt::format("unknown fn `{}`", n));
+    return RValue::of(matmul(eval(f, *pos[0]).t, eval(f, *pos[1]).t));
   }
 
   Frame empty_;

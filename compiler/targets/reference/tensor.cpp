@@ -161,51 +161,38 @@ class Walker {
   std::vector<std::vector<int64_t>> strides_;
 };
 
-enum class Op { Neg, Exp, Log, Sin, Cos, Tanh, Sqrt, Rsqrt, Sigmoid, Abs, Floor, Add, Sub, Mul, Div,
-                Rem, Max, Min, Pow, And, Or, Xor, Shl, Shr, Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd,
-                LogicalOr };
-
-Op opNamed(const std::string& op) {
-  static const std::map<std::string, Op> table = {
-      {"neg", Op::Neg}, {"exp", Op::Exp}, {"log", Op::Log}, {"sin", Op::Sin}, {"cos", Op::Cos},
-      {"tanh", Op::Tanh}, {"sqrt", Op::Sqrt}, {"rsqrt", Op::Rsqrt}, {"sigmoid", Op::Sigmoid},
-      {"abs", Op::Abs}, {"floor", Op::Floor}, {"+", Op::Add}, {"-", Op::Sub}, {"*", Op::Mul},
-      {"/", Op::Div}, {"%", Op::Rem}, {"maximum", Op::Max}, {"minimum", Op::Min}, {"pow", Op::Pow},
-      {"&", Op::And}, {"|", Op::Or}, {"^", Op::Xor}, {"<<", Op::Shl}, {">>", Op::Shr},
-      {"==", Op::Eq}, {"!=", Op::Ne}, {"<", Op::Lt}, {"<=", Op::Le}, {">", Op::Gt}, {">=", Op::Ge},
-      {"&&", Op::LogicalAnd}, {"||", Op::LogicalOr}};
-  auto it = table.find(op);
-  if (it == table.end()) throw EvalError("unknown operation " + op);
-  return it->second;
-}
+using sema::BinaryKind;
+using sema::ReduceKind;
+using sema::UnaryKind;
 
 template <typename T>
-bool compare(Op op, T x, T y) {
+bool compare(BinaryKind op, T x, T y) {
   switch (op) {
-    case Op::Eq: return x == y;
-    case Op::Ne: return x != y;
-    case Op::Lt: return x < y;
-    case Op::Le: return x <= y;
-    case Op::Gt: return x > y;
+    case BinaryKind::Eq: return x == y;
+    case BinaryKind::Ne: return x != y;
+    case BinaryKind::Lt: return x < y;
+    case BinaryKind::Le: return x <= y;
+    case BinaryKind::Gt: return x > y;
     default: return x >= y;
   }
 }
 
-double floatOp(Op op, double x) {
+double floatOp(UnaryKind op, double x) {
   switch (op) {
-    case Op::Neg: return -x;
-    case Op::Exp: return std::exp(x);
-    case Op::Log: return std::log(x);
-    case Op::Sin: return std::sin(x);
-    case Op::Cos: return std::cos(x);
-    case Op::Tanh: return std::tanh(x);
-    case Op::Sqrt: return std::sqrt(x);
-    case Op::Rsqrt: return 1.0 / std::sqrt(x);
-    case Op::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case Op::Abs: return std::fabs(x);
-    case Op::Floor: return std::floor(x);
-    default: throw EvalError("not a unary float operation");
+    case UnaryKind::Neg: return -x;
+    case UnaryKind::Exp: return std::exp(x);
+    case UnaryKind::Log: return std::log(x);
+    case UnaryKind::Sin: return std::sin(x);
+    case UnaryKind::Cos: return std::cos(x);
+    case UnaryKind::Tanh: return std::tanh(x);
+    case UnaryKind::Sqrt: return std::sqrt(x);
+    case UnaryKind::Rsqrt: return 1.0 / std::sqrt(x);
+    case UnaryKind::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case UnaryKind::Abs: return std::fabs(x);
+    case UnaryKind::Floor: return std::floor(x);
+    case UnaryKind::Not: break;
   }
+  throw EvalError(fmt::format("`{}` of a float tensor", sema::name(op)));
 }
 
 }  // namespace
@@ -238,35 +225,32 @@ Tensor cast(const Tensor& x, Scalar to) {
   return out;
 }
 
-Tensor unary(const std::string& op, const Tensor& x) {
+Tensor unary(UnaryKind op, const Tensor& x) {
   Tensor out = x;
-  if (op == "not") {
+  if (op == UnaryKind::Not) {
     for (auto& v : out.i) v = !v;
     return out;
   }
   if (x.isFloat()) {
-    Op o = opNamed(op);
-    for (auto& v : out.f) v = roundTo(x.dtype, floatOp(o, v));
+    for (auto& v : out.f) v = roundTo(x.dtype, floatOp(op, v));
     return out;
   }
-  if (x.weak && op != "neg" && op != "abs") {  // a literal integer under exp, say
+  if (x.weak && op != UnaryKind::Neg && op != UnaryKind::Abs) {  // a literal integer under exp, say
     out = cast(x, Scalar::F32);
     out.weak = true;
     return unary(op, out);
   }
   for (auto& v : out.i) {
-    if (op == "neg") v = wrapTo(x.dtype, static_cast<int64_t>(0ull - static_cast<uint64_t>(v)));
-    else if (op == "abs") v = wrapTo(x.dtype, v < 0 ? static_cast<int64_t>(0ull - static_cast<uint64_t>(v)) : v);
-    else throw EvalError(fmt::format("`{}` of an integer tensor", op));
+    if (op == UnaryKind::Neg) v = wrapTo(x.dtype, static_cast<int64_t>(0ull - static_cast<uint64_t>(v)));
+    else if (op == UnaryKind::Abs) v = wrapTo(x.dtype, v < 0 ? static_cast<int64_t>(0ull - static_cast<uint64_t>(v)) : v);
+    else throw EvalError(fmt::format("`{}` of an integer tensor", sema::name(op)));
   }
   return out;
 }
 
-Tensor binary(const std::string& opName, const Tensor& a0, const Tensor& b0) {
-  Op op = opNamed(opName);
-  bool compareOp = op == Op::Eq || op == Op::Ne || op == Op::Lt || op == Op::Le || op == Op::Gt ||
-                   op == Op::Ge;
-  bool logical = op == Op::LogicalAnd || op == Op::LogicalOr;
+Tensor binary(BinaryKind op, const Tensor& a0, const Tensor& b0) {
+  bool compareOp = sema::isComparison(op);
+  bool logical = sema::isLogical(op);
   bool weak = false;
   Scalar dt = logical ? Scalar::Bool : joinDType(a0, b0, weak);
   const Tensor a = a0.dtype == dt || logical ? a0 : cast(a0, dt);
@@ -278,7 +262,7 @@ Tensor binary(const std::string& opName, const Tensor& a0, const Tensor& b0) {
   Walker walk(shape, {&a.shape, &b.shape});
   if (logical) {
     walk.run([&](int64_t flat, const int64_t* off) {
-      out.i[flat] = op == Op::LogicalAnd ? (a.i[off[0]] && b.i[off[1]]) : (a.i[off[0]] || b.i[off[1]]);
+      out.i[flat] = op == BinaryKind::And ? (a.i[off[0]] && b.i[off[1]]) : (a.i[off[0]] || b.i[off[1]]);
     });
   } else if (sema::isFloat(dt)) {
     walk.run([&](int64_t flat, const int64_t* off) {
@@ -289,14 +273,14 @@ Tensor binary(const std::string& opName, const Tensor& a0, const Tensor& b0) {
       }
       double r;
       switch (op) {
-        case Op::Add: r = x + y; break;
-        case Op::Sub: r = x - y; break;
-        case Op::Mul: r = x * y; break;
-        case Op::Div: r = x / y; break;
-        case Op::Max: r = std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); break;
-        case Op::Min: r = std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y); break;
-        case Op::Pow: r = std::pow(x, y); break;
-        default: throw EvalError(fmt::format("`{}` of float tensors", opName));
+        case BinaryKind::Add: r = x + y; break;
+        case BinaryKind::Sub: r = x - y; break;
+        case BinaryKind::Mul: r = x * y; break;
+        case BinaryKind::Div: r = x / y; break;
+        case BinaryKind::Maximum: r = std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); break;
+        case BinaryKind::Minimum: r = std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y); break;
+        case BinaryKind::Pow: r = std::pow(x, y); break;
+        default: throw EvalError(fmt::format("`{}` of float tensors", sema::name(op)));
       }
       out.f[flat] = roundTo(dt, r);
     });
@@ -312,19 +296,19 @@ Tensor binary(const std::string& opName, const Tensor& a0, const Tensor& b0) {
       uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
       int64_t r;
       switch (op) {
-        case Op::Add: r = static_cast<int64_t>(ux + uy); break;
-        case Op::Sub: r = static_cast<int64_t>(ux - uy); break;
-        case Op::Mul: r = static_cast<int64_t>(ux * uy); break;
-        case Op::Div: r = y == 0 ? 0 : (x == INT64_MIN && y == -1) ? x : x / y; break;
-        case Op::Rem: r = y == 0 || y == -1 ? 0 : x % y; break;
-        case Op::And: r = x & y; break;
-        case Op::Or: r = x | y; break;
-        case Op::Xor: r = x ^ y; break;
-        case Op::Shl: r = y < 0 || y >= bits ? 0 : static_cast<int64_t>((ux << y) & mask); break;
-        case Op::Shr: r = y < 0 || y >= bits ? 0 : static_cast<int64_t>((ux & mask) >> y); break;
-        case Op::Max: r = std::max(x, y); break;
-        case Op::Min: r = std::min(x, y); break;
-        default: throw EvalError(fmt::format("`{}` of integer tensors", opName));
+        case BinaryKind::Add: r = static_cast<int64_t>(ux + uy); break;
+        case BinaryKind::Sub: r = static_cast<int64_t>(ux - uy); break;
+        case BinaryKind::Mul: r = static_cast<int64_t>(ux * uy); break;
+        case BinaryKind::Div: r = y == 0 ? 0 : (x == INT64_MIN && y == -1) ? x : x / y; break;
+        case BinaryKind::Rem: r = y == 0 || y == -1 ? 0 : x % y; break;
+        case BinaryKind::BitAnd: r = x & y; break;
+        case BinaryKind::BitOr: r = x | y; break;
+        case BinaryKind::BitXor: r = x ^ y; break;
+        case BinaryKind::Shl: r = y < 0 || y >= bits ? 0 : static_cast<int64_t>((ux << y) & mask); break;
+        case BinaryKind::Shr: r = y < 0 || y >= bits ? 0 : static_cast<int64_t>((ux & mask) >> y); break;
+        case BinaryKind::Maximum: r = std::max(x, y); break;
+        case BinaryKind::Minimum: r = std::min(x, y); break;
+        default: throw EvalError(fmt::format("`{}` of integer tensors", sema::name(op)));
       }
       out.i[flat] = wrapTo(dt, r);
     });
@@ -420,7 +404,15 @@ Tensor fill(Scalar dtype, std::vector<int64_t> shape, const Tensor& value) {
   return out;
 }
 
-Tensor reduceAxis(const std::string& op, const Tensor& x, int axis, bool keepdims) {
+Tensor reduceAxis(ReduceKind op, const Tensor& x, int axis, bool keepdims) {
+  switch (op) {
+    case ReduceKind::Sum: case ReduceKind::Mean: case ReduceKind::Max: case ReduceKind::Min:
+    case ReduceKind::IndexOfMax: break;
+    case ReduceKind::Prod: case ReduceKind::All: case ReduceKind::Any:
+      throw EvalError(fmt::format("`{}` over an axis", sema::name(op)));
+  }
+  bool isMax = op == ReduceKind::Max, isMin = op == ReduceKind::Min;
+  bool argmax = op == ReduceKind::IndexOfMax;
   std::vector<int64_t> shape = x.shape;
   int64_t n = shape[axis];
   int64_t outer = 1, inner = 1;
@@ -428,37 +420,37 @@ Tensor reduceAxis(const std::string& op, const Tensor& x, int axis, bool keepdim
   for (size_t k = axis + 1; k < shape.size(); ++k) inner *= shape[k];
   if (keepdims) shape[axis] = 1;
   else shape.erase(shape.begin() + axis);
-  Scalar dt = op == "index_of_max" ? Scalar::I32 : x.dtype;
+  Scalar dt = argmax ? Scalar::I32 : x.dtype;
   Tensor out = Tensor::zeros(dt, shape);
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t in = 0; in < inner; ++in) {
-      double acc = op == "max" ? -INFINITY : op == "min" ? INFINITY : 0.0;
-      int64_t iacc = op == "max" ? INT64_MIN : op == "min" ? INT64_MAX : 0;
+      double acc = isMax ? -INFINITY : isMin ? INFINITY : 0.0;
+      int64_t iacc = isMax ? INT64_MIN : isMin ? INT64_MAX : 0;
       int64_t best = 0;
       double bestV = -INFINITY;
       for (int64_t k = 0; k < n; ++k) {
         int64_t at = (o * n + k) * inner + in;
         double v = x.asDouble(at);
-        if (op == "index_of_max") {
+        if (argmax) {
           if (k == 0 || v > bestV || (std::isnan(v) && !std::isnan(bestV))) bestV = v, best = k;
         } else if (x.isFloat()) {
-          acc = op == "max" ? std::max(acc, v) : op == "min" ? std::min(acc, v) : acc + v;
+          acc = isMax ? std::max(acc, v) : isMin ? std::min(acc, v) : acc + v;
         } else {
           int64_t w = x.i[at];
-          iacc = op == "max" ? std::max(iacc, w) : op == "min" ? std::min(iacc, w)
-                                                 : static_cast<int64_t>(static_cast<uint64_t>(iacc) + static_cast<uint64_t>(w));
+          iacc = isMax ? std::max(iacc, w) : isMin ? std::min(iacc, w)
+                                           : static_cast<int64_t>(static_cast<uint64_t>(iacc) + static_cast<uint64_t>(w));
         }
       }
       int64_t dst = o * inner + in;
-      if (op == "index_of_max") out.i[dst] = best;
-      else if (x.isFloat()) out.f[dst] = roundTo(dt, op == "mean" ? acc / static_cast<double>(n) : acc);
+      if (argmax) out.i[dst] = best;
+      else if (x.isFloat()) out.f[dst] = roundTo(dt, op == ReduceKind::Mean ? acc / static_cast<double>(n) : acc);
       else out.i[dst] = wrapTo(dt, iacc);
     }
   }
   return out;
 }
 
-Tensor reduceLeading(const std::string& op, const Tensor& x, int count) {
+Tensor reduceLeading(ReduceKind op, const Tensor& x, int count) {
   Tensor flat = x;
   int64_t lead = 1;
   for (int k = 0; k < count; ++k) lead *= x.shape[k];
@@ -466,17 +458,20 @@ Tensor reduceLeading(const std::string& op, const Tensor& x, int count) {
   std::vector<int64_t> shape = {lead};
   shape.insert(shape.end(), rest.begin(), rest.end());
   flat.shape = shape;
-  std::string base = op == "all" ? "min" : op == "any" ? "max" : op;
+  // all and any over bools are min and max.
+  ReduceKind base = op == ReduceKind::All ? ReduceKind::Min : op == ReduceKind::Any ? ReduceKind::Max : op;
   if (lead == 0) {  // an empty range: the identity of the reduction
     Tensor out = Tensor::zeros(x.dtype, rest);
     for (int64_t k = 0; k < out.size(); ++k) {
-      if (out.isFloat()) out.f[k] = base == "max" ? -INFINITY : base == "min" ? INFINITY : 0.0;
-      else out.i[k] = op == "all" ? 1 : op == "any" ? 0 : base == "max" ? INT64_MIN : base == "min" ? INT64_MAX : 0;
+      bool isMax = base == ReduceKind::Max, isMin = base == ReduceKind::Min;
+      if (out.isFloat()) out.f[k] = isMax ? -INFINITY : isMin ? INFINITY : base == ReduceKind::Prod ? 1.0 : 0.0;
+      else out.i[k] = op == ReduceKind::All ? 1 : op == ReduceKind::Any ? 0 : isMax ? INT64_MIN
+                      : isMin ? INT64_MAX : base == ReduceKind::Prod ? 1 : 0;
       if (!out.isFloat()) out.i[k] = wrapTo(out.dtype, out.i[k]);
     }
     return out;
   }
-  if (base == "prod") {
+  if (base == ReduceKind::Prod) {
     Tensor out = Tensor::zeros(x.dtype, rest);
     int64_t inner = out.size();
     for (int64_t k = 0; k < inner; ++k) {

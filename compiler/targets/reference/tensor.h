@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "sema/primitives.h"
 #include "sema/types.h"
 
 namespace linnet::reference {
@@ -54,16 +55,16 @@ int64_t broadcastIndex(const std::vector<int64_t>& shape, const std::vector<int6
 Scalar joinDType(const Tensor& a, const Tensor& b, bool& weak);
 
 Tensor cast(const Tensor& x, Scalar to);
-Tensor unary(const std::string& op, const Tensor& x);  // neg, not, exp, log, ...
-Tensor binary(const std::string& op, const Tensor& a, const Tensor& b);
+Tensor unary(sema::UnaryKind op, const Tensor& x);
+Tensor binary(sema::BinaryKind op, const Tensor& a, const Tensor& b);
 Tensor select(const Tensor& c, const Tensor& a, const Tensor& b);
 Tensor reshape(const Tensor& x, std::vector<int64_t> shape);
 Tensor permute(const Tensor& x, const std::vector<int64_t>& perm);
 Tensor concat(const std::vector<Tensor>& xs, int axis);
 Tensor iota(Scalar dtype, int64_t n);
 Tensor fill(Scalar dtype, std::vector<int64_t> shape, const Tensor& value);
-Tensor reduceAxis(const std::string& op, const Tensor& x, int axis, bool keepdims);
-Tensor reduceLeading(const std::string& op, const Tensor& x, int count);  // binder reductions
+Tensor reduceAxis(sema::ReduceKind op, const Tensor& x, int axis, bool keepdims);
+Tensor reduceLeading(sema::ReduceKind op, const Tensor& x, int count);  // binder reductions
 Tensor matmul(const Tensor& a, const Tensor& b);
 // matmul(a, permute(w, [1, 0])) without forming the transpose: a [..L, K], w [N, K].
 Tensor matmulTransposed(const Tensor& a, const Tensor& w);
