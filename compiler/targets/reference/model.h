@@ -1,6 +1,6 @@
-// The reference backend: a checked program run directly, op by op, with the
-// numeric semantics of docs/language.md (every op computed in double and
-// rounded to its dtype). It is the oracle the compiled targets are checked
+// The reference backend: the elaborated program (elaborate/program.h)
+// evaluated directly, op by op, with the numeric semantics of
+// docs/language.md (every op computed in double and rounded to its dtype). It is the oracle the compiled targets are checked
 // against, and the way to get numbers from a model before code generation.
 // It is slow by design: clarity over speed.
 #pragma once
@@ -11,26 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "sema/generics.h"
 #include "sema/program.h"
 #include "targets/reference/tensor.h"
 
 namespace linnet::reference {
-
-// The numbers a block instance's generics are bound to.
-using Env = sema::Env;
-
-// One block of the instantiated model: its params, its state, its subs.
-struct Instance {
-  const syntax::BlockDecl* block = nullptr;
-  const sema::Module* module = nullptr;
-  Env env;
-  std::string path;  // `layers.3.attention`; empty for the root
-  std::map<std::string, Tensor> params;
-  std::map<std::string, Tensor> states;
-  std::map<std::string, std::unique_ptr<Instance>> subs;
-  std::map<std::string, std::vector<std::unique_ptr<Instance>>> arrays;
-};
 
 struct ParamSpec {
   std::string path;  // `layers.0.attention.q_proj.weight`
