@@ -260,11 +260,6 @@ EntryInstance Program::entry(const std::string& name, const std::vector<TensorTy
   const FnDecl& fn = entryDecl(name);
   if (args.size() != fn.params.size())
     throw Error(fmt::format("entry `{}` takes {} arguments, {} were given", name, fn.params.size(), args.size()));
-  for (const auto& [n, v] : generics) {
-    bool known = false;
-    for (const GenericParam& g : fn.generics) known |= g.name.name == n && g.kind.name == "Dim";
-    if (!known) throw Error(fmt::format("entry `{}` has no dimension generic `{}`", name, n));
-  }
   std::string key = name;
   for (const TensorType& a : args) key += "|" + a.str() + (a.weak ? "~" : "");
   for (const auto& [n, v] : generics) key += fmt::format("|{}={}", n, v);

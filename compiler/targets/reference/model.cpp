@@ -286,15 +286,16 @@ void Model::watch(std::string name, Observer observer) {
 }
 
 std::vector<Tensor> Model::call(const std::string& entry, const std::vector<Tensor>& args,
-                                const std::map<std::string, int64_t>& generics) {
+                                const std::map<std::string, int64_t>& generics) try {
+  for (const auto& [n, v] : generics) {
+    bool known = false;
+    for (const syntax::GenericParam& g : impl_->program.entryDecl(entry).generics)
+      known |= g.name.name == n && g.kind.name == "Dim";
+    if (!known) throw EvalError(fmt::format("entry `{}` has no dimension generic `{}`", entry, n));
+  }
   std::vector<elab::TensorType> types;
   for (const Tensor& t : args) types.push_back({t.dtype, t.shape, t.weak});
-  elab::EntryInstance inst;
-  try {
-    inst = impl_->program.entry(entry, types, generics);
-  } catch (const elab::Error& e) {
-    throw EvalError(e.what());
-  }
+  elab::EntryInstance inst = impl_->program.entry(entry, types, generics);
   // A literal argument takes its parameter's dtype.
   std::vector<RValue> values;
   for (size_t k = 0; k < args.size(); ++k)
@@ -307,6 +308,8 @@ std::vector<Tensor> Model::call(const std::string& entry, const std::vector<Tens
   else
     out.push_back(r.t);
   return out;
+} catch (const elab::Error& e) {
+  throw EvalError(e.what());
 }
 
 }  // namespace linnet::reference

@@ -1,0 +1,200 @@
+// MLIRGen's expressions: each elaborated expression kind becomes one
+// `linnet` op (or a few, for gathers of rows), with its source location.
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "ir/mlirgen_impl.h"
+
+namespace linnet::ir {
+
+using elab::ExprKind;
+using BinaryOp_ = ::linnet::ir::BinaryOp;
+
+namespace {
+
+// The dialect's spelling of a kind (`+`, `maximum`, `exp`, `sum`).
+std::string binaryKindName(sema::BinaryKind k) {
+  switch (k) {
+#define BINARY_OP(Name, Spelling, Precedence) \
+  case sema::BinaryKind::Name:                \
+    return Spelling;
+#include "syntax/operators.def"
+    default: return sema::name(k);
+  }
+}
+
+}  // namespace
+
+mlir::RankedTensorType MLIRGen::Impl::tensorType(Scalar s, const std::vector<int64_t>& shape) {
+  return mlir::RankedTensorType::get(shape, elem(s));
+}
+mlir::RankedTensorType MLIRGen::Impl::tensorType(const elab::TensorType& t) { return tensorType(t.dtype, t.shape); }
+
+mlir::Value MLIRGen::Impl::constant(const elab::Expr& e) {
+  auto type = tensorType(e.type.tensor);
+  Scalar dt = e.type.tensor.dtype;
+  mlir::Attribute a = sema::isFloat(dt) ? mlir::Attribute(b.getFloatAttr(elem(dt), e.number))
+                                        : mlir::Attribute(b.getIntegerAttr(elem(dt), e.integer));
+  return ConstantOp::create(b, loc, type, mlir::DenseElementsAttr::get(type, a));
+}
+
+mlir::Value MLIRGen::Impl::iota(Scalar dt, const std::vector<int64_t>& shape, int axis) {
+  return IotaOp::create(b, loc, tensorType(dt, shape), b.getI64IntegerAttr(axis));
+}
+
+// Row ids over the leading axes, an iota for each trailing axis of the table.
+mlir::Value MLIRGen::Impl::gatherRows(Frame& f, const elab::Expr& e) {
+  const elab::Expr& table = *e.operand(0);
+  const elab::Expr& ids = *e.operand(1);
+  mlir::Value t = eval(f, table).v, i = eval(f, ids).v;
+  loc = locOf(e.range);
+  const auto& shape = e.type.tensor.shape;
+  int r = static_cast<int>(shape.size());
+  std::vector<int64_t> idShape = ids.type.tensor.shape;
+  size_t trailing = table.type.tensor.shape.size() - 1;
+  idShape.insert(idShape.end(), trailing, 1);
+  std::vector<mlir::Value> indices = {ReshapeOp::create(b, loc, tensorType(ids.type.tensor.dtype, idShape), i)};
+  for (size_t k = 1; k < table.type.tensor.shape.size(); ++k) {
+    std::vector<int64_t> s(r, 1);
+    int axis = static_cast<int>(ids.type.tensor.shape.size() + k - 1);
+    s[axis] = table.type.tensor.shape[k];
+    indices.push_back(iota(Scalar::I64, s, axis));
+  }
+  return GatherOp::create(b, loc, tensorType(e.type.tensor), t, indices);
+}
+
+Val MLIRGen::Impl::member(Frame& f, const elab::Expr& e) {
+  const Instance* base = e.kind == ExprKind::State ? f.self : eval(f, *e.operand(0)).inst;
+  switch (e.kind) {
+    case ExprKind::Sub: {
+      Val v;
+      if (auto it = base->subs.find(e.name); it != base->subs.end()) {
+        v.kind = Val::BlockV;
+        v.inst = it->second.get();
+      } else {
+        v.kind = Val::ArrayV;
+        v.array = &base->arrays.at(e.name);
+      }
+      return v;
+    }
+    case ExprKind::Param: {
+      auto it = f.fn->params.find(base);
+      if (it == f.fn->params.end()) fail(e.range, "compiled code reads a layer's params only inside its loop");
+      return Val::of(it->second.at(e.name));
+    }
+    default: return Val::of(f.fn->states.at(base).at(e.name));
+  }
+}
+
+Val MLIRGen::Impl::eval(Frame& f, const elab::Expr& e) {
+  auto type = [&] { return tensorType(e.type.tensor); };
+  auto at = [&] { loc = locOf(e.range); };
+  switch (e.kind) {
+    case ExprKind::Constant: at(); return Val::of(constant(e));
+    case ExprKind::Local: return f.slots.at(e.slot);
+    case ExprKind::Self: {
+      Val v{Val::BlockV};
+      v.inst = f.self;
+      return v;
+    }
+    case ExprKind::Sub: case ExprKind::Param: case ExprKind::State: return member(f, e);
+    case ExprKind::Unary: {
+      mlir::Value x = tensor(f, e, 0);
+      at();
+      return Val::of(UnaryOp::create(b, loc, type(), b.getStringAttr(sema::name(e.unary)), x));
+    }
+    case ExprKind::Binary: {
+      mlir::Value x = tensor(f, e, 0), y = tensor(f, e, 1);
+      at();
+      return Val::of(BinaryOp_::create(b, loc, type(), b.getStringAttr(binaryKindName(e.binary)), x, y));
+    }
+    case ExprKind::Select: {
+      mlir::Value c = tensor(f, e, 0), x = tensor(f, e, 1), y = tensor(f, e, 2);
+      at();
+      return Val::of(SelectOp::create(b, loc, type(), c, x, y));
+    }
+    case ExprKind::Cast: {
+      mlir::Value x = tensor(f, e, 0);
+      at();
+      return Val::of(CastOp::create(b, loc, type(), x));
+    }
+    case ExprKind::Broadcast: {
+      mlir::Value x = tensor(f, e, 0);
+      at();
+      return Val::of(BroadcastOp::create(b, loc, type(), x));
+    }
+    case ExprKind::Reshape: {
+      mlir::Value x = tensor(f, e, 0);
+      at();
+      return Val::of(ReshapeOp::create(b, loc, type(), x));
+    }
+    case ExprKind::Permute: {
+      mlir::Value x = tensor(f, e, 0);
+      at();
+      return Val::of(PermuteOp::create(b, loc, type(), x, b.getDenseI64ArrayAttr(e.ints)));
+    }
+    case ExprKind::Concat: {
+      std::vector<mlir::Value> xs;
+      for (size_t k = 0; k < e.operands.size(); ++k) xs.push_back(tensor(f, e, k));
+      at();
+      return Val::of(ConcatOp::create(b, loc, type(), xs, b.getI64IntegerAttr(e.ints[0])));
+    }
+    case ExprKind::Iota:
+      at();
+      return Val::of(iota(e.type.tensor.dtype, e.type.tensor.shape, static_cast<int>(e.ints[0])));
+    case ExprKind::Matmul: {
+      mlir::Value x = tensor(f, e, 0), w = tensor(f, e, 1);
+      at();
+      return Val::of(MatmulOp::create(b, loc, type(), x, w, nullptr));
+    }
+    case ExprKind::Reduce: {
+      mlir::Value x = tensor(f, e, 0);
+      at();
+      return Val::of(ReduceOp::create(b, loc, type(), b.getStringAttr(sema::name(e.reduce)), x,
+                                      b.getDenseI64ArrayAttr(e.ints), e.flag ? b.getUnitAttr() : nullptr));
+    }
+    case ExprKind::GatherRows: return Val::of(gatherRows(f, e));
+    case ExprKind::Slice: {
+      mlir::Value x = tensor(f, e, 0);
+      std::vector<mlir::Value> scalars;
+      std::vector<int64_t> items, lo, hi;
+      for (const elab::SliceItem& it : e.items) {
+        if (it.slice) {
+          items.push_back(-1);
+          lo.push_back(it.lo);
+          hi.push_back(it.hi);
+        } else {
+          items.push_back(static_cast<int64_t>(scalars.size()));
+          lo.push_back(0);
+          hi.push_back(0);
+          scalars.push_back(tensor(f, e, it.index));
+        }
+      }
+      at();
+      return Val::of(SliceOp::create(b, loc, type(), x, scalars, b.getDenseI64ArrayAttr(items),
+                                     b.getDenseI64ArrayAttr(lo), b.getDenseI64ArrayAttr(hi)));
+    }
+    case ExprKind::Gather: {
+      mlir::Value x = tensor(f, e, 0);
+      std::vector<mlir::Value> idx;
+      for (size_t k = 1; k < e.operands.size(); ++k) idx.push_back(tensor(f, e, k));
+      at();
+      return Val::of(GatherOp::create(b, loc, type(), x, idx));
+    }
+    case ExprKind::Call: return call(f, e);
+    case ExprKind::Tuple: {
+      Val t{Val::Tuple};
+      for (const elab::Expr* x : e.operands) t.elems.push_back(eval(f, *x));
+      return t;
+    }
+    case ExprKind::Some: {
+      Val v{Val::Some};
+      v.elems.push_back(eval(f, *e.operand(0)));
+      return v;
+    }
+    case ExprKind::None: return Val{Val::None};
+    case ExprKind::Unwrap: return eval(f, *e.operand(0)).elems.at(0);
+  }
+  fail(e.range, "internal: an expression kind without a translation");
+}
+
+}  // namespace linnet::ir
