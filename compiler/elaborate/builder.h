@@ -47,7 +47,7 @@ struct Program::Builder {
   auto guarded(Fn&& fn) -> decltype(fn()) {
     try {
       return fn();
-    } catch (const sema::GenericError& e) {
+    } catch (const GenericError& e) {
       fail(e.at, e.what());
     }
   }
@@ -57,7 +57,7 @@ struct Program::Builder {
                                         Env env, std::string path, const Instance* parent);
 
   // -- dimensions and dtypes under a frame's generics and static ints
-  sema::StaticInts staticsOf(Frame& f);
+  StaticInts staticsOf(Frame& f);
   int64_t dim(Frame& f, const syntax::Expr& e);
   std::vector<int64_t> shapeList(Frame& f, const std::vector<syntax::ExprPtr>& list);
   Scalar dtypeOf(Frame& f, const std::string& n, SourceRange at);

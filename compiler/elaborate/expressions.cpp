@@ -239,7 +239,7 @@ std::optional<int64_t> Program::Builder::extentOf(Frame& f, const syntax::Expr& 
     }
   }
   std::optional<int64_t> found;
-  sema::forEachChild(e, [&](const syntax::Expr& c) {
+  forEachChild(e, [&](const syntax::Expr& c) {
     if (!found) found = extentOf(f, c, var);
   });
   return found;

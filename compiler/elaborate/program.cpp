@@ -57,23 +57,23 @@ bool swapsLastTwoAxes(const Expr& e) {
 
 // ------------------------------------------------------------ the builder's helpers
 
-sema::StaticInts Program::Builder::staticsOf(Frame& f) {
+StaticInts Program::Builder::staticsOf(Frame& f) {
   return [this, &f](const std::string& n) -> std::optional<int64_t> {
     if (Value* v = lookup(f, n); v && v->staticInt) return v->staticInt;
     return std::nullopt;
   };
 }
 int64_t Program::Builder::dim(Frame& f, const syntax::Expr& e) {
-  return guarded([&] { return sema::evalDim(f.env, staticsOf(f), e); });
+  return guarded([&] { return evalDim(f.env, staticsOf(f), e); });
 }
 std::vector<int64_t> Program::Builder::shapeList(Frame& f, const std::vector<ExprPtr>& list) {
-  return guarded([&] { return sema::evalShape(f.env, staticsOf(f), list); });
+  return guarded([&] { return evalShape(f.env, staticsOf(f), list); });
 }
 Scalar Program::Builder::dtypeOf(Frame& f, const std::string& n, SourceRange at) {
-  return guarded([&] { return sema::evalDType(f.env, n, at); });
+  return guarded([&] { return evalDType(f.env, n, at); });
 }
 Scalar Program::Builder::dtypeOf(Frame& f, const syntax::Expr& e) {
-  return guarded([&] { return sema::evalDType(f.env, e); });
+  return guarded([&] { return evalDType(f.env, e); });
 }
 Scalar Program::Builder::declaredDType(Frame& f, const TypeExpr& t) {
   return dtypeOf(f, t.kind == TypeKind::Tensor || t.elem ? t.elem->name.name : t.name.name, t.range);
@@ -160,7 +160,7 @@ Value Program::Builder::finalize(Value v) {
 
 std::vector<int64_t> Program::Builder::broadcastShapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
                                                        SourceRange at) const {
-  if (auto out = sema::broadcast(a, b)) return *out;
+  if (auto out = broadcast(a, b)) return *out;
   fail(at, fmt::format("shapes [{}] and [{}] do not broadcast", fmt::join(a, ", "), fmt::join(b, ", ")));
 }
 
@@ -286,7 +286,7 @@ EntryInstance Program::entry(const std::string& name, const std::vector<TensorTy
                                      args[k].str()));
     out.inputs.push_back(want);
   }
-  for (std::string& w : b.guarded([&] { return sema::failedWhereClauses(fn, env, source_.sources()); }))
+  for (std::string& w : b.guarded([&] { return failedWhereClauses(fn, env, source_.sources()); }))
     problems.push_back(std::move(w));
   if (!problems.empty()) throw Error(fmt::format("entry `{}`: {}", name, fmt::join(problems, "; ")));
   // The arguments as the entry's parameters receive them.

@@ -23,14 +23,13 @@
 #include <string>
 #include <vector>
 
-#include "sema/generics.h"
+#include "elaborate/generics.h"
 #include "sema/primitives.h"
 #include "sema/program.h"
 #include "sema/types.h"
 
 namespace linnet::elab {
 
-using sema::Env;
 using sema::Scalar;
 
 // Raised for an entry call that cannot be elaborated (arguments of the

@@ -208,10 +208,10 @@ void Program::Builder::staticFor(Frame& f, const StaticForStmt& l) {
 
 Env Program::Builder::bindCallEnv(Frame& caller, const FnDecl& fn, const Env& base, const CallExpr* call,
                                   const std::vector<Value>& args, const std::map<std::string, int64_t>& given) {
-  std::vector<sema::ArgType> types;
+  std::vector<ArgType> types;
   for (const Value& a : args) types.push_back({a.type.isTensor(), a.t().dtype, a.t().weak, a.t().shape});
   return guarded([&] {
-    return sema::bindCallGenerics(
+    return bindCallGenerics(
         fn, base, given, call, types, [&](const syntax::Expr& e) { return dim(caller, e); },
         [&](const syntax::Expr& e) { return dtypeOf(caller, e); });
   });

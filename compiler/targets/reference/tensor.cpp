@@ -8,7 +8,7 @@
 #include <limits>
 #include <map>
 
-#include "sema/generics.h"
+#include "elaborate/generics.h"
 
 namespace linnet::reference {
 
@@ -89,7 +89,7 @@ int64_t wrapTo(Scalar dtype, int64_t v) {
 }
 
 std::vector<int64_t> broadcastShapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  if (auto out = sema::broadcast(a, b)) return *out;
+  if (auto out = elab::broadcast(a, b)) return *out;
   throw EvalError(fmt::format("cannot broadcast [{}] with [{}]", fmt::join(a, ", "), fmt::join(b, ", ")));
 }
 

@@ -2,8 +2,7 @@
 // an instance's generics (`Env`), dimension and dtype expressions under
 // them, a call's generics bound from its explicit arguments and from its
 // arguments' shapes (docs/language.md §5), and an entry's where clause.
-// The reference backend and MLIRGen share these, so both instantiate a
-// program the same way.
+// The elaborator evaluates every generic through these.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +17,9 @@
 #include "sema/types.h"
 #include "syntax/ast.h"
 
-namespace linnet::sema {
+namespace linnet::elab {
+
+using sema::Scalar;
 
 // Raised with the place of the expression that cannot be evaluated; each
 // backend turns it into its own error with `file:line:col`.
@@ -70,4 +71,4 @@ std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t>& a, con
 // Calls `fn` on each direct sub-expression of `e`.
 void forEachChild(const syntax::Expr& e, const std::function<void(const syntax::Expr&)>& fn);
 
-}  // namespace linnet::sema
+}  // namespace linnet::elab

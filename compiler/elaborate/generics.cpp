@@ -1,10 +1,10 @@
-#include "sema/generics.h"
+#include "elaborate/generics.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-namespace linnet::sema {
+namespace linnet::elab {
 
 using namespace syntax;
 
@@ -12,7 +12,7 @@ std::string Env::key() const {
   std::string k;
   for (const auto& [n, v] : dims) k += fmt::format("{}={};", n, v);
   for (const auto& [n, v] : packs) k += fmt::format("{}=[{}];", n, fmt::join(v, ","));
-  for (const auto& [n, v] : dtypes) k += fmt::format("{}={};", n, name(v));
+  for (const auto& [n, v] : dtypes) k += fmt::format("{}={};", n, sema::name(v));
   return k;
 }
 
@@ -63,7 +63,7 @@ std::vector<int64_t> evalShape(const Env& env, const StaticInts& statics, const 
 }
 
 Scalar evalDType(const Env& env, const std::string& n, SourceRange at) {
-  if (auto s = scalarNamed(n)) return *s;
+  if (auto s = sema::scalarNamed(n)) return *s;
   if (auto it = env.dtypes.find(n); it != env.dtypes.end()) return it->second;
   throw GenericError(at, fmt::format("unknown element type `{}`", n));
 }
@@ -88,11 +88,11 @@ Env bindCallGenerics(const FnDecl& fn, Env env, const std::map<std::string, int6
     const ArgType& a = args[k];
     if (!a.tensor) continue;
     if (t.kind == TypeKind::Named) {
-      if (!scalarNamed(t.name.name) && !env.dtypes.count(t.name.name) && !a.weak) env.dtypes[t.name.name] = a.dtype;
+      if (!sema::scalarNamed(t.name.name) && !env.dtypes.count(t.name.name) && !a.weak) env.dtypes[t.name.name] = a.dtype;
       continue;
     }
     const std::string& dn = t.elem->name.name;
-    if (!scalarNamed(dn) && !env.dtypes.count(dn) && !a.weak) env.dtypes[dn] = a.dtype;
+    if (!sema::scalarNamed(dn) && !env.dtypes.count(dn) && !a.weak) env.dtypes[dn] = a.dtype;
     size_t packAt = t.dims.size();
     for (size_t i = 0; i < t.dims.size(); ++i)
       if (t.dims[i]->kind == ExprKind::Spread) packAt = i;
@@ -180,4 +180,4 @@ void forEachChild(const Expr& e, const std::function<void(const Expr&)>& fn) {
   }
 }
 
-}  // namespace linnet::sema
+}  // namespace linnet::elab
