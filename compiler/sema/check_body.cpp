@@ -106,202 +106,211 @@ static Value withIndexScope(Checker::Impl& impl, Ctx& ctx, IndexScope& scope,
 
 void Checker::Impl::checkStmt(Ctx& ctx, const Stmt& s) {
   switch (s.kind) {
-    case StmtKind::Let: {
-      const auto& let = static_cast<const LetStmt&>(s);
-      Value v = checkExpr(ctx, *let.value);
-      Local l;
-      l.kind = Local::Let;
-      l.type = finalizeWeak(v.type);
-      if (v.type.kind == Type::Unit)
-        error(ctx, let.value->range, "this expression has no value");
-      if (let.type) {
-        Type declared = evalType(ctx, *let.type);
-        std::string why = mismatch(ctx, v.type, declared);
-        if (!why.empty())
-          error(ctx, let.value->range, fmt::format("`{}` is declared `{}` but its value is `{}`: {}",
-                                                   let.name.name, declared.str(), v.type.str(),
-                                                   why));
-        l.type = declared;
-      }
-      declare(ctx, let.name, l);
-      return;
-    }
-    case StmtKind::LetTuple: {
-      const auto& let = static_cast<const LetTupleStmt&>(s);
-      Value v = checkExpr(ctx, *let.value);
-      bool ok = v.type.kind == Type::Tuple && v.type.elems.size() == let.names.size();
-      if (!ok && !v.type.isError())
-        error(ctx, let.value->range, fmt::format("cannot unpack `{}` into {} names",
-                                                 v.type.str(), let.names.size()));
-      for (size_t i = 0; i < let.names.size(); ++i) {
-        Local l;
-        l.type = ok ? v.type.elems[i] : Type::error();
-        declare(ctx, let.names[i], l);
-      }
-      return;
-    }
-    case StmtKind::Comprehension: {
-      const auto& c = static_cast<const ComprehensionStmt&>(s);
-      IndexScope scope;
-      Value body = withIndexScope(*this, ctx, scope, c.indices, *c.body);
-      auto shape = extentsOf(*this, ctx, scope, c.indices);
-      Local l;
-      l.type = Type::error();
-      if (!body.type.isError()) {
-        if (body.type.kind != Type::Tensor || !body.type.isScalar()) {
-          error(ctx, c.body->range,
-                fmt::format("the body of comprehension `{}` must be a scalar, but it is `{}`; "
-                            "subscript every dimension",
-                            c.name.name, body.type.str()));
-        } else if (shape) {
-          l.type = finalizeWeak(Type::tensor(*shape, body.type.dtype));
-        }
-      }
-      declare(ctx, c.name, l);
-      return;
-    }
-    case StmtKind::Var: {
-      const auto& var = static_cast<const VarStmt&>(s);
-      Value v = checkExpr(ctx, *var.value);
-      Local l;
-      l.kind = Local::Var;
-      l.type = finalizeWeak(v.type);
-      if (var.type) {
-        Type declared = evalType(ctx, *var.type);
-        std::string why = mismatch(ctx, v.type, declared);
-        if (!why.empty())
-          error(ctx, var.value->range, fmt::format("`{}` is declared `{}` but its value is `{}`: {}",
-                                                   var.name.name, declared.str(), v.type.str(),
-                                                   why));
-        l.type = declared;
-      }
-      declare(ctx, var.name, l);
-      return;
-    }
-    case StmtKind::Assign: {
-      const auto& a = static_cast<const AssignStmt&>(s);
-      Value v = checkExpr(ctx, *a.value);
-      Type target;
-      std::string what;
-      if (Local* l = findLocal(ctx, a.target.name)) {
-        if (l->kind != Local::Var) {
-          Diagnostic& d = error(ctx, a.target.range,
-                                fmt::format("cannot assign to `{}`: it is not a `var`",
-                                            a.target.name));
-          Diagnostics::note(d, l->declared, "declared here; declare it with `var` to assign it");
-          return;
-        }
-        target = l->type;
-        what = fmt::format("`{}`", a.target.name);
-      } else if (ctx.block && ctx.block->members.count(a.target.name)) {
-        const MemberInfo& m = ctx.block->members.at(a.target.name);
-        if (m.decl->kind != MemberKind::State) {
-          error(ctx, a.target.range, fmt::format("cannot assign to `{}`: only `state` members "
-                                                 "can be assigned",
-                                                 a.target.name));
-          return;
-        }
-        target = substitute(m.type, ctx.bindings);
-        what = fmt::format("state `{}`", a.target.name);
-      } else {
-        error(ctx, a.target.range, fmt::format("cannot assign to unknown name `{}`",
-                                               a.target.name));
-        return;
-      }
-      std::string why = mismatch(ctx, v.type, target);
-      if (!why.empty())
-        error(ctx, a.value->range, fmt::format("{} is `{}` but is assigned `{}`: {}", what,
-                                               target.str(), v.type.str(), why));
-      return;
-    }
-    case StmtKind::Return: {
-      const auto& r = static_cast<const ReturnStmt&>(s);
-      ctx.sawReturn = true;
-      if (ctx.loopDepth > 0)
-        error(ctx, r.range, "`return` inside a loop is not supported: assign a `var` in the loop "
-                            "and return it after");
-      Type expected = ctx.result ? *ctx.result : Type::unit();
-      if (!r.value) {
-        if (expected.kind != Type::Unit)
-          error(ctx, r.range, fmt::format("`return` needs a value of type `{}`", expected.str()));
-        return;
-      }
-      Value v = checkExpr(ctx, *r.value);
-      std::string why = mismatch(ctx, v.type, expected);
-      if (!why.empty())
-        error(ctx, r.value->range, fmt::format("returns `{}`, but the declared result is `{}`: {}",
-                                               v.type.str(), expected.str(), why));
-      return;
-    }
-    case StmtKind::Expr: {
-      const auto& e = static_cast<const ExprStmt&>(s);
-      Value v = checkExpr(ctx, *e.expr);
-      if (e.expr->kind != ExprKind::Call && !v.type.isError())
-        error(ctx, e.range, "this expression's value is unused");
-      return;
-    }
-    case StmtKind::StaticFor: {
-      const auto& f = static_cast<const StaticForStmt&>(s);
-      dims::Facts saved = ctx.facts;
-      size_t whereSize = ctx.where.size();
-      ctx.scopes.emplace_back();
-      Local l;
-      if (f.iterable) {
-        Value it = checkExpr(ctx, *f.iterable);
-        if (it.type.kind != Type::BlockArray) {
-          if (!it.type.isError())
-            error(ctx, f.iterable->range,
-                  fmt::format("`static for x in ...` runs over an array of sub-blocks or a range "
-                              "`lo..hi`, not over `{}`",
-                              it.type.str()));
-          l.type = Type::error();
-        } else {
-          l.kind = Local::StaticBlock;
-          l.type = it.type;
-          l.type.kind = Type::Block;
-        }
-      } else {
-        auto lo = evalDim(ctx, *f.lo);
-        auto hi = evalDim(ctx, *f.hi);
-        l.kind = Local::StaticInt;
-        l.type = Type::scalar(DType::weakInt());
-        if (lo && hi) {
-          Relation ordered{*lo, Rel::Le, *hi};
-          if (!prove(ctx, ordered))
-            unproven(ctx, SourceRange::merge(f.lo->range, f.hi->range), ordered,
-                     "a `static for` range must not run backwards");
-          Expr i = Expr::var(f.var.name);
-          l.staticInt = i;
-          ctx.facts.add({i, Rel::Ge, *lo});
-          ctx.facts.add({i, Rel::Lt, *hi});
-          ctx.where.push_back(fmt::format("{} <= {} < {}", lo->str(), f.var.name, hi->str()));
-        }
-      }
-      declare(ctx, f.var, l);
-      ctx.scopes.emplace_back();
-      ++ctx.loopDepth;
-      checkStmts(ctx, f.body);
-      --ctx.loopDepth;
-      ctx.scopes.pop_back();
-      ctx.scopes.pop_back();
-      ctx.facts = saved;
-      ctx.where.resize(whereSize);
-      return;
-    }
-    case StmtKind::While: {
-      const auto& w = static_cast<const WhileStmt&>(s);
-      Value c = checkExpr(ctx, *w.cond);
-      if (!c.type.isError() && !(c.type.isScalar() && c.type.dtype.boolLike()))
-        error(ctx, w.cond->range,
-              fmt::format("a `while` condition must be a `bool`, not `{}`", c.type.str()));
-      ctx.scopes.emplace_back();
-      ++ctx.loopDepth;
-      checkStmts(ctx, w.body);
-      --ctx.loopDepth;
-      ctx.scopes.pop_back();
-      return;
+    case StmtKind::Let: return checkLetStmt(ctx, s);
+    case StmtKind::LetTuple: return checkLetTupleStmt(ctx, s);
+    case StmtKind::Comprehension: return checkComprehensionStmt(ctx, s);
+    case StmtKind::Var: return checkVarStmt(ctx, s);
+    case StmtKind::Assign: return checkAssignStmt(ctx, s);
+    case StmtKind::Return: return checkReturnStmt(ctx, s);
+    case StmtKind::Expr: return checkExprStmt(ctx, s);
+    case StmtKind::StaticFor: return checkStaticForStmt(ctx, s);
+    case StmtKind::While: return checkWhileStmt(ctx, s);
+  }
+}
+
+void Checker::Impl::checkLetStmt(Ctx& ctx, const Stmt& s) {
+  const auto& let = static_cast<const LetStmt&>(s);
+  Value v = checkExpr(ctx, *let.value);
+  Local l;
+  l.kind = Local::Let;
+  l.type = finalizeWeak(v.type);
+  if (v.type.kind == Type::Unit)
+    error(ctx, let.value->range, "this expression has no value");
+  if (let.type) {
+    Type declared = evalType(ctx, *let.type);
+    std::string why = mismatch(ctx, v.type, declared);
+    if (!why.empty())
+      error(ctx, let.value->range, fmt::format("`{}` is declared `{}` but its value is `{}`: {}",
+                                               let.name.name, declared.str(), v.type.str(),
+                                               why));
+    l.type = declared;
+  }
+  declare(ctx, let.name, l);
+}
+
+void Checker::Impl::checkLetTupleStmt(Ctx& ctx, const Stmt& s) {
+  const auto& let = static_cast<const LetTupleStmt&>(s);
+  Value v = checkExpr(ctx, *let.value);
+  bool ok = v.type.kind == Type::Tuple && v.type.elems.size() == let.names.size();
+  if (!ok && !v.type.isError())
+    error(ctx, let.value->range, fmt::format("cannot unpack `{}` into {} names",
+                                             v.type.str(), let.names.size()));
+  for (size_t i = 0; i < let.names.size(); ++i) {
+    Local l;
+    l.type = ok ? v.type.elems[i] : Type::error();
+    declare(ctx, let.names[i], l);
+  }
+}
+
+void Checker::Impl::checkComprehensionStmt(Ctx& ctx, const Stmt& s) {
+  const auto& c = static_cast<const ComprehensionStmt&>(s);
+  IndexScope scope;
+  Value body = withIndexScope(*this, ctx, scope, c.indices, *c.body);
+  auto shape = extentsOf(*this, ctx, scope, c.indices);
+  Local l;
+  l.type = Type::error();
+  if (!body.type.isError()) {
+    if (body.type.kind != Type::Tensor || !body.type.isScalar()) {
+      error(ctx, c.body->range,
+            fmt::format("the body of comprehension `{}` must be a scalar, but it is `{}`; "
+                        "subscript every dimension",
+                        c.name.name, body.type.str()));
+    } else if (shape) {
+      l.type = finalizeWeak(Type::tensor(*shape, body.type.dtype));
     }
   }
+  declare(ctx, c.name, l);
+}
+
+void Checker::Impl::checkVarStmt(Ctx& ctx, const Stmt& s) {
+  const auto& var = static_cast<const VarStmt&>(s);
+  Value v = checkExpr(ctx, *var.value);
+  Local l;
+  l.kind = Local::Var;
+  l.type = finalizeWeak(v.type);
+  if (var.type) {
+    Type declared = evalType(ctx, *var.type);
+    std::string why = mismatch(ctx, v.type, declared);
+    if (!why.empty())
+      error(ctx, var.value->range, fmt::format("`{}` is declared `{}` but its value is `{}`: {}",
+                                               var.name.name, declared.str(), v.type.str(),
+                                               why));
+    l.type = declared;
+  }
+  declare(ctx, var.name, l);
+}
+
+void Checker::Impl::checkAssignStmt(Ctx& ctx, const Stmt& s) {
+  const auto& a = static_cast<const AssignStmt&>(s);
+  Value v = checkExpr(ctx, *a.value);
+  Type target;
+  std::string what;
+  if (Local* l = findLocal(ctx, a.target.name)) {
+    if (l->kind != Local::Var) {
+      Diagnostic& d = error(ctx, a.target.range,
+                            fmt::format("cannot assign to `{}`: it is not a `var`",
+                                        a.target.name));
+      Diagnostics::note(d, l->declared, "declared here; declare it with `var` to assign it");
+      return;
+    }
+    target = l->type;
+    what = fmt::format("`{}`", a.target.name);
+  } else if (ctx.block && ctx.block->members.count(a.target.name)) {
+    const MemberInfo& m = ctx.block->members.at(a.target.name);
+    if (m.decl->kind != MemberKind::State) {
+      error(ctx, a.target.range, fmt::format("cannot assign to `{}`: only `state` members "
+                                             "can be assigned",
+                                             a.target.name));
+      return;
+    }
+    target = substitute(m.type, ctx.bindings);
+    what = fmt::format("state `{}`", a.target.name);
+  } else {
+    error(ctx, a.target.range, fmt::format("cannot assign to unknown name `{}`",
+                                           a.target.name));
+    return;
+  }
+  std::string why = mismatch(ctx, v.type, target);
+  if (!why.empty())
+    error(ctx, a.value->range, fmt::format("{} is `{}` but is assigned `{}`: {}", what,
+                                           target.str(), v.type.str(), why));
+}
+
+void Checker::Impl::checkReturnStmt(Ctx& ctx, const Stmt& s) {
+  const auto& r = static_cast<const ReturnStmt&>(s);
+  ctx.sawReturn = true;
+  if (ctx.loopDepth > 0)
+    error(ctx, r.range, "`return` inside a loop is not supported: assign a `var` in the loop "
+                        "and return it after");
+  Type expected = ctx.result ? *ctx.result : Type::unit();
+  if (!r.value) {
+    if (expected.kind != Type::Unit)
+      error(ctx, r.range, fmt::format("`return` needs a value of type `{}`", expected.str()));
+    return;
+  }
+  Value v = checkExpr(ctx, *r.value);
+  std::string why = mismatch(ctx, v.type, expected);
+  if (!why.empty())
+    error(ctx, r.value->range, fmt::format("returns `{}`, but the declared result is `{}`: {}",
+                                           v.type.str(), expected.str(), why));
+}
+
+void Checker::Impl::checkExprStmt(Ctx& ctx, const Stmt& s) {
+  const auto& e = static_cast<const ExprStmt&>(s);
+  Value v = checkExpr(ctx, *e.expr);
+  if (e.expr->kind != ExprKind::Call && !v.type.isError())
+    error(ctx, e.range, "this expression's value is unused");
+}
+
+void Checker::Impl::checkStaticForStmt(Ctx& ctx, const Stmt& s) {
+  const auto& f = static_cast<const StaticForStmt&>(s);
+  dims::Facts saved = ctx.facts;
+  size_t whereSize = ctx.where.size();
+  ctx.scopes.emplace_back();
+  Local l;
+  if (f.iterable) {
+    Value it = checkExpr(ctx, *f.iterable);
+    if (it.type.kind != Type::BlockArray) {
+      if (!it.type.isError())
+        error(ctx, f.iterable->range,
+              fmt::format("`static for x in ...` runs over an array of sub-blocks or a range "
+                          "`lo..hi`, not over `{}`",
+                          it.type.str()));
+      l.type = Type::error();
+    } else {
+      l.kind = Local::StaticBlock;
+      l.type = it.type;
+      l.type.kind = Type::Block;
+    }
+  } else {
+    auto lo = evalDim(ctx, *f.lo);
+    auto hi = evalDim(ctx, *f.hi);
+    l.kind = Local::StaticInt;
+    l.type = Type::scalar(DType::weakInt());
+    if (lo && hi) {
+      Relation ordered{*lo, Rel::Le, *hi};
+      if (!prove(ctx, ordered))
+        unproven(ctx, SourceRange::merge(f.lo->range, f.hi->range), ordered,
+                 "a `static for` range must not run backwards");
+      Expr i = Expr::var(f.var.name);
+      l.staticInt = i;
+      ctx.facts.add({i, Rel::Ge, *lo});
+      ctx.facts.add({i, Rel::Lt, *hi});
+      ctx.where.push_back(fmt::format("{} <= {} < {}", lo->str(), f.var.name, hi->str()));
+    }
+  }
+  declare(ctx, f.var, l);
+  ctx.scopes.emplace_back();
+  ++ctx.loopDepth;
+  checkStmts(ctx, f.body);
+  --ctx.loopDepth;
+  ctx.scopes.pop_back();
+  ctx.scopes.pop_back();
+  ctx.facts = saved;
+  ctx.where.resize(whereSize);
+}
+
+void Checker::Impl::checkWhileStmt(Ctx& ctx, const Stmt& s) {
+  const auto& w = static_cast<const WhileStmt&>(s);
+  Value c = checkExpr(ctx, *w.cond);
+  if (!c.type.isError() && !(c.type.isScalar() && c.type.dtype.boolLike()))
+    error(ctx, w.cond->range,
+          fmt::format("a `while` condition must be a `bool`, not `{}`", c.type.str()));
+  ctx.scopes.emplace_back();
+  ++ctx.loopDepth;
+  checkStmts(ctx, w.body);
+  --ctx.loopDepth;
+  ctx.scopes.pop_back();
 }
 
 // ------------------------------------------------------------ expressions

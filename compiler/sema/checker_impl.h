@@ -146,6 +146,16 @@ struct Checker::Impl {
   // -- statements and expressions
   void checkStmts(Ctx& ctx, const syntax::StmtList& stmts);
   void checkStmt(Ctx& ctx, const syntax::Stmt& s);
+  // One rule per statement kind (check_body.cpp).
+  void checkLetStmt(Ctx& ctx, const syntax::Stmt& s);
+  void checkLetTupleStmt(Ctx& ctx, const syntax::Stmt& s);
+  void checkComprehensionStmt(Ctx& ctx, const syntax::Stmt& s);
+  void checkVarStmt(Ctx& ctx, const syntax::Stmt& s);
+  void checkAssignStmt(Ctx& ctx, const syntax::Stmt& s);
+  void checkReturnStmt(Ctx& ctx, const syntax::Stmt& s);
+  void checkExprStmt(Ctx& ctx, const syntax::Stmt& s);
+  void checkStaticForStmt(Ctx& ctx, const syntax::Stmt& s);
+  void checkWhileStmt(Ctx& ctx, const syntax::Stmt& s);
   Value checkExpr(Ctx& ctx, const syntax::Expr& e);
   Value checkName(Ctx& ctx, const syntax::NameExpr& e);
   Value checkUnary(Ctx& ctx, const syntax::UnaryExpr& e);
