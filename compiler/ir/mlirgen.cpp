@@ -1107,20 +1107,11 @@ struct MLIRGen::Impl {
     return tensor(ReshapeOp::create(b, loc, tensorType(x.dtype, shape), x.v), x.dtype, shape, x.weak);
   }
 
-  Val matmul(const Val& a, const Val& w, bool transposeB) {
+  Val matmul(const Val& a, const Val& w) {
     const auto& p = a.shape;
     const auto& q = w.shape;
     std::vector<int64_t> shape;
-    if (transposeB && q.size() == 2) {
-      shape.assign(p.begin(), p.end() - 1);
-      shape.push_back(q[0]);
-    } else if (transposeB) {
-      std::vector<int64_t> batchA(p.begin(), p.end() - std::min<size_t>(2, p.size()));
-      std::vector<int64_t> batchB(q.begin(), q.end() - 2);
-      shape = broadcastShapes(batchA, batchB);
-      shape.push_back(p.size() >= 2 ? p[p.size() - 2] : 1);
-      shape.push_back(q[q.size() - 2]);
-    } else if (q.size() == 2) {
+    if (q.size() == 2) {
       shape.assign(p.begin(), p.end() - 1);
       shape.push_back(q.back());
     } else {
@@ -1130,8 +1121,7 @@ struct MLIRGen::Impl {
       shape.push_back(p.size() >= 2 ? p[p.size() - 2] : 1);
       shape.push_back(q.back());
     }
-    auto op = MatmulOp::create(b, loc, tensorType(a.dtype, shape), a.v, w.v,
-                               transposeB ? b.getUnitAttr() : nullptr);
+    auto op = MatmulOp::create(b, loc, tensorType(a.dtype, shape), a.v, w.v, nullptr);
     return tensor(op, a.dtype, shape);
   }
 
@@ -1221,31 +1211,9 @@ struct MLIRGen::Impl {
       return reduce(n, x, {axis}, keepdimsArg(call));
     }
     if (n == "matmul") {
-      // `matmul(x, permute(w, [1, 0]))`, as Linear writes it: read w's rows
-      // directly instead of forming its transpose on every call.
-      if (pos[1]->kind == ExprKind::Call) {
-        const auto& inner = static_cast<const CallExpr&>(*pos[1]);
-        if (inner.callee->kind == ExprKind::Name &&
-            static_cast<const NameExpr&>(*inner.callee).name == "permute" && inner.args.size() == 2 &&
-            inner.args[1].value->kind == ExprKind::List) {
-          // Any permute that swaps the last two axes and keeps the rest
-          // (`permute(k, [0, 1, 3, 2])` in attention) is the same read.
-          const auto& perm = static_cast<const ListExpr&>(*inner.args[1].value);
-          Val w = eval(f, *inner.args[0].value);
-          size_t n = perm.elems.size();
-          bool swapsLastTwo = w.rank() >= 2 && n == static_cast<size_t>(w.rank());
-          for (size_t i = 0; swapsLastTwo && i < n; ++i) {
-            int64_t want = i + 2 < n ? static_cast<int64_t>(i) : i + 2 == n ? static_cast<int64_t>(n - 1) : static_cast<int64_t>(n - 2);
-            swapsLastTwo = eval(f, *perm.elems[i]).staticInt == want;
-          }
-          if (swapsLastTwo) {
-            Val a = arg(0);
-            return matmul(a, w, true);
-          }
-        }
-      }
+      // A permuted weight stays a permute: canonicalization reads it row by row.
       Val a = arg(0), w = arg(1);
-      return matmul(a, w, false);
+      return matmul(a, w);
     }
     if (n == "gather") {
       Val table = arg(0), ids = arg(1);
