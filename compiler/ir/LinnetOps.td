@@ -48,12 +48,14 @@ def Linnet_MatmulOp : Linnet_Op<"matmul", [Pure]> {
   let summary = "matrix product with broadcast batch axes; `transpose_b` reads b as [.., N, K]";
   let description = [{
     Accumulates in f32 for float operands and rounds once to the result
-    type. With `transpose_b`, `b` is a [N, K] weight read row by row: the
-    form `matmul(x, permute(w, [1, 0]))` takes, without forming the transpose.
+    type. With `transpose_b`, `b` is a [.., N, K] weight read row by row:
+    canonicalization gives `matmul(x, permute(w))` this form when the
+    permute swaps exactly the last two axes, so the transpose is never formed.
   }];
   let arguments = (ins AnyRankedTensor_:$a, AnyRankedTensor_:$b, UnitAttr:$transpose_b);
   let results = (outs AnyRankedTensor_:$result);
   let assemblyFormat = "$a `,` $b attr-dict `:` type($a) `,` type($b) `->` type($result)";
+  let hasCanonicalizer = 1;
 }
 
 def Linnet_ReduceOp : Linnet_Op<"reduce", [Pure]> {

@@ -12,7 +12,9 @@ namespace linnet::transforms {
 std::unique_ptr<mlir::Pass> createHoistConstantsPass();
 void registerHoistConstantsPass();
 
-// linnet-to-linalg: the `linnet` dialect to linalg/tensor/arith/math/scf.
+// linnet-to-linalg: the `linnet` dialect to linalg/tensor/arith/math/scf,
+// a dialect conversion: an op or kind it cannot lower is an error
+// (lower_to_linalg.cpp and the lower_*.cpp patterns).
 std::unique_ptr<mlir::Pass> createLowerToLinalgPass();
 
 // Makes every pass above available to textual pipelines (linnet-opt).

@@ -71,6 +71,7 @@ void lower(mlir::ModuleOp module, Stage stage) {
   mlir::MLIRContext* ctx = module.getContext();
   {
     mlir::PassManager pm(ctx, mlir::ModuleOp::getOperationName());
+    addPipeline(pm, "canonicalize");  // the linnet peepholes (matmul of a transpose) first
     pm.addPass(transforms::createHoistConstantsPass());
     pm.addPass(transforms::createLowerToLinalgPass());
     addPipeline(pm, "canonicalize,cse");

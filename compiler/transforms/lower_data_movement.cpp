@@ -1,0 +1,163 @@
+// linnet-to-linalg, data movement: reshape, permute, concat, slice and
+// gather become tensor ops (views once bufferized) or, for gather, a
+// parallel `linalg.generic` that reads the source with tensor.extract.
+// Runtime indices are clamped into their axis: the language defines no
+// out-of-range read.
+#include "ir/dialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "transforms/lowering.h"
+
+namespace linnet::transforms::lowering {
+
+namespace {
+
+using namespace mlir;
+
+// Through one flat axis: collapse everything, then expand to the result.
+struct LowerReshape : OpConversionPattern<ir::ReshapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ir::ReshapeOp op, OpAdaptor a, ConversionPatternRewriter& rw) const override {
+    rw.replaceOp(op, reshape(rw, op.getLoc(), a.getX(), op.getType()));
+    return success();
+  }
+
+  static Value reshape(OpBuilder& b, Location loc, Value x, RankedTensorType out) {
+    auto xt = typeOf(x);
+    if (xt.getShape() == out.getShape()) return x;
+    if (xt.getRank() == 0) return tensor::ExpandShapeOp::create(b, loc, out, x, ArrayRef<ReassociationIndices>{});
+    if (out.getRank() == 0) return tensor::CollapseShapeOp::create(b, loc, out, x, ArrayRef<ReassociationIndices>{});
+    ReassociationIndices all;
+    for (int64_t i = 0; i < xt.getRank(); ++i) all.push_back(i);
+    auto flatT = RankedTensorType::get({xt.getNumElements()}, xt.getElementType());
+    Value flat = xt.getRank() == 1
+                     ? x
+                     : Value(tensor::CollapseShapeOp::create(b, loc, flatT, x, ArrayRef<ReassociationIndices>{all}));
+    if (out.getRank() == 1) return flat;
+    ReassociationIndices allOut;
+    for (int64_t i = 0; i < out.getRank(); ++i) allOut.push_back(i);
+    return tensor::ExpandShapeOp::create(b, loc, out, flat, ArrayRef<ReassociationIndices>{allOut});
+  }
+};
+
+struct LowerPermute : OpConversionPattern<ir::PermuteOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ir::PermuteOp op, OpAdaptor a, ConversionPatternRewriter& rw) const override {
+    Value init = emptyTensor(rw, op.getLoc(), op.getType());
+    rw.replaceOp(op, linalg::TransposeOp::create(rw, op.getLoc(), a.getX(), init, op.getPerm()).getResult()[0]);
+    return success();
+  }
+};
+
+// Each part inserted at its offset along the axis into one empty result.
+struct LowerConcat : OpConversionPattern<ir::ConcatOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ir::ConcatOp op, OpAdaptor a, ConversionPatternRewriter& rw) const override {
+    Location loc = op.getLoc();
+    auto out = op.getType();
+    int64_t axis = op.getAxis();
+    Value acc = emptyTensor(rw, loc, out);
+    int64_t at = 0;
+    for (Value x : a.getXs()) {
+      auto xt = typeOf(x);
+      SmallVector<OpFoldResult> offsets(out.getRank(), rw.getIndexAttr(0)), sizes,
+          strides(out.getRank(), rw.getIndexAttr(1));
+      offsets[axis] = rw.getIndexAttr(at);
+      for (int64_t d : xt.getShape()) sizes.push_back(rw.getIndexAttr(d));
+      acc = tensor::InsertSliceOp::create(rw, loc, x, acc, offsets, sizes, strides);
+      at += xt.getShape()[axis];
+    }
+    rw.replaceOp(op, acc);
+    return success();
+  }
+};
+
+// A runtime integer (an element of a rank-0 tensor, or of an index tensor)
+// as an index clamped into [0, n).
+Value clampIndex(OpBuilder& b, Location l, Value v, int64_t n) {
+  if (v.getType().isInteger(1)) v = arith::ExtUIOp::create(b, l, b.getI64Type(), v);
+  Value i = arith::IndexCastOp::create(b, l, b.getIndexType(), v);
+  Value zero = cIndex(b, l, 0), top = cIndex(b, l, std::max<int64_t>(n - 1, 0));
+  return arith::MinSIOp::create(b, l, arith::MaxSIOp::create(b, l, i, zero), top);
+}
+
+// Static slices, and runtime indices that drop their axis.
+struct LowerSlice : OpConversionPattern<ir::SliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ir::SliceOp op, OpAdaptor a, ConversionPatternRewriter& rw) const override {
+    Location loc = op.getLoc();
+    Value x = a.getX();
+    auto xt = typeOf(x);
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+    ArrayRef<int64_t> items = op.getItems(), lo = op.getLo(), hi = op.getHi();
+    for (int64_t d = 0; d < xt.getRank(); ++d) {
+      strides.push_back(rw.getIndexAttr(1));
+      if (items[d] < 0) {
+        offsets.push_back(rw.getIndexAttr(lo[d]));
+        sizes.push_back(rw.getIndexAttr(hi[d] - lo[d]));
+      } else {
+        Value at = tensor::ExtractOp::create(rw, loc, a.getIndices()[items[d]], ValueRange{});
+        offsets.push_back(clampIndex(rw, loc, at, xt.getShape()[d]));
+        sizes.push_back(rw.getIndexAttr(1));
+      }
+    }
+    rw.replaceOpWithNewOp<tensor::ExtractSliceOp>(op, op.getType(), x, offsets, sizes, strides);
+    return success();
+  }
+};
+
+// x[i0, i1, ...]: an index that is an iota along one result axis is that
+// loop index itself; the others are read elementwise.
+struct LowerGather : OpConversionPattern<ir::GatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ir::GatherOp op, OpAdaptor a, ConversionPatternRewriter& rw) const override {
+    Value x = a.getX();
+    auto xt = typeOf(x);
+    auto out = op.getType();
+    unsigned r = out.getRank();
+    SmallVector<Value> inputs;
+    SmallVector<AffineMap> maps;
+    SmallVector<int> source;  // per index: -1 read from inputs[inputOf[k]]; >= 0 the loop index of that axis
+    SmallVector<int> inputOf;
+    for (auto [k, idx] : llvm::enumerate(op.getIndices())) {
+      // The op's own operand, not the adaptor's: the conversion replaces
+      // uses only at its end, so an iota operand is still the iota here.
+      auto it = typeOf(idx);
+      int axis = -1;
+      if (auto iota = idx.getDefiningOp<ir::IotaOp>()) {
+        int64_t outAxis = iota.getAxis() + static_cast<int64_t>(r - it.getRank());
+        if (it.getShape()[iota.getAxis()] == out.getShape()[outAxis]) axis = static_cast<int>(outAxis);
+      }
+      source.push_back(axis);
+      inputOf.push_back(static_cast<int>(inputs.size()));
+      if (axis < 0) {
+        inputs.push_back(a.getIndices()[k]);
+        maps.push_back(broadcastMap(rw, it.getShape(), out.getShape()));
+      }
+    }
+    maps.push_back(rw.getMultiDimIdentityMap(r));
+    SmallVector<utils::IteratorType> iters(r, utils::IteratorType::parallel);
+    auto g = linalg::GenericOp::create(
+        rw, op.getLoc(), TypeRange{out}, inputs, ValueRange{emptyTensor(rw, op.getLoc(), out)}, maps, iters,
+        [&](OpBuilder& nb, Location l, ValueRange args) {
+          SmallVector<Value> xi;
+          for (size_t k = 0; k < source.size(); ++k) {
+            if (source[k] >= 0) xi.push_back(linalg::IndexOp::create(nb, l, source[k]));
+            else xi.push_back(clampIndex(nb, l, args[inputOf[k]], xt.getShape()[k]));
+          }
+          linalg::YieldOp::create(nb, l, tensor::ExtractOp::create(nb, l, x, xi).getResult());
+        });
+    rw.replaceOp(op, g.getResult(0));
+    return success();
+  }
+};
+
+}  // namespace
+
+void populateDataMovementPatterns(RewritePatternSet& patterns) {
+  patterns.add<LowerReshape, LowerPermute, LowerConcat, LowerSlice, LowerGather>(patterns.getContext());
+}
+
+}  // namespace linnet::transforms::lowering

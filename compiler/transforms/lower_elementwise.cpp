@@ -1,0 +1,306 @@
+// linnet-to-linalg, elementwise ops: unary, binary, select, cast and
+// broadcast become parallel `linalg.generic`s whose indexing maps do the
+// broadcasting; constant becomes arith.constant and iota a generic over
+// its loop index. Floats of bf16/f16 compute in f32 and round once. Each
+// pattern picks its scalar body by `kind` in one dispatch function; a kind
+// with no body for the element type is a failed match, so an error.
+#include "ir/dialect.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "transforms/lowering.h"
+
+namespace linnet::transforms::lowering {
+
+namespace {
+
+using namespace mlir;
+
+// Scalar bodies. Float ones take and return f32 (the pattern widens and rounds).
+using UnaryFn = Value (*)(OpBuilder&, Location, Value);
+using BinaryFn = Value (*)(OpBuilder&, Location, Value, Value);
+
+template <class Op>
+Value unaryOf(OpBuilder& b, Location l, Value x) {
+  return Op::create(b, l, x);
+}
+template <class Op>
+Value binaryOf(OpBuilder& b, Location l, Value x, Value y) {
+  return Op::create(b, l, x, y);
+}
+template <arith::CmpFPredicate P>
+Value cmpF(OpBuilder& b, Location l, Value x, Value y) {
+  return arith::CmpFOp::create(b, l, P, x, y);
+}
+template <arith::CmpIPredicate P>
+Value cmpI(OpBuilder& b, Location l, Value x, Value y) {
+  return arith::CmpIOp::create(b, l, P, x, y);
+}
+
+Value oneF32(OpBuilder& b, Location l) { return arith::ConstantOp::create(b, l, b.getF32FloatAttr(1.0f)); }
+
+Value rsqrtF(OpBuilder& b, Location l, Value x) {
+  Value one = oneF32(b, l);
+  return arith::DivFOp::create(b, l, one, math::SqrtOp::create(b, l, x));
+}
+
+Value sigmoidF(OpBuilder& b, Location l, Value x) {
+  Value one = oneF32(b, l);
+  Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x));
+  return arith::DivFOp::create(b, l, one, arith::AddFOp::create(b, l, one, e));
+}
+
+Value notI(OpBuilder& b, Location l, Value x) {
+  Type et = x.getType();
+  if (et.isInteger(1)) return arith::XOrIOp::create(b, l, x, arith::ConstantIntOp::create(b, l, 1, 1));
+  Value isZero = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, x, arith::ConstantIntOp::create(b, l, et, 0));
+  return arith::ExtUIOp::create(b, l, et, isZero);
+}
+
+Value negI(OpBuilder& b, Location l, Value x) {
+  return arith::SubIOp::create(b, l, arith::ConstantIntOp::create(b, l, x.getType(), 0), x);
+}
+
+Value absI(OpBuilder& b, Location l, Value x) {
+  Value zero = arith::ConstantIntOp::create(b, l, x.getType(), 0);
+  Value neg = arith::SubIOp::create(b, l, zero, x);
+  Value isNeg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, x, zero);
+  return arith::SelectOp::create(b, l, isNeg, neg, x);
+}
+
+// The language defines x / 0 = 0, x % 0 = 0, and MIN / -1 = MIN: no UB reaches LLVM.
+Value divOrRemI(OpBuilder& b, Location l, Value x, Value y, bool rem) {
+  Type et = x.getType();
+  Value zero = arith::ConstantIntOp::create(b, l, et, 0);
+  Value one = arith::ConstantIntOp::create(b, l, et, 1);
+  Value minusOne = arith::ConstantIntOp::create(b, l, et, -1);
+  Value yZero = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, y, zero);
+  Value yMinusOne = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, y, minusOne);
+  Value bad = arith::OrIOp::create(b, l, yZero, yMinusOne);
+  Value safe = arith::SelectOp::create(b, l, bad, one, y);
+  if (rem) return arith::SelectOp::create(b, l, bad, zero, arith::RemSIOp::create(b, l, x, safe));
+  Value q = arith::DivSIOp::create(b, l, x, safe);
+  Value negX = arith::SubIOp::create(b, l, zero, x);  // x / -1, wrapping at MIN
+  q = arith::SelectOp::create(b, l, yMinusOne, negX, q);
+  return arith::SelectOp::create(b, l, yZero, zero, q);
+}
+Value divI(OpBuilder& b, Location l, Value x, Value y) { return divOrRemI(b, l, x, y, false); }
+Value remI(OpBuilder& b, Location l, Value x, Value y) { return divOrRemI(b, l, x, y, true); }
+
+// A shift by a negative amount or by the width or more gives 0.
+Value shiftI(OpBuilder& b, Location l, Value x, Value y, bool left) {
+  Type et = x.getType();
+  Value zero = arith::ConstantIntOp::create(b, l, et, 0);
+  Value width = arith::ConstantIntOp::create(b, l, et, et.getIntOrFloatBitWidth());
+  Value bad = arith::OrIOp::create(b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, y, zero),
+                                   arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, y, width));
+  Value safe = arith::SelectOp::create(b, l, bad, zero, y);
+  Value r = left ? Value(arith::ShLIOp::create(b, l, x, safe)) : Value(arith::ShRSIOp::create(b, l, x, safe));
+  return arith::SelectOp::create(b, l, bad, zero, r);
+}
+Value shlI(OpBuilder& b, Location l, Value x, Value y) { return shiftI(b, l, x, y, true); }
+Value shrI(OpBuilder& b, Location l, Value x, Value y) { return shiftI(b, l, x, y, false); }
+
+// The body of unary `kind` on elements of type `et`; null when it has none.
+UnaryFn unaryFn(StringRef kind, Type et) {
+  if (isa<FloatType>(et))
+    return llvm::StringSwitch<UnaryFn>(kind)
+        .Case("neg", unaryOf<arith::NegFOp>)
+        .Case("exp", unaryOf<math::ExpOp>)
+        .Case("log", unaryOf<math::LogOp>)
+        .Case("sin", unaryOf<math::SinOp>)
+        .Case("cos", unaryOf<math::CosOp>)
+        .Case("tanh", unaryOf<math::TanhOp>)
+        .Case("sqrt", unaryOf<math::SqrtOp>)
+        .Case("rsqrt", rsqrtF)
+        .Case("sigmoid", sigmoidF)
+        .Case("abs", unaryOf<math::AbsFOp>)
+        .Case("floor", unaryOf<math::FloorOp>)
+        .Default(nullptr);
+  return llvm::StringSwitch<UnaryFn>(kind).Case("not", notI).Case("neg", negI).Case("abs", absI).Default(nullptr);
+}
+
+// The body of binary `kind` on operands of element type `et`; null when it
+// has none. Comparisons of i1 are unsigned (true > false).
+BinaryFn binaryFn(StringRef kind, Type et) {
+  if (isa<FloatType>(et))
+    return llvm::StringSwitch<BinaryFn>(kind)
+        .Case("==", cmpF<arith::CmpFPredicate::OEQ>)
+        .Case("!=", cmpF<arith::CmpFPredicate::UNE>)
+        .Case("<", cmpF<arith::CmpFPredicate::OLT>)
+        .Case("<=", cmpF<arith::CmpFPredicate::OLE>)
+        .Case(">", cmpF<arith::CmpFPredicate::OGT>)
+        .Case(">=", cmpF<arith::CmpFPredicate::OGE>)
+        .Case("+", binaryOf<arith::AddFOp>)
+        .Case("-", binaryOf<arith::SubFOp>)
+        .Case("*", binaryOf<arith::MulFOp>)
+        .Case("/", binaryOf<arith::DivFOp>)
+        .Case("maximum", binaryOf<arith::MaximumFOp>)
+        .Case("minimum", binaryOf<arith::MinimumFOp>)
+        .Case("pow", binaryOf<math::PowFOp>)
+        .Default(nullptr);
+  using P = arith::CmpIPredicate;
+  bool boolean = et.isInteger(1);
+  return llvm::StringSwitch<BinaryFn>(kind)
+      .Case("==", cmpI<P::eq>)
+      .Case("!=", cmpI<P::ne>)
+      .Case("<", boolean ? BinaryFn(cmpI<P::ult>) : BinaryFn(cmpI<P::slt>))
+      .Case("<=", boolean ? BinaryFn(cmpI<P::ule>) : BinaryFn(cmpI<P::sle>))
+      .Case(">", boolean ? BinaryFn(cmpI<P::ugt>) : BinaryFn(cmpI<P::sgt>))
+      .Case(">=", boolean ? BinaryFn(cmpI<P::uge>) : BinaryFn(cmpI<P::sge>))
+      .Case("+", binaryOf<arith::AddIOp>)
+      .Case("-", binaryOf<arith::SubIOp>)
+      .Case("*", binaryOf<arith::MulIOp>)
+      .Cases({"&", "&&"}, binaryOf<arith::AndIOp>)
+      .Cases({"|", "||"}, binaryOf<arith::OrIOp>)
+      .Case("^", binaryOf<arith::XOrIOp>)
+      .Case("maximum", binaryOf<arith::MaxSIOp>)
+      .Case("minimum", binaryOf<arith::MinSIOp>)
+      .Case("/", divI)
+      .Case("%", remI)
+      .Case("<<", shlI)
+      .Case(">>", shrI)
+      .Default(nullptr);
+}
+
+LogicalResult noKind(ConversionPatternRewriter& rw, Operation* op, StringRef kind, Type et) {
+  return rw.notifyMatchFailure(op, [&](Diagnostic& d) { d << "no lowering of kind `" << kind << "` for " << et; });
+}
+
+struct LowerUnary : OpConversionPattern<ir::UnaryOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ir::UnaryOp op, OpAdaptor a, ConversionPatternRewriter& rw) const override {
+    Type et = op.getType().getElementType();
+    UnaryFn fn = unaryFn(op.getKind(), et);
+    if (!fn) return noKind(rw, op, op.getKind(), et);
+    bool isF = isa<FloatType>(et);
+    rw.replaceOp(op, elementwise(rw, op.getLoc(), op.getType(), {a.getX()},
+                                 [&](OpBuilder& b, Location l, ValueRange v) -> Value {
+                                   if (!isF) return fn(b, l, v[0]);
+                                   return fromF32(b, l, fn(b, l, toF32(b, l, v[0])), et);
+                                 }));
+    return success();
+  }
+};
+
+struct LowerBinary : OpConversionPattern<ir::BinaryOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ir::BinaryOp op, OpAdaptor a, ConversionPatternRewriter& rw) const override {
+    Type et = typeOf(a.getLhs()).getElementType();
+    Type rt = op.getType().getElementType();
+    BinaryFn fn = binaryFn(op.getKind(), et);
+    if (!fn) return noKind(rw, op, op.getKind(), et);
+    bool isF = isa<FloatType>(et);
+    rw.replaceOp(op, elementwise(rw, op.getLoc(), op.getType(), {a.getLhs(), a.getRhs()},
+                                 [&](OpBuilder& b, Location l, ValueRange v) -> Value {
+                                   if (!isF) return fn(b, l, v[0], v[1]);
+                                   Value x = toF32(b, l, v[0]), y = toF32(b, l, v[1]);
+                                   // Comparisons give i1, which fromF32 leaves alone.
+                                   return fromF32(b, l, fn(b, l, x, y), rt);
+                                 }));
+    return success();
+  }
+};
+
+struct LowerSelect : OpConversionPattern<ir::SelectOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ir::SelectOp op, OpAdaptor a, ConversionPatternRewriter& rw) const override {
+    rw.replaceOp(op, elementwise(rw, op.getLoc(), op.getType(), {a.getCond(), a.getA(), a.getB()},
+                                 [&](OpBuilder& b, Location l, ValueRange v) -> Value {
+                                   return arith::SelectOp::create(b, l, v[0], v[1], v[2]);
+                                 }));
+    return success();
+  }
+};
+
+// One element converted to `to`: floats round to nearest even; a float that
+// is not finite or out of the i64 range becomes 0, as the reference defines it.
+Value convert(OpBuilder& b, Location l, Value x, Type to) {
+  Type from = x.getType();
+  if (from == to) return x;
+  if (isa<FloatType>(from) && isa<FloatType>(to)) {
+    Value f = toF32(b, l, x);
+    return to.isF32() ? f : Value(arith::TruncFOp::create(b, l, to, f));
+  }
+  if (isa<IntegerType>(from) && isa<FloatType>(to)) {
+    Value f = from.isInteger(1) ? Value(arith::UIToFPOp::create(b, l, b.getF32Type(), x))
+                                : Value(arith::SIToFPOp::create(b, l, b.getF32Type(), x));
+    return fromF32(b, l, f, to);
+  }
+  if (isa<FloatType>(from)) {
+    Value f = toF32(b, l, x);
+    if (to.isInteger(1)) {
+      Value zero = arith::ConstantOp::create(b, l, b.getF32FloatAttr(0.0f));
+      return arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNE, f, zero);
+    }
+    Value absF = math::AbsFOp::create(b, l, f);
+    Value limit = arith::ConstantOp::create(b, l, b.getF32FloatAttr(9.2e18f));
+    Value ok = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, absF, limit);
+    Value zero = arith::ConstantOp::create(b, l, b.getF32FloatAttr(0.0f));
+    Value safe = arith::SelectOp::create(b, l, ok, f, zero);
+    Value i = arith::FPToSIOp::create(b, l, b.getI64Type(), safe);
+    return to.isInteger(64) ? i : Value(arith::TruncIOp::create(b, l, to, i));
+  }
+  unsigned fw = from.getIntOrFloatBitWidth(), tw = to.getIntOrFloatBitWidth();
+  if (tw == 1) {
+    Value zero = arith::ConstantIntOp::create(b, l, from, 0);
+    return arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, x, zero);
+  }
+  if (fw == 1) return arith::ExtUIOp::create(b, l, to, x);
+  if (fw < tw) return arith::ExtSIOp::create(b, l, to, x);
+  return arith::TruncIOp::create(b, l, to, x);
+}
+
+struct LowerCast : OpConversionPattern<ir::CastOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ir::CastOp op, OpAdaptor a, ConversionPatternRewriter& rw) const override {
+    Type to = op.getType().getElementType();
+    rw.replaceOp(op, elementwise(rw, op.getLoc(), op.getType(), {a.getX()},
+                                 [&](OpBuilder& b, Location l, ValueRange v) { return convert(b, l, v[0], to); }));
+    return success();
+  }
+};
+
+struct LowerBroadcast : OpConversionPattern<ir::BroadcastOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ir::BroadcastOp op, OpAdaptor a, ConversionPatternRewriter& rw) const override {
+    rw.replaceOp(op, elementwise(rw, op.getLoc(), op.getType(), {a.getX()},
+                                 [](OpBuilder&, Location, ValueRange v) -> Value { return v[0]; }));
+    return success();
+  }
+};
+
+struct LowerConstant : OpConversionPattern<ir::ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ir::ConstantOp op, OpAdaptor, ConversionPatternRewriter& rw) const override {
+    auto value = llvm::dyn_cast<TypedAttr>(op.getValue());
+    if (!value) return rw.notifyMatchFailure(op, "the value is not a typed attribute");
+    rw.replaceOpWithNewOp<arith::ConstantOp>(op, op.getType(), value);
+    return success();
+  }
+};
+
+struct LowerIota : OpConversionPattern<ir::IotaOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ir::IotaOp op, OpAdaptor, ConversionPatternRewriter& rw) const override {
+    auto out = op.getType();
+    auto axis = static_cast<unsigned>(op.getAxis());
+    Type et = out.getElementType();
+    rw.replaceOp(op, indexed(rw, op.getLoc(), out, identityOrder(out.getRank()),
+                             [&](OpBuilder& b, Location l, ArrayRef<Value> idx) -> Value {
+                               Value i = arith::IndexCastOp::create(b, l, b.getI64Type(), idx[axis]);
+                               return convert(b, l, i, et);
+                             }));
+    return success();
+  }
+};
+
+}  // namespace
+
+void populateElementwisePatterns(RewritePatternSet& patterns) {
+  patterns.add<LowerUnary, LowerBinary, LowerSelect, LowerCast, LowerBroadcast, LowerConstant, LowerIota>(
+      patterns.getContext());
+}
+
+}  // namespace linnet::transforms::lowering

@@ -1,0 +1,42 @@
+// RUN: %linnet-opt --canonicalize %s | FileCheck %s
+
+// Linear's `matmul(x, permute(w, [1, 0]))`: w read row by row, no transpose.
+// CHECK-LABEL: func.func @linear
+// CHECK-NOT: linnet.permute
+// CHECK: linnet.matmul %arg0, %arg1 {transpose_b} : tensor<2x3x16xf32>, tensor<5x16xf32> -> tensor<2x3x5xf32>
+func.func @linear(%x: tensor<2x3x16xf32>, %w: tensor<5x16xf32>) -> tensor<2x3x5xf32> {
+  %t = linnet.permute %w {perm = array<i64: 1, 0>} : tensor<5x16xf32> -> tensor<16x5xf32>
+  %0 = linnet.matmul %x, %t : tensor<2x3x16xf32>, tensor<16x5xf32> -> tensor<2x3x5xf32>
+  return %0 : tensor<2x3x5xf32>
+}
+
+// Attention's scores, `matmul(q, permute(k, [0, 1, 3, 2]))`: any rank.
+// CHECK-LABEL: func.func @scores
+// CHECK-NOT: linnet.permute
+// CHECK: linnet.matmul %arg0, %arg1 {transpose_b} : tensor<1x2x3x8xf32>, tensor<1x2x16x8xf32> -> tensor<1x2x3x16xf32>
+func.func @scores(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x16x8xf32>) -> tensor<1x2x3x16xf32> {
+  %t = linnet.permute %k {perm = array<i64: 0, 1, 3, 2>} : tensor<1x2x16x8xf32> -> tensor<1x2x8x16xf32>
+  %0 = linnet.matmul %q, %t : tensor<1x2x3x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x3x16xf32>
+  return %0 : tensor<1x2x3x16xf32>
+}
+
+// A permute that also moves a batch axis is not that read: it stays.
+// CHECK-LABEL: func.func @other_permute
+// CHECK: %[[T:.*]] = linnet.permute %arg1 {perm = array<i64: 1, 0, 3, 2>}
+// CHECK: linnet.matmul %arg0, %[[T]] :
+func.func @other_permute(%q: tensor<2x1x3x8xf32>, %k: tensor<1x2x16x8xf32>) -> tensor<2x1x3x16xf32> {
+  %t = linnet.permute %k {perm = array<i64: 1, 0, 3, 2>} : tensor<1x2x16x8xf32> -> tensor<2x1x8x16xf32>
+  %0 = linnet.matmul %q, %t : tensor<2x1x3x8xf32>, tensor<2x1x8x16xf32> -> tensor<2x1x3x16xf32>
+  return %0 : tensor<2x1x3x16xf32>
+}
+
+// A permute with another user stays for it; the matmul still reads w.
+// CHECK-LABEL: func.func @shared
+// CHECK: %[[T:.*]] = linnet.permute %arg1 {perm = array<i64: 1, 0>}
+// CHECK: linnet.matmul %arg0, %arg1 {transpose_b}
+// CHECK: return %{{.*}}, %[[T]]
+func.func @shared(%x: tensor<3x16xf32>, %w: tensor<5x16xf32>) -> (tensor<3x5xf32>, tensor<16x5xf32>) {
+  %t = linnet.permute %w {perm = array<i64: 1, 0>} : tensor<5x16xf32> -> tensor<16x5xf32>
+  %0 = linnet.matmul %x, %t : tensor<3x16xf32>, tensor<16x5xf32> -> tensor<3x5xf32>
+  return %0, %t : tensor<3x5xf32>, tensor<16x5xf32>
+}
