@@ -4,6 +4,7 @@
 #define LINNET_OPS_TD
 
 include "ir/LinnetDialect.td"
+include "ir/LinnetEnums.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 
@@ -11,7 +12,7 @@ def AnyRankedTensor_ : RankedTensorOf<[AnyType]>;
 
 def Linnet_UnaryOp : Linnet_Op<"unary", [Pure]> {
   let summary = "elementwise neg, not, exp, log, sin, cos, tanh, sqrt, rsqrt, sigmoid, abs, floor";
-  let arguments = (ins StrAttr:$kind, AnyRankedTensor_:$x);
+  let arguments = (ins Linnet_UnaryKind:$kind, AnyRankedTensor_:$x);
   let results = (outs AnyRankedTensor_:$result);
   let assemblyFormat = "$kind $x attr-dict `:` type($x) `->` type($result)";
   let hasVerifier = 1;
@@ -20,11 +21,11 @@ def Linnet_UnaryOp : Linnet_Op<"unary", [Pure]> {
 def Linnet_BinaryOp : Linnet_Op<"binary", [Pure]> {
   let summary = "elementwise arithmetic, comparison and logic, broadcasting";
   let description = [{
-    `kind` is the operator's spelling: `+ - * / % maximum minimum pow
-    & | ^ << >> == != < <= > >= && ||`. Operands have one element type
-    (MLIRGen inserts casts); comparisons produce i1.
+    `kind` names the operation (`add`, `eq`, `maximum`, ...: LinnetEnums.td).
+    Operands have one element type (the elaborator made every conversion
+    explicit); comparisons produce i1.
   }];
-  let arguments = (ins StrAttr:$kind, AnyRankedTensor_:$lhs, AnyRankedTensor_:$rhs);
+  let arguments = (ins Linnet_BinaryKind:$kind, AnyRankedTensor_:$lhs, AnyRankedTensor_:$rhs);
   let results = (outs AnyRankedTensor_:$result);
   let assemblyFormat = "$kind $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
   let hasVerifier = 1;
@@ -60,7 +61,7 @@ def Linnet_MatmulOp : Linnet_Op<"matmul", [Pure]> {
 
 def Linnet_ReduceOp : Linnet_Op<"reduce", [Pure]> {
   let summary = "sum, mean, max, min, prod, all, any or index_of_max over `axes`";
-  let arguments = (ins StrAttr:$kind, AnyRankedTensor_:$x, DenseI64ArrayAttr:$axes,
+  let arguments = (ins Linnet_ReduceKind:$kind, AnyRankedTensor_:$x, DenseI64ArrayAttr:$axes,
                        UnitAttr:$keepdims);
   let results = (outs AnyRankedTensor_:$result);
   let assemblyFormat = "$kind $x attr-dict `:` type($x) `->` type($result)";

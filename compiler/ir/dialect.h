@@ -9,6 +9,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "ir/LinnetDialect.h.inc"
+#include "ir/LinnetEnums.h.inc"
 
 #define GET_OP_CLASSES
 #include "ir/LinnetOps.h.inc"

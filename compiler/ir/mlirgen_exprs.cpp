@@ -8,18 +8,51 @@ namespace linnet::ir {
 
 using elab::ExprKind;
 using BinaryOp_ = ::linnet::ir::BinaryOp;
+using ::linnet::ir::BinaryKind;
+using ::linnet::ir::ReduceKind;
+using ::linnet::ir::ReduceKindAttr;
+using ::linnet::ir::UnaryKind;
 
 namespace {
 
-// The dialect's spelling of a kind (`+`, `maximum`, `exp`, `sum`).
-std::string binaryKindName(sema::BinaryKind k) {
+// sema's kinds onto the dialect's, case by case: a kind the dialect lacks
+// (ir/LinnetEnums.td) fails to compile here.
+UnaryKind toIR(sema::UnaryKind k) {
+  switch (k) {
+#define UNARY_OP(Name, Spelling) \
+  case sema::UnaryKind::Name:    \
+    return UnaryKind::Name;
+#include "syntax/operators.def"
+#define UNARY_MATH(Name, spelling, Operands) \
+  case sema::UnaryKind::Name:                \
+    return UnaryKind::Name;
+#include "sema/primitives.def"
+  }
+  return {};
+}
+
+BinaryKind toIR(sema::BinaryKind k) {
   switch (k) {
 #define BINARY_OP(Name, Spelling, Precedence) \
   case sema::BinaryKind::Name:                \
-    return Spelling;
+    return BinaryKind::Name;
 #include "syntax/operators.def"
-    default: return sema::name(k);
+#define BINARY_MATH(Name, spelling, Operands) \
+  case sema::BinaryKind::Name:                \
+    return BinaryKind::Name;
+#include "sema/primitives.def"
   }
+  return {};
+}
+
+ReduceKind toIR(sema::ReduceKind k) {
+  switch (k) {
+#define REDUCER(Name, spelling, Call, Operands, Result) \
+  case sema::ReduceKind::Name:                          \
+    return ReduceKind::Name;
+#include "sema/primitives.def"
+  }
+  return {};
 }
 
 }  // namespace
@@ -100,12 +133,12 @@ Val MLIRGen::Impl::eval(Frame& f, const elab::Expr& e) {
     case ExprKind::Unary: {
       mlir::Value x = tensor(f, e, 0);
       at();
-      return Val::of(UnaryOp::create(b, loc, type(), b.getStringAttr(sema::name(e.unary)), x));
+      return Val::of(UnaryOp::create(b, loc, type(), toIR(e.unary), x));
     }
     case ExprKind::Binary: {
       mlir::Value x = tensor(f, e, 0), y = tensor(f, e, 1);
       at();
-      return Val::of(BinaryOp_::create(b, loc, type(), b.getStringAttr(binaryKindName(e.binary)), x, y));
+      return Val::of(BinaryOp_::create(b, loc, type(), toIR(e.binary), x, y));
     }
     case ExprKind::Select: {
       mlir::Value c = tensor(f, e, 0), x = tensor(f, e, 1), y = tensor(f, e, 2);
@@ -149,7 +182,7 @@ Val MLIRGen::Impl::eval(Frame& f, const elab::Expr& e) {
     case ExprKind::Reduce: {
       mlir::Value x = tensor(f, e, 0);
       at();
-      return Val::of(ReduceOp::create(b, loc, type(), b.getStringAttr(sema::name(e.reduce)), x,
+      return Val::of(ReduceOp::create(b, loc, type(), ReduceKindAttr::get(&ctx, toIR(e.reduce)), x,
                                       b.getDenseI64ArrayAttr(e.ints), e.flag ? b.getUnitAttr() : nullptr));
     }
     case ExprKind::GatherRows: return Val::of(gatherRows(f, e));

@@ -5,7 +5,6 @@
 // `reassoc` so it may). A matmul whose b is read as [.., K, N] instead
 // accumulates whole rows, so its inner loop runs along N.
 #include "ir/dialect.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -180,27 +179,35 @@ Value sumF(OpBuilder& b, Location l, Value acc, Value x) { return arith::AddFOp:
 // How reduce `kind` accumulates elements of type `et`; none when it has no
 // lowering. Floats accumulate in f32. index_of_max, with its two
 // accumulators, is lowered apart.
-std::optional<Reduction> reductionOf(StringRef kind, Type et) {
-  using R = std::optional<Reduction>;
-  if (isa<FloatType>(et))
-    return llvm::StringSwitch<R>(kind)
-        .Case("sum", Reduction{Reduction::Zero, sumF})
-        .Case("mean", Reduction{Reduction::Zero, sumF, true})
-        .Case("max", Reduction{Reduction::Lowest, stepOf<arith::MaxNumFOp>})
-        .Case("min", Reduction{Reduction::Highest, stepOf<arith::MinNumFOp>})
-        .Case("prod", Reduction{Reduction::One, stepOf<arith::MulFOp>})
-        .Default(std::nullopt);
-  if (et.isInteger(1))  // min and prod of booleans are their conjunction, max their disjunction
-    return llvm::StringSwitch<R>(kind)
-        .Cases({"all", "min", "prod"}, Reduction{Reduction::One, stepOf<arith::AndIOp>})
-        .Cases({"any", "max"}, Reduction{Reduction::Zero, stepOf<arith::OrIOp>})
-        .Default(std::nullopt);
-  return llvm::StringSwitch<R>(kind)
-      .Case("sum", Reduction{Reduction::Zero, stepOf<arith::AddIOp>})
-      .Case("max", Reduction{Reduction::Lowest, stepOf<arith::MaxSIOp>})
-      .Case("min", Reduction{Reduction::Highest, stepOf<arith::MinSIOp>})
-      .Case("prod", Reduction{Reduction::One, stepOf<arith::MulIOp>})
-      .Default(std::nullopt);
+std::optional<Reduction> reductionOf(ir::ReduceKind kind, Type et) {
+  using K = ir::ReduceKind;
+  if (isa<FloatType>(et)) {
+    switch (kind) {
+      case K::Sum: return Reduction{Reduction::Zero, sumF};
+      case K::Mean: return Reduction{Reduction::Zero, sumF, true};
+      case K::Max: return Reduction{Reduction::Lowest, stepOf<arith::MaxNumFOp>};
+      case K::Min: return Reduction{Reduction::Highest, stepOf<arith::MinNumFOp>};
+      case K::Prod: return Reduction{Reduction::One, stepOf<arith::MulFOp>};
+      case K::IndexOfMax: case K::All: case K::Any: return std::nullopt;
+    }
+    return std::nullopt;
+  }
+  if (et.isInteger(1)) {  // min and prod of booleans are their conjunction, max their disjunction
+    switch (kind) {
+      case K::All: case K::Min: case K::Prod: return Reduction{Reduction::One, stepOf<arith::AndIOp>};
+      case K::Any: case K::Max: return Reduction{Reduction::Zero, stepOf<arith::OrIOp>};
+      case K::Sum: case K::Mean: case K::IndexOfMax: return std::nullopt;
+    }
+    return std::nullopt;
+  }
+  switch (kind) {
+    case K::Sum: return Reduction{Reduction::Zero, stepOf<arith::AddIOp>};
+    case K::Max: return Reduction{Reduction::Lowest, stepOf<arith::MaxSIOp>};
+    case K::Min: return Reduction{Reduction::Highest, stepOf<arith::MinSIOp>};
+    case K::Prod: return Reduction{Reduction::One, stepOf<arith::MulIOp>};
+    case K::Mean: case K::IndexOfMax: case K::All: case K::Any: return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 Value startValue(OpBuilder& b, Location l, Reduction::Start start, Type et) {
@@ -317,10 +324,10 @@ struct LowerReduce : OpConversionPattern<ir::ReduceOp> {
     Type xe = typeOf(x).getElementType();
     auto fail = [&] {
       return rw.notifyMatchFailure(op, [&](Diagnostic& d) {
-        d << "no lowering of kind `" << op.getKind() << "` for " << xe;
+        d << "no lowering of kind `" << ir::stringifyEnum(op.getKind()) << "` for " << xe;
       });
     };
-    if (op.getKind() == "index_of_max") {
+    if (op.getKind() == ir::ReduceKind::IndexOfMax) {
       if (xe.isInteger(1)) return fail();
       rw.replaceOp(op, indexOfMax(rw, op, x));
       return success();

@@ -5,7 +5,6 @@
 // pattern picks its scalar body by `kind` in one dispatch function; a kind
 // with no body for the element type is a failed match, so an error.
 #include "ir/dialect.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -103,68 +102,77 @@ Value shlI(OpBuilder& b, Location l, Value x, Value y) { return shiftI(b, l, x, 
 Value shrI(OpBuilder& b, Location l, Value x, Value y) { return shiftI(b, l, x, y, false); }
 
 // The body of unary `kind` on elements of type `et`; null when it has none.
-UnaryFn unaryFn(StringRef kind, Type et) {
-  if (isa<FloatType>(et))
-    return llvm::StringSwitch<UnaryFn>(kind)
-        .Case("neg", unaryOf<arith::NegFOp>)
-        .Case("exp", unaryOf<math::ExpOp>)
-        .Case("log", unaryOf<math::LogOp>)
-        .Case("sin", unaryOf<math::SinOp>)
-        .Case("cos", unaryOf<math::CosOp>)
-        .Case("tanh", unaryOf<math::TanhOp>)
-        .Case("sqrt", unaryOf<math::SqrtOp>)
-        .Case("rsqrt", rsqrtF)
-        .Case("sigmoid", sigmoidF)
-        .Case("abs", unaryOf<math::AbsFOp>)
-        .Case("floor", unaryOf<math::FloorOp>)
-        .Default(nullptr);
-  return llvm::StringSwitch<UnaryFn>(kind).Case("not", notI).Case("neg", negI).Case("abs", absI).Default(nullptr);
+UnaryFn unaryFn(ir::UnaryKind kind, Type et) {
+  using K = ir::UnaryKind;
+  bool isF = isa<FloatType>(et);
+  switch (kind) {
+    case K::Neg: return isF ? unaryOf<arith::NegFOp> : negI;
+    case K::Not: return isF ? nullptr : notI;
+    case K::Abs: return isF ? unaryOf<math::AbsFOp> : absI;
+    case K::Exp: return isF ? unaryOf<math::ExpOp> : nullptr;
+    case K::Log: return isF ? unaryOf<math::LogOp> : nullptr;
+    case K::Sin: return isF ? unaryOf<math::SinOp> : nullptr;
+    case K::Cos: return isF ? unaryOf<math::CosOp> : nullptr;
+    case K::Tanh: return isF ? unaryOf<math::TanhOp> : nullptr;
+    case K::Sqrt: return isF ? unaryOf<math::SqrtOp> : nullptr;
+    case K::Rsqrt: return isF ? rsqrtF : nullptr;
+    case K::Sigmoid: return isF ? sigmoidF : nullptr;
+    case K::Floor: return isF ? unaryOf<math::FloorOp> : nullptr;
+  }
+  return nullptr;
 }
 
 // The body of binary `kind` on operands of element type `et`; null when it
 // has none. Comparisons of i1 are unsigned (true > false).
-BinaryFn binaryFn(StringRef kind, Type et) {
-  if (isa<FloatType>(et))
-    return llvm::StringSwitch<BinaryFn>(kind)
-        .Case("==", cmpF<arith::CmpFPredicate::OEQ>)
-        .Case("!=", cmpF<arith::CmpFPredicate::UNE>)
-        .Case("<", cmpF<arith::CmpFPredicate::OLT>)
-        .Case("<=", cmpF<arith::CmpFPredicate::OLE>)
-        .Case(">", cmpF<arith::CmpFPredicate::OGT>)
-        .Case(">=", cmpF<arith::CmpFPredicate::OGE>)
-        .Case("+", binaryOf<arith::AddFOp>)
-        .Case("-", binaryOf<arith::SubFOp>)
-        .Case("*", binaryOf<arith::MulFOp>)
-        .Case("/", binaryOf<arith::DivFOp>)
-        .Case("maximum", binaryOf<arith::MaximumFOp>)
-        .Case("minimum", binaryOf<arith::MinimumFOp>)
-        .Case("pow", binaryOf<math::PowFOp>)
-        .Default(nullptr);
+BinaryFn binaryFn(ir::BinaryKind kind, Type et) {
+  using K = ir::BinaryKind;
   using P = arith::CmpIPredicate;
+  if (isa<FloatType>(et)) {
+    switch (kind) {
+      case K::Eq: return cmpF<arith::CmpFPredicate::OEQ>;
+      case K::Ne: return cmpF<arith::CmpFPredicate::UNE>;
+      case K::Lt: return cmpF<arith::CmpFPredicate::OLT>;
+      case K::Le: return cmpF<arith::CmpFPredicate::OLE>;
+      case K::Gt: return cmpF<arith::CmpFPredicate::OGT>;
+      case K::Ge: return cmpF<arith::CmpFPredicate::OGE>;
+      case K::Add: return binaryOf<arith::AddFOp>;
+      case K::Sub: return binaryOf<arith::SubFOp>;
+      case K::Mul: return binaryOf<arith::MulFOp>;
+      case K::Div: return binaryOf<arith::DivFOp>;
+      case K::Maximum: return binaryOf<arith::MaximumFOp>;
+      case K::Minimum: return binaryOf<arith::MinimumFOp>;
+      case K::Pow: return binaryOf<math::PowFOp>;
+      case K::Or: case K::And: case K::BitOr: case K::BitXor: case K::BitAnd:
+      case K::Shl: case K::Shr: case K::Rem: return nullptr;
+    }
+    return nullptr;
+  }
   bool boolean = et.isInteger(1);
-  return llvm::StringSwitch<BinaryFn>(kind)
-      .Case("==", cmpI<P::eq>)
-      .Case("!=", cmpI<P::ne>)
-      .Case("<", boolean ? BinaryFn(cmpI<P::ult>) : BinaryFn(cmpI<P::slt>))
-      .Case("<=", boolean ? BinaryFn(cmpI<P::ule>) : BinaryFn(cmpI<P::sle>))
-      .Case(">", boolean ? BinaryFn(cmpI<P::ugt>) : BinaryFn(cmpI<P::sgt>))
-      .Case(">=", boolean ? BinaryFn(cmpI<P::uge>) : BinaryFn(cmpI<P::sge>))
-      .Case("+", binaryOf<arith::AddIOp>)
-      .Case("-", binaryOf<arith::SubIOp>)
-      .Case("*", binaryOf<arith::MulIOp>)
-      .Cases({"&", "&&"}, binaryOf<arith::AndIOp>)
-      .Cases({"|", "||"}, binaryOf<arith::OrIOp>)
-      .Case("^", binaryOf<arith::XOrIOp>)
-      .Case("maximum", binaryOf<arith::MaxSIOp>)
-      .Case("minimum", binaryOf<arith::MinSIOp>)
-      .Case("/", divI)
-      .Case("%", remI)
-      .Case("<<", shlI)
-      .Case(">>", shrI)
-      .Default(nullptr);
+  switch (kind) {
+    case K::Eq: return cmpI<P::eq>;
+    case K::Ne: return cmpI<P::ne>;
+    case K::Lt: return boolean ? BinaryFn(cmpI<P::ult>) : BinaryFn(cmpI<P::slt>);
+    case K::Le: return boolean ? BinaryFn(cmpI<P::ule>) : BinaryFn(cmpI<P::sle>);
+    case K::Gt: return boolean ? BinaryFn(cmpI<P::ugt>) : BinaryFn(cmpI<P::sgt>);
+    case K::Ge: return boolean ? BinaryFn(cmpI<P::uge>) : BinaryFn(cmpI<P::sge>);
+    case K::Add: return binaryOf<arith::AddIOp>;
+    case K::Sub: return binaryOf<arith::SubIOp>;
+    case K::Mul: return binaryOf<arith::MulIOp>;
+    case K::BitAnd: case K::And: return binaryOf<arith::AndIOp>;
+    case K::BitOr: case K::Or: return binaryOf<arith::OrIOp>;
+    case K::BitXor: return binaryOf<arith::XOrIOp>;
+    case K::Maximum: return binaryOf<arith::MaxSIOp>;
+    case K::Minimum: return binaryOf<arith::MinSIOp>;
+    case K::Div: return divI;
+    case K::Rem: return remI;
+    case K::Shl: return shlI;
+    case K::Shr: return shrI;
+    case K::Pow: return nullptr;
+  }
+  return nullptr;
 }
 
-LogicalResult noKind(ConversionPatternRewriter& rw, Operation* op, StringRef kind, Type et) {
+LogicalResult noKind(ConversionPatternRewriter& rw, Operation* op, StringRef kind, Type et) {  // kind: as printed
   return rw.notifyMatchFailure(op, [&](Diagnostic& d) { d << "no lowering of kind `" << kind << "` for " << et; });
 }
 
@@ -173,7 +181,7 @@ struct LowerUnary : OpConversionPattern<ir::UnaryOp> {
   LogicalResult matchAndRewrite(ir::UnaryOp op, OpAdaptor a, ConversionPatternRewriter& rw) const override {
     Type et = op.getType().getElementType();
     UnaryFn fn = unaryFn(op.getKind(), et);
-    if (!fn) return noKind(rw, op, op.getKind(), et);
+    if (!fn) return noKind(rw, op, ir::stringifyEnum(op.getKind()), et);
     bool isF = isa<FloatType>(et);
     rw.replaceOp(op, elementwise(rw, op.getLoc(), op.getType(), {a.getX()},
                                  [&](OpBuilder& b, Location l, ValueRange v) -> Value {
@@ -190,7 +198,7 @@ struct LowerBinary : OpConversionPattern<ir::BinaryOp> {
     Type et = typeOf(a.getLhs()).getElementType();
     Type rt = op.getType().getElementType();
     BinaryFn fn = binaryFn(op.getKind(), et);
-    if (!fn) return noKind(rw, op, op.getKind(), et);
+    if (!fn) return noKind(rw, op, ir::stringifyEnum(op.getKind()), et);
     bool isF = isa<FloatType>(et);
     rw.replaceOp(op, elementwise(rw, op.getLoc(), op.getType(), {a.getLhs(), a.getRhs()},
                                  [&](OpBuilder& b, Location l, ValueRange v) -> Value {

@@ -54,7 +54,7 @@ func.func @scores(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x16x8xf32>) -> tensor<1
 // CHECK:     arith.addf
 // CHECK:   arith.divf
 func.func @mean_keepdims(%a: tensor<3x8xf32>) -> tensor<3x1xf32> {
-  %0 = linnet.reduce "mean" %a {axes = array<i64: 1>, keepdims} : tensor<3x8xf32> -> tensor<3x1xf32>
+  %0 = linnet.reduce mean %a {axes = array<i64: 1>, keepdims} : tensor<3x8xf32> -> tensor<3x1xf32>
   return %0 : tensor<3x1xf32>
 }
 
@@ -64,6 +64,6 @@ func.func @mean_keepdims(%a: tensor<3x8xf32>) -> tensor<3x1xf32> {
 // CHECK:   arith.cmpf ogt
 // CHECK: arith.index_cast {{.*}} : index to i32
 func.func @argmax(%a: tensor<2x10xf32>) -> tensor<2xi32> {
-  %0 = linnet.reduce "index_of_max" %a {axes = array<i64: 1>} : tensor<2x10xf32> -> tensor<2xi32>
+  %0 = linnet.reduce index_of_max %a {axes = array<i64: 1>} : tensor<2x10xf32> -> tensor<2xi32>
   return %0 : tensor<2xi32>
 }

@@ -9,7 +9,7 @@
 // CHECK: linalg.generic {indexing_maps = [#[[COL]], #[[ROW]], #[[ID]]], iterator_types = ["parallel", "parallel"]}
 // CHECK:   arith.addf
 func.func @add_broadcast(%a: tensor<4x1xf32>, %b: tensor<3xf32>) -> tensor<4x3xf32> {
-  %0 = linnet.binary "+" %a, %b : tensor<4x1xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  %0 = linnet.binary add %a, %b : tensor<4x1xf32>, tensor<3xf32> -> tensor<4x3xf32>
   return %0 : tensor<4x3xf32>
 }
 
@@ -21,7 +21,7 @@ func.func @add_broadcast(%a: tensor<4x1xf32>, %b: tensor<3xf32>) -> tensor<4x3xf
 // CHECK:   %[[P:.*]] = arith.mulf %[[FX]], %[[FY]] : f32
 // CHECK:   arith.truncf %[[P]] : f32 to bf16
 func.func @mul_bf16(%a: tensor<8xbf16>, %b: tensor<8xbf16>) -> tensor<8xbf16> {
-  %0 = linnet.binary "*" %a, %b : tensor<8xbf16>, tensor<8xbf16> -> tensor<8xbf16>
+  %0 = linnet.binary mul %a, %b : tensor<8xbf16>, tensor<8xbf16> -> tensor<8xbf16>
   return %0 : tensor<8xbf16>
 }
 
@@ -32,7 +32,7 @@ func.func @mul_bf16(%a: tensor<8xbf16>, %b: tensor<8xbf16>) -> tensor<8xbf16> {
 // CHECK: arith.divsi
 // CHECK: arith.select
 func.func @div_i32(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {
-  %0 = linnet.binary "/" %a, %b : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
+  %0 = linnet.binary div %a, %b : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
   return %0 : tensor<4xi32>
 }
 
@@ -40,7 +40,7 @@ func.func @div_i32(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {
 // CHECK: math.exp
 // CHECK: arith.divf
 func.func @sigmoid(%a: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = linnet.unary "sigmoid" %a : tensor<4xf32> -> tensor<4xf32>
+  %0 = linnet.unary sigmoid %a : tensor<4xf32> -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 

@@ -3,15 +3,15 @@
 
 // CHECK: error: 'linnet.binary' op operand shapes do not broadcast to the result shape
 func.func @bad_broadcast(%a: tensor<4xf32>, %b: tensor<3xf32>) -> tensor<4xf32> {
-  %0 = linnet.binary "+" %a, %b : tensor<4xf32>, tensor<3xf32> -> tensor<4xf32>
+  %0 = linnet.binary add %a, %b : tensor<4xf32>, tensor<3xf32> -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
 // -----
 
-// CHECK: error: 'linnet.unary' op unknown unary kind `cube`
+// CHECK: error: custom op 'linnet.unary' expected string or keyword containing one of the following enum values for attribute 'kind' [neg, not, exp
 func.func @bad_kind(%a: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = linnet.unary "cube" %a : tensor<4xf32> -> tensor<4xf32>
+  %0 = linnet.unary cube %a : tensor<4xf32> -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
