@@ -4,7 +4,9 @@
 #   lit -sv tests/ir --param bindir=build/bin --param source=$PWD
 # Each test's Output/ folder and lit's .lit_test_times.txt go to exec_root
 # (ctest passes the build tree's tests/ir; by hand it defaults to the
-# bindir's build tree), never into the source tree.
+# bindir's build tree), never into the source tree. llvm_bin: where
+# FileCheck is (ctest passes LINNET_LLVM_ROOT/bin; by hand it defaults to
+# /usr/lib/llvm-22/bin, LINNET_LLVM_ROOT's default).
 import os
 
 import lit.formats
