@@ -39,6 +39,27 @@ double pyFloatFloorDiv(double a, double b) {
   return floordiv;
 }
 
+// `seq * n` for a str, list or tuple and n >= 0, within the output limit.
+Value repeatSequence(Interpreter& in, const Value& seq, int64_t n) {
+  const size_t maxBytes = in.options().limits.maxOutputBytes;
+  if (seq.isString()) {
+    const std::string& s = seq.asString();
+    if (!s.empty() && static_cast<uint64_t>(n) > maxBytes / s.size()) in.checkSize(maxBytes + 1);
+    in.checkSize(s.size() * static_cast<size_t>(n));
+    std::string out;
+    out.reserve(s.size() * static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) out += s;
+    return Value::string(std::move(out));
+  }
+  const auto& items = seq.asList().items;
+  if (!items.empty() && static_cast<uint64_t>(n) > maxBytes / items.size()) in.checkSize(maxBytes + 1);
+  in.checkSize(items.size() * static_cast<size_t>(n));
+  std::vector<Value> out;
+  out.reserve(items.size() * static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out.insert(out.end(), items.begin(), items.end());
+  return Value::list(std::move(out), seq.asList().isTuple);
+}
+
 }  // namespace
 
 Value Interpreter::binary(const std::string& op, const Value& a, const Value& b) {
@@ -112,25 +133,7 @@ Value Interpreter::binary(const std::string& op, const Value& a, const Value& b)
                               ((a.isString() || a.isSequence()) ? b.typeName() : a.typeName()) + "'");
       unsupported();
     }
-    int64_t n = std::max<int64_t>(0, count->intLike());
-    if (seq->isString()) {
-      const std::string& s = seq->asString();
-      if (!s.empty() && static_cast<uint64_t>(n) > opts_.limits.maxOutputBytes / s.size())
-        checkSize(opts_.limits.maxOutputBytes + 1);
-      checkSize(s.size() * static_cast<size_t>(n));
-      std::string out;
-      out.reserve(s.size() * static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i) out += s;
-      return Value::string(std::move(out));
-    }
-    const auto& items = seq->asList().items;
-    if (!items.empty() && static_cast<uint64_t>(n) > opts_.limits.maxOutputBytes / items.size())
-      checkSize(opts_.limits.maxOutputBytes + 1);
-    checkSize(items.size() * static_cast<size_t>(n));
-    std::vector<Value> out;
-    out.reserve(items.size() * static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) out.insert(out.end(), items.begin(), items.end());
-    return Value::list(std::move(out), seq->asList().isTuple);
+    return repeatSequence(*this, *seq, std::max<int64_t>(0, count->intLike()));
   }
   if (op == "/") {
     if (!nums) unsupported();

@@ -11,6 +11,69 @@
 
 namespace linnet::chat::detail {
 
+namespace {
+
+// One conversion of `fmt % args` (%s, %r, %d, %x, %c, %f, ...) of `val`,
+// before precision truncation and width padding.
+std::string convertOne(Interpreter& in, char conv, const std::string& flags, int prec, const Value& val) {
+  std::string piece;
+  switch (conv) {
+    case 's': piece = val.str(); break;
+    case 'r':
+    case 'a': piece = val.repr(); break;
+    case 'd':
+    case 'i':
+    case 'u':
+    case 'x':
+    case 'X':
+    case 'o':
+    case 'c': {
+      if (val.isUndefined()) in.failUndefined(val);
+      if (conv == 'c' && val.isString()) {
+        piece = val.asString();
+        break;
+      }
+      if (!val.isNumber())
+        in.fail("TypeError", std::string("%") + conv + " format: a number is required, not " + val.typeName());
+      int64_t n = val.isFloat() ? static_cast<int64_t>(std::trunc(std::clamp(val.asFloat(), -9.2e18, 9.2e18)))
+                                : val.intLike();
+      char buf[64];
+      if (conv == 'x' || conv == 'X' || conv == 'o') {
+        std::snprintf(buf, sizeof buf, conv == 'x' ? "%llx" : conv == 'X' ? "%llX" : "%llo",
+                      static_cast<unsigned long long>(n < 0 ? -(n + 1) + 1ULL : n));
+        piece = std::string(n < 0 ? "-" : "") + buf;
+      } else if (conv == 'c') {
+        if (n < 0 || n > 0x10FFFF) in.fail("OverflowError", "%c arg not in range(0x110000)");
+        appendUtf8(piece, static_cast<uint32_t>(n));
+      } else {
+        piece = std::to_string(n);
+      }
+      if (flags.find('+') != std::string::npos && n >= 0) piece = "+" + piece;
+      break;
+    }
+    case 'f':
+    case 'F':
+    case 'e':
+    case 'E':
+    case 'g':
+    case 'G': {
+      if (val.isUndefined()) in.failUndefined(val);
+      if (!val.isNumber()) in.fail("TypeError", "must be real number, not " + val.typeName());
+      char spec[16];
+      std::snprintf(spec, sizeof spec, "%%%s.%d%c", flags.find('+') != std::string::npos ? "+" : "",
+                    prec < 0 ? 6 : prec, conv);
+      char buf[512];
+      std::snprintf(buf, sizeof buf, spec, val.toDouble());
+      piece = buf;
+      break;
+    }
+    default: in.fail("ValueError", std::string("unsupported format character '") + conv + "'");
+  }
+  return piece;
+}
+
+}  // namespace
+
 std::string pyPercentFormat(Interpreter& in, const std::string& fmt, const Value& args) {
   std::vector<Value> argv;
   const DictData* mapping = nullptr;
@@ -74,59 +137,7 @@ std::string pyPercentFormat(Interpreter& in, const std::string& fmt, const Value
       if (next >= argv.size()) in.fail("TypeError", "not enough arguments for format string");
       val = argv[next++];
     }
-    std::string piece;
-    switch (conv) {
-      case 's': piece = val.str(); break;
-      case 'r':
-      case 'a': piece = val.repr(); break;
-      case 'd':
-      case 'i':
-      case 'u':
-      case 'x':
-      case 'X':
-      case 'o':
-      case 'c': {
-        if (val.isUndefined()) in.failUndefined(val);
-        if (conv == 'c' && val.isString()) {
-          piece = val.asString();
-          break;
-        }
-        if (!val.isNumber())
-          in.fail("TypeError", std::string("%") + conv + " format: a number is required, not " + val.typeName());
-        int64_t n = val.isFloat() ? static_cast<int64_t>(std::trunc(std::clamp(val.asFloat(), -9.2e18, 9.2e18)))
-                                  : val.intLike();
-        char buf[64];
-        if (conv == 'x' || conv == 'X' || conv == 'o') {
-          std::snprintf(buf, sizeof buf, conv == 'x' ? "%llx" : conv == 'X' ? "%llX" : "%llo",
-                        static_cast<unsigned long long>(n < 0 ? -(n + 1) + 1ULL : n));
-          piece = (n < 0 ? "-" : "") + std::string(buf);
-        } else if (conv == 'c') {
-          if (n < 0 || n > 0x10FFFF) in.fail("OverflowError", "%c arg not in range(0x110000)");
-          appendUtf8(piece, static_cast<uint32_t>(n));
-        } else {
-          piece = std::to_string(n);
-        }
-        if (flags.find('+') != std::string::npos && n >= 0) piece = "+" + piece;
-        break;
-      }
-      case 'f':
-      case 'F':
-      case 'e':
-      case 'E':
-      case 'g':
-      case 'G': {
-        if (val.isUndefined()) in.failUndefined(val);
-        if (!val.isNumber()) in.fail("TypeError", "must be real number, not " + val.typeName());
-        char spec[16];
-        std::snprintf(spec, sizeof spec, "%%%s.%d%c", flags.find('+') != std::string::npos ? "+" : "",
-                      prec < 0 ? 6 : prec, conv);
-        char buf[512];
-        std::snprintf(buf, sizeof buf, spec, val.toDouble());
-        piece = buf;
-        break;
-      }
-      default: in.fail("ValueError", std::string("unsupported format character '") + conv + "'");
-    }
+    std::string piece = convertOne(in, conv, flags, prec, val);
     if (conv == 's' || conv == 'r' || conv == 'a') {
       if (prec >= 0) {
         auto offs = codePointOffsets(piece);
