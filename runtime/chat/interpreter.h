@@ -124,7 +124,12 @@ class Interpreter {
   Value slice(const Value& obj, const Value& start, const Value& stop, const Value& step);
 };
 
-// Builtins (builtins.cpp).
+// Stores `v` as the namespace attribute `name` (`set ns.name = v`, namespace()):
+// no underscore names, no values holding a namespace or callable.
+void storeInNamespace(Interpreter& in, NamespaceData& ns, const std::string& name, const Value& v);
+
+// Builtins: filters.cpp, tests.cpp, string_methods.cpp, container_methods.cpp,
+// percent_format.cpp (builtins.h: what they share).
 using FilterFn = Value (*)(Interpreter&, const Value&, CallArgs&);
 using TestFn = bool (*)(Interpreter&, const Value&, CallArgs&);
 FilterFn findFilter(const std::string& name);

@@ -1,5 +1,8 @@
 // The pipeline stages of a tokenizer.json: normalizers, pre-tokenizers,
-// decoders and post-processors, and their parsing (internal header).
+// decoders and post-processors, and their parsing (internal header). One
+// file per kind of stage, as in Hugging Face's tokenizers crate:
+// normalizers.cpp, pre_tokenizers.cpp, decoders.cpp, post_processors.cpp;
+// components.cpp has what they share.
 #pragma once
 
 #include <cstdint>
@@ -110,5 +113,28 @@ std::unique_ptr<PostProcessor> makeWrapProcessor(std::vector<int32_t> prefix, st
 // The byte <-> character table of byte-level BPE (GPT-2's bytes_to_unicode).
 const std::string& byteToChar(unsigned char b);  // UTF-8 of the character
 int charToByte(char32_t cp);                     // -1 if not in the table
+std::string byteLevelEncode(std::string_view s);  // every byte as its character
+
+// ---- what the stage parsers share (components.cpp)
+
+// Fails at `path` naming the unsupported `kind` of stage, its `type` and the supported ones.
+[[noreturn]] void unsupported(const JsonContext& ctx, const std::string& path, const std::string& kind,
+                              const std::string& type, const char* supported);
+// obj[key] as a bool, or `dflt` when absent or null.
+bool boolOr(const JsonContext& ctx, const json& obj, const std::string& path, const char* key, bool dflt);
+// {"String": literal} or {"Regex": pattern}.
+Pattern parsePattern(const JsonContext& ctx, const json& v, const std::string& path);
+// "Removed", "Isolated", "MergedWithPrevious", "MergedWithNext" or "Contiguous".
+SplitBehavior parseBehavior(const JsonContext& ctx, const json& v, const std::string& path);
+
+inline bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+inline std::string prefixed(std::string_view prefix, std::string_view s) {
+  std::string out;
+  out.reserve(prefix.size() + s.size());
+  out.append(prefix);
+  out.append(s);
+  return out;
+}
 
 }  // namespace linnet::tokenizer::detail

@@ -5,12 +5,15 @@
 //   linnet bench decode|prefill PACKAGE (--weights PATH | --random-weights) [--set K=V]... [--steps N] ...
 // Several --entry groups run in one process, in order, so state (KV caches)
 // carries from one to the next, as IREE's iree-run-module does with .npy files.
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
+#include <cstdlib>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,8 +36,33 @@ struct Usage : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-const char* kHelp = R"(linnet: run a Linnet package's entries
+struct Group {
+  std::string entry;
+  std::map<std::string, int64_t> generics;
+  std::vector<std::pair<std::string, std::string>> inputs;  // name -> "@file" or value
+  std::vector<std::string> outputs;
+};
 
+struct Args {
+  std::string command, package;  // command: the subcommand given
+  linnet::nest::LoadOptions load;
+  std::vector<Group> groups;
+  std::vector<int64_t> promptIds;
+  int64_t maxNew = 16;
+  std::string prompt, system, tokenizer;
+  std::vector<std::string> words;  // tokenize / detokenize operands
+  double temperature = 0, topP = 1, minP = 0, repetitionPenalty = 1;
+  int64_t topK = 0, seed = 0;
+  std::vector<std::string> stops;  // stop strings
+  bool hasPrompt = false;
+};
+
+// ---------------------------------------------------------------------------
+// The command line, parsed with CLI11 as linnetc's is. A flag given twice
+// keeps its last value; numbers are read in base 10 here (CLI11's own
+// conversion would take 010 for octal), with errors that name the flag.
+
+const char* kSynopsis = R"(
   linnet call PACKAGE (--weights PATH | --random-weights) [--set K=V]... [--convert]
       (--entry NAME [--generic K=V]... [--input NAME=@file.npy | NAME=VALUE]... [--output @file.npy]...)...
   linnet generate PACKAGE (--weights PATH | --random-weights) [--set K=V]...
@@ -46,18 +74,24 @@ const char* kHelp = R"(linnet: run a Linnet package's entries
   linnet bench decode|prefill PACKAGE (--weights PATH | --random-weights) [--set K=V]...
       [--backend reference|cpu] [--steps N] [--prompt-len S] [--warmup N] [--json]
   linnet --version | --help
+)";
 
+const char* kTextNotes = R"(
 sampling: --temperature T (0: greedy, the default) --top-k K --top-p P --min-p P
   --repetition-penalty R --seed S; chat stops at --stop TEXT (repeatable) too.
 --tokenizer takes a tokenizer.json (tokenizer_config.json beside it supplies
 the chat template) or a .gguf file; by default the --weights file when it is
 GGUF. `chat` without --prompt is interactive: /reset starts over, /quit ends.
+)";
 
+const char* kPackageNotes = R"(
 PACKAGE is a nest package (nest.toml, linnet.toml, bindings.json, src/).
 --weights takes a .safetensors file or a *.safetensors.index.json; --convert
 converts checkpoint floats to the model's dtype. --backend reference (the
 default: exact, slow) or cpu (compiled code) chooses where entries run.
+)";
 
+const char* kBenchNotes = R"(
 bench decode: a prompt of --prompt-len tokens (default 8) through `prefill`
 (or `decode` token by token), --warmup untimed steps (default 1), then
 --steps timed `decode` calls (default 32; fewer if MaxSeq is reached).
@@ -73,30 +107,6 @@ bench's --seed seeds --random-weights; --json prints one JSON object instead
 of the table. See bench/decode/README.md.
 )";
 
-struct Group {
-  std::string entry;
-  std::map<std::string, int64_t> generics;
-  std::vector<std::pair<std::string, std::string>> inputs;  // name -> "@file" or value
-  std::vector<std::string> outputs;
-};
-
-struct Args {
-  std::string command, package;
-  linnet::nest::LoadOptions load;
-  std::vector<Group> groups;
-  std::vector<int64_t> promptIds;
-  int64_t maxNew = 16;
-  std::string prompt, system, tokenizer;
-  std::vector<std::string> words;  // tokenize / detokenize operands
-  double temperature = 0, topP = 1, minP = 0, repetitionPenalty = 1;
-  int64_t topK = 0, seed = 0;
-  std::vector<std::string> stops;  // stop strings
-  bool hasPrompt = false;
-  std::string benchMode;  // bench: decode or prefill
-  int64_t steps = -1, promptLen = -1, warmup = 1;
-  bool json = false;
-};
-
 std::pair<std::string, std::string> splitAssignment(const std::string& s, const char* flag) {
   auto eq = s.find('=');
   if (eq == std::string::npos || eq == 0)
@@ -111,103 +121,233 @@ int64_t parseInt(const std::string& s, const std::string& what) {
   return v;
 }
 
-Args parse(int argc, char** argv) {
-  Args a;
-  std::vector<std::string> v(argv + 1, argv + argc);
-  if (v.empty()) throw Usage("no command; see linnet --help");
-  a.command = v[0];
-  size_t i = 1;
-  auto next = [&](const std::string& flag) -> std::string {
-    if (i + 1 >= v.size()) throw Usage(fmt::format("{} needs a value", flag));
-    return v[++i];
+// A flag of one value: given twice, the last wins.
+CLI::Option* once(CLI::Option* o) { return o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast); }
+
+// A repeatable flag: one value each time, all kept in order.
+CLI::Option* repeatable(CLI::Option* o) { return o->allow_extra_args(false); }
+
+// A value that must be one of `choices`: "`gpu`: expected reference or cpu".
+CLI::Validator oneOf(std::vector<std::string> choices) {
+  std::string expected = choices.size() == 2 ? fmt::format("{} or {}", choices[0], choices[1])
+                                             : fmt::format("one of {}", fmt::join(choices, ", "));
+  return CLI::Validator(
+      [choices, expected](std::string& v) -> std::string {
+        if (std::find(choices.begin(), choices.end(), v) != choices.end()) return {};
+        return fmt::format("`{}`: expected {}", v, expected);
+      },
+      fmt::format("{{{}}}", fmt::join(choices, "|")));
+}
+
+// An integer flag, at least `least` when given.
+CLI::Option* addInt(CLI::App* cmd, const std::string& name, std::function<void(int64_t)> set, const std::string& help,
+                    std::optional<int64_t> least = std::nullopt) {
+  return once(cmd->add_option_function<std::string>(
+                     name,
+                     [name, set, least](const std::string& v) {
+                       int64_t n = parseInt(v, name);
+                       if (least && n < *least) throw Usage(fmt::format("{} must be at least {}", name, *least));
+                       set(n);
+                     },
+                     help))
+      ->type_name("INT");
+}
+
+CLI::Option* addInt(CLI::App* cmd, const std::string& name, int64_t& into, const std::string& help,
+                    std::optional<int64_t> least = std::nullopt) {
+  return addInt(cmd, name, [&into](int64_t n) { into = n; }, help, least);
+}
+
+// A number flag, >= 0.
+CLI::Option* addNonNegative(CLI::App* cmd, const std::string& name, double& into, const std::string& help) {
+  return once(cmd->add_option_function<std::string>(
+                     name,
+                     [name, &into](const std::string& v) {
+                       char* end = nullptr;
+                       double d = std::strtod(v.c_str(), &end);
+                       if (v.empty() || *end != '\0' || d < 0)
+                         throw Usage(fmt::format("{} `{}`: expected a number >= 0", name, v));
+                       into = d;
+                     },
+                     help))
+      ->type_name("NUMBER");
+}
+
+// --backend: where entries run. Kept on its own: how a backend is chosen
+// changes here alone.
+void addBackendOption(CLI::App* cmd, linnet::nest::LoadOptions& load) {
+  once(cmd->add_option("--backend", load.backend,
+                       "Where entries run: reference (exact, slow; the default) or cpu (compiled code)"))
+      ->type_name("NAME")
+      ->check(oneOf({"reference", "cpu"}));
+}
+
+// The model: its package's checkpoint, generics and backend.
+void addLoadOptions(CLI::App* cmd, linnet::nest::LoadOptions& load) {
+  once(cmd->add_option("--weights", load.weights, "A .safetensors file, a *.safetensors.index.json or a .gguf file"))
+      ->type_name("PATH");
+  cmd->add_flag("--random-weights", load.randomWeights, "Seeded random parameters instead of a checkpoint");
+  cmd->add_flag("--convert", load.convertDTypes, "Convert checkpoint floats to the model's dtype");
+  once(cmd->add_option("--stdlib", load.stdlib, "Standard library folder (default: LINNET_STDLIB, then the build's)"))
+      ->type_name("DIR");
+  repeatable(cmd->add_option_function<std::vector<std::string>>(
+                    "--set",
+                    [&load](const std::vector<std::string>& sets) {
+                      for (const auto& s : sets) {
+                        auto [k, val] = splitAssignment(s, "--set");
+                        char* end = nullptr;
+                        long long n = std::strtoll(val.c_str(), &end, 10);
+                        // The last --set of a name wins, as with linnetc.
+                        if (!val.empty() && *end == '\0') load.generics.insert_or_assign(k, static_cast<int64_t>(n));
+                        else load.generics.insert_or_assign(k, val);
+                      }
+                    },
+                    "Override a generic of nest.toml's [generics] (repeatable)"))
+      ->type_name("K=V");
+  addBackendOption(cmd, load);
+}
+
+void addPackage(CLI::App* cmd, std::string& package) {
+  cmd->add_option("PACKAGE", package, "A nest package (nest.toml, linnet.toml, bindings.json, src/)")
+      ->required()
+      ->type_name("DIR");
+}
+
+// call's groups: each --entry starts one, and the --generic, --input and
+// --output after it belong to it, so these are handled as they are read.
+void addEntryGroups(CLI::App* cmd, Args& a) {
+  auto group = [&a](const std::string& flag) -> Group& {
+    if (a.groups.empty()) throw Usage(fmt::format("{} must follow an --entry", flag));
+    return a.groups.back();
   };
-  for (; i < v.size(); ++i) {
-    const std::string& s = v[i];
-    if (s == "--weights") a.load.weights = next(s);
-    else if (s == "--random-weights") a.load.randomWeights = true;
-    else if (s == "--convert") a.load.convertDTypes = true;
-    else if (s == "--stdlib") a.load.stdlib = next(s);
-    else if (s == "--backend") {
-      a.load.backend = next(s);
-      if (a.load.backend != "reference" && a.load.backend != "cpu")
-        throw Usage(fmt::format("--backend `{}`: expected reference or cpu", a.load.backend));
-    } else if (s == "--steps" || s == "--prompt-len" || s == "--warmup") {
-      int64_t n = parseInt(next(s), s);
-      int64_t least = s == "--steps" ? 1 : 0;
-      if (n < least) throw Usage(fmt::format("{} must be at least {}", s, least));
-      (s == "--steps" ? a.steps : s == "--prompt-len" ? a.promptLen : a.warmup) = n;
-    } else if (s == "--json") a.json = true;
-    else if (s == "--set") {
-      auto [k, val] = splitAssignment(next(s), "--set");
-      char* end = nullptr;
-      long long n = std::strtoll(val.c_str(), &end, 10);
-      // The last --set of a name wins, as with linnetc.
-      if (!val.empty() && *end == '\0') a.load.generics.insert_or_assign(k, static_cast<int64_t>(n));
-      else a.load.generics.insert_or_assign(k, val);
-    } else if (s == "--entry") {
-      a.groups.push_back({next(s), {}, {}, {}});
-    } else if (s == "--generic" || s == "--input" || s == "--output") {
-      if (a.groups.empty()) throw Usage(fmt::format("{} must follow an --entry", s));
-      std::string val = next(s);
-      if (s == "--generic") {
-        auto [k, n] = splitAssignment(val, "--generic");
-        a.groups.back().generics[k] = parseInt(n, "--generic " + k);
-      } else if (s == "--input") {
-        a.groups.back().inputs.push_back(splitAssignment(val, "--input"));
-      } else {
-        if (val.empty() || val[0] != '@') throw Usage("--output takes @file.npy");
-        a.groups.back().outputs.push_back(val.substr(1));
-      }
-    } else if (s == "--prompt-ids") {
-      std::string ids = next(s);
-      size_t start = 0;
-      while (start <= ids.size()) {
-        size_t comma = ids.find(',', start);
-        std::string one = ids.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        a.promptIds.push_back(parseInt(one, "--prompt-ids"));
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
-    } else if (s == "--max-new") {
-      a.maxNew = parseInt(next(s), "--max-new");
-    } else if (s == "--prompt") {
-      a.prompt = next(s);
-      a.hasPrompt = true;
-    } else if (s == "--system") {
-      a.system = next(s);
-    } else if (s == "--tokenizer") {
-      a.tokenizer = next(s);
-    } else if (s == "--temperature" || s == "--top-p" || s == "--min-p" || s == "--repetition-penalty") {
-      std::string val = next(s);
-      char* end = nullptr;
-      double d = std::strtod(val.c_str(), &end);
-      if (val.empty() || *end != '\0' || d < 0) throw Usage(fmt::format("{} `{}`: expected a number >= 0", s, val));
-      (s == "--temperature" ? a.temperature : s == "--top-p" ? a.topP : s == "--min-p" ? a.minP
-                                                                       : a.repetitionPenalty) = d;
-    } else if (s == "--stop") {
-      a.stops.push_back(next(s));
-    } else if (s == "--top-k") {
-      a.topK = parseInt(next(s), "--top-k");
-    } else if (s == "--seed") {
-      a.seed = parseInt(next(s), "--seed");
-    } else if (!s.empty() && s[0] == '-') {
-      throw Usage(fmt::format("unknown option `{}`; see linnet --help", s));
-    } else if (a.command == "tokenize" || a.command == "detokenize") {
-      a.words.push_back(s);
-    } else if (a.command == "bench" && a.benchMode.empty()) {
-      if (s != "decode" && s != "prefill")
-        throw Usage(fmt::format("bench `{}`: expected decode or prefill", s));
-      a.benchMode = s;
-    } else if (a.package.empty()) {
-      a.package = s;
-    } else {
-      throw Usage(fmt::format("unexpected argument `{}`", s));
-    }
+  cmd->add_option_function<std::string>(
+         "--entry", [&a](const std::string& name) { a.groups.push_back({name, {}, {}, {}}); },
+         "Run this entry (repeatable: in order, in one process, so state carries over)")
+      ->trigger_on_parse()
+      ->type_name("NAME");
+  cmd->add_option_function<std::string>(
+         "--generic",
+         [group](const std::string& v) {
+           auto [k, n] = splitAssignment(v, "--generic");
+           group("--generic").generics[k] = parseInt(n, "--generic " + k);
+         },
+         "An entry generic of the last --entry")
+      ->trigger_on_parse()
+      ->type_name("K=N");
+  cmd->add_option_function<std::string>(
+         "--input",
+         [group](const std::string& v) { group("--input").inputs.push_back(splitAssignment(v, "--input")); },
+         "An argument of the last --entry: a number, true/false, or @file.npy")
+      ->trigger_on_parse()
+      ->type_name("NAME=VALUE");
+  cmd->add_option_function<std::string>(
+         "--output",
+         [group](const std::string& v) {
+           Group& g = group("--output");
+           if (v.empty() || v[0] != '@') throw Usage("--output takes @file.npy");
+           g.outputs.push_back(v.substr(1));
+         },
+         "Write the last --entry's next result to a .npy file")
+      ->trigger_on_parse()
+      ->type_name("@FILE");
+}
+
+void addTokenizerOption(CLI::App* cmd, Args& a) {
+  once(cmd->add_option("--tokenizer", a.tokenizer,
+                       "A tokenizer.json or a .gguf file (default: the --weights file when it is GGUF)"))
+      ->type_name("PATH");
+}
+
+void addPromptOptions(CLI::App* cmd, Args& a) {
+  once(cmd->add_option("--prompt", a.prompt, "The prompt as text (needs a tokenizer)"))->type_name("TEXT");
+  addInt(cmd, "--max-new", a.maxNew, "Tokens to produce at most (default 16)");
+  addTokenizerOption(cmd, a);
+}
+
+void addSamplingOptions(CLI::App* cmd, Args& a) {
+  addNonNegative(cmd, "--temperature", a.temperature, "0: greedy (the default)");
+  addInt(cmd, "--top-k", a.topK, "Sample from the K most likely tokens (0: all)");
+  addNonNegative(cmd, "--top-p", a.topP, "Sample from the most likely tokens of total probability P");
+  addNonNegative(cmd, "--min-p", a.minP, "Drop tokens less likely than P times the most likely one");
+  addNonNegative(cmd, "--repetition-penalty", a.repetitionPenalty, "Penalty on tokens already in the context");
+  addInt(cmd, "--seed", a.seed, "Seed of the sampler");
+}
+
+struct Commands {
+  CLI::App* call = nullptr;
+  CLI::App* generate = nullptr;
+  CLI::App* bench = nullptr;
+  CLI::App* chat = nullptr;
+  CLI::App* tokenize = nullptr;
+  CLI::App* detokenize = nullptr;
+};
+
+Commands defineCommands(CLI::App& app, Args& a, linnet::bench::Options& bench) {
+  Commands c;
+  c.call = app.add_subcommand("call", "Run entries with arguments from the command line or .npy files");
+  c.call->footer(kPackageNotes);
+  addPackage(c.call, a.package);
+  addLoadOptions(c.call, a.load);
+  addEntryGroups(c.call, a);
+
+  c.generate = app.add_subcommand("generate", "Prefill a prompt, then decode tokens");
+  c.generate->footer(std::string(kTextNotes) + kPackageNotes);
+  addPackage(c.generate, a.package);
+  addLoadOptions(c.generate, a.load);
+  repeatable(c.generate->add_option_function<std::vector<std::string>>(
+                 "--prompt-ids",
+                 [&a](const std::vector<std::string>& lists) {
+                   for (const std::string& ids : lists) {
+                     size_t start = 0;
+                     while (start <= ids.size()) {
+                       size_t comma = ids.find(',', start);
+                       std::string one =
+                           ids.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+                       a.promptIds.push_back(parseInt(one, "--prompt-ids"));
+                       if (comma == std::string::npos) break;
+                       start = comma + 1;
+                     }
+                   }
+                 },
+                 "The prompt as token ids"))
+      ->type_name("1,2,3");
+  addPromptOptions(c.generate, a);
+  addSamplingOptions(c.generate, a);
+
+  c.bench = app.add_subcommand("bench", "Decode or prefill speed against this machine's bandwidth or our GEMM");
+  c.bench->footer(std::string(kPackageNotes) + kBenchNotes);
+  c.bench->add_option("MODE", bench.mode, "What to time")
+      ->required()
+      ->check(oneOf({"decode", "prefill"}));
+  addPackage(c.bench, bench.package);
+  addLoadOptions(c.bench, bench.load);
+  addInt(c.bench, "--steps", bench.steps, "Timed calls (default: decode 32, prefill 3)", 1);
+  addInt(c.bench, "--prompt-len", bench.promptLen, "Prompt tokens (default: decode 8, prefill 64)", 0);
+  addInt(c.bench, "--warmup", bench.warmup, "Untimed calls first (default 1)", 0);
+  c.bench->add_flag("--json", bench.json, "One JSON object instead of the table");
+  addInt(c.bench, "--seed", [&bench](int64_t s) { bench.load.seed = static_cast<uint64_t>(s); },
+         "Seed of --random-weights");
+
+#ifdef LINNET_HAVE_TEXT
+  c.chat = app.add_subcommand("chat", "A conversation through the package's chat template");
+  c.chat->footer(std::string(kTextNotes) + kPackageNotes);
+  addPackage(c.chat, a.package);
+  addLoadOptions(c.chat, a.load);
+  once(c.chat->add_option("--system", a.system, "A system message first"))->type_name("TEXT");
+  addPromptOptions(c.chat, a);
+  addSamplingOptions(c.chat, a);
+  repeatable(c.chat->add_option("--stop", a.stops, "Stop the reply at this text (repeatable)"))->type_name("TEXT");
+
+  c.tokenize = app.add_subcommand("tokenize", "Print a text's token ids as a JSON array");
+  c.tokenize->add_option("TEXT", a.words, "The text (several words are joined with spaces)");
+  c.detokenize = app.add_subcommand("detokenize", "Print the text of token ids");
+  c.detokenize->add_option("IDS", a.words, "Token ids, separated by commas");
+  for (CLI::App* cmd : {c.tokenize, c.detokenize}) {
+    addTokenizerOption(cmd, a);
+    once(cmd->add_option("--weights", a.load.weights, "A .gguf file whose tokenizer to use"))->type_name("PATH");
   }
-  if (a.command == "bench" && a.benchMode.empty()) throw Usage("bench needs decode or prefill");
-  if (a.package.empty() && a.command != "tokenize" && a.command != "detokenize")
-    throw Usage("no PACKAGE given");
-  return a;
+#endif
+  return c;
 }
 
 Scalar scalarOf(linnet::weights::DType d) {
@@ -425,20 +565,6 @@ int runTokenize(Args& a) {
 }
 #endif
 
-int runBench(Args& a) {
-  linnet::bench::Options o;
-  o.mode = a.benchMode;
-  o.package = a.package;
-  o.load = a.load;
-  o.load.seed = static_cast<uint64_t>(a.seed);
-  o.steps = a.steps;
-  o.promptLen = a.promptLen;
-  o.warmup = a.warmup;
-  o.json = a.json;
-  linnet::bench::run(o);
-  return 0;
-}
-
 int runGenerate(Args& a) {
 #ifdef LINNET_HAVE_TEXT
   std::optional<linnet::nest::TextModel> tokenizer;
@@ -489,22 +615,46 @@ int runGenerate(Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
-    fputs(kHelp, stdout);
-    return 0;
-  }
-  if (argc >= 2 && std::strcmp(argv[1], "--version") == 0) {
-    fmt::print("linnet {}\n", LINNET_VERSION);
-    return 0;
-  }
+  Args a;
+  linnet::bench::Options bench;
+  CLI::App app{"linnet: run a Linnet package's entries"};
+  app.set_version_flag("--version", std::string("linnet ") + LINNET_VERSION);
+  app.require_subcommand(1);
+  Commands commands = defineCommands(app, a, bench);
+  app.footer(std::string(kSynopsis) + kTextNotes + kPackageNotes + kBenchNotes);  // after: subcommands copy it
   try {
-    Args a = parse(argc, argv);
-    if (a.command == "call") return runCall(a);
-    if (a.command == "generate") return runGenerate(a);
-    if (a.command == "bench") return runBench(a);
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+      std::vector<CLI::App*> given = app.get_subcommands();
+      std::string help = given.empty() ? "linnet --help" : "linnet " + given[0]->get_name() + " --help";
+      if (argc < 2) throw Usage(fmt::format("no command; see {}", help));
+      if (given.empty())
+        throw Usage(fmt::format("unknown {} `{}`; see {}", argv[1][0] == '-' ? "option" : "command", argv[1], help));
+      if (!given.empty() && dynamic_cast<const CLI::ExtrasError*>(&e)) {
+        std::vector<std::string> extra = given[0]->remaining();
+        throw Usage(fmt::format("{}: unexpected argument{} `{}`; see {}", given[0]->get_name(),
+                                extra.size() == 1 ? "" : "s", fmt::join(extra, " "), help));
+      }
+      throw Usage(fmt::format("{}; see {}", e.what(), help));
+    }
+    a.command = app.get_subcommands()[0]->get_name();
+    if (commands.call->parsed()) return runCall(a);
+    if (commands.generate->parsed()) {
+      a.hasPrompt = commands.generate->count("--prompt") > 0;
+      return runGenerate(a);
+    }
+    if (commands.bench->parsed()) {
+      linnet::bench::run(bench);
+      return 0;
+    }
 #ifdef LINNET_HAVE_TEXT
-    if (a.command == "chat") return runChat(a);
-    if (a.command == "tokenize" || a.command == "detokenize") return runTokenize(a);
+    if (commands.chat->parsed()) {
+      a.hasPrompt = commands.chat->count("--prompt") > 0;
+      return runChat(a);
+    }
+    if (commands.tokenize->parsed() || commands.detokenize->parsed()) return runTokenize(a);
 #endif
     throw Usage(fmt::format("unknown command `{}`; see linnet --help", a.command));
   } catch (const Usage& e) {

@@ -2,6 +2,11 @@
 # each pass (linnet-opt), and the CPU pipeline's stages, checked with
 # FileCheck. Run through ctest (`ir`), or by hand:
 #   lit -sv tests/ir --param bindir=build/bin --param source=$PWD
+# Each test's Output/ folder and lit's .lit_test_times.txt go to exec_root
+# (ctest passes the build tree's tests/ir; by hand it defaults to the
+# bindir's build tree), never into the source tree. llvm_bin: where
+# FileCheck is (ctest passes LINNET_LLVM_ROOT/bin; by hand it defaults to
+# /usr/lib/llvm-22/bin, LINNET_LLVM_ROOT's default).
 import os
 
 import lit.formats
@@ -13,6 +18,8 @@ config.excludes = ["inputs"]
 config.test_source_root = os.path.dirname(__file__)
 
 bindir = os.path.abspath(lit_config.params.get("bindir", "build/bin"))
+config.test_exec_root = os.path.abspath(
+    lit_config.params.get("exec_root", os.path.join(os.path.dirname(bindir), "tests", "ir")))
 source = os.path.abspath(lit_config.params.get("source", os.path.join(os.path.dirname(__file__), "..", "..")))
 llvm_bin = lit_config.params.get("llvm_bin", "/usr/lib/llvm-22/bin")
 
