@@ -92,14 +92,14 @@ void MLIRGen::Impl::exec(Frame& f, const elab::Stmt& s) {
       return;
     }
     case StmtKind::AssignState: f.fn->states[f.self][s.name] = eval(f, *s.value).v; return;
-    case StmtKind::Return: f.result = s.value ? eval(f, *s.value) : Val{Val::Tuple}; return;
+    case StmtKind::Return: f.result = s.value ? eval(f, *s.value) : Val::ofKind(Val::Tuple); return;
     case StmtKind::Eval: eval(f, *s.value); return;
     case StmtKind::ForArray: {
       Val array = eval(f, *s.value);
       for (StackedArray& sa : stacked)
         if (sa.elements == array.array) return stackedLoop(f, s, sa);
       for (const auto& inst : *array.array) {
-        Val bv{Val::BlockV};
+        Val bv = Val::ofKind(Val::BlockV);
         bv.inst = inst.get();
         f.slots[s.slot] = bv;
         run(f, s.body);
@@ -116,9 +116,9 @@ void MLIRGen::Impl::exec(Frame& f, const elab::Stmt& s) {
 std::vector<Carried> MLIRGen::Impl::carriedValues(Frame& f, const std::vector<elab::SlotId>& vars) {
   std::vector<Carried> carried;
   for (elab::SlotId s : vars)
-    if (f.slots[s].kind == Val::TensorV && f.slots[s].v) carried.push_back({s});
+    if (f.slots[s].kind == Val::TensorV && f.slots[s].v) carried.push_back(Carried{s, nullptr, {}, false});
   for (auto& [inst, m] : f.fn->states)
-    for (auto& [n, v] : m) carried.push_back({-1, inst, n});
+    for (auto& [n, v] : m) carried.push_back(Carried{-1, inst, n, false});
   for (auto& [path, v] : f.fn->stackedStates) carried.push_back({-1, nullptr, path, true});
   return carried;
 }
@@ -155,7 +155,7 @@ void MLIRGen::Impl::stackedLoop(Frame& f, const elab::Stmt& s, StackedArray& sa)
   for (auto& p : sa.params) f.fn->params[p.inst][p.member] = sliceAt(f.fn->stackedParams.at(p.path), iv, p.spec);
   mlir::Value outerIndex = f.fn->layerIndex;
   f.fn->layerIndex = iv;
-  Val bv{Val::BlockV};
+  Val bv = Val::ofKind(Val::BlockV);
   bv.inst = (*sa.elements)[0].get();
   f.slots[s.slot] = bv;
   run(f, s.body);
@@ -253,7 +253,7 @@ Val MLIRGen::Impl::inlineFn(Frame& caller, const elab::FnInstance& fn, const Ins
   f.slots.resize(fn.slots.size());
   for (size_t k = 0; k < fn.params.size(); ++k) f.slots[fn.params[k]] = std::move(args[k]);
   run(f, fn.body);
-  if (!f.result) return Val{Val::Tuple};
+  if (!f.result) return Val::ofKind(Val::Tuple);
   return std::move(*f.result);
 }
 
@@ -275,8 +275,8 @@ Val MLIRGen::Impl::callLayerMethod(Frame& caller, const elab::FnInstance& fn, St
   for (int k = 0; k < m.resultCount; ++k) results.push_back(Val::of(callOp.getResult(k)));
   for (size_t k = 0; k < m.modifiedStates.size(); ++k)
     caller.fn->stackedStates[sa.states[m.modifiedStates[k]].path] = callOp.getResult(m.resultCount + k);
-  if (!m.tuple) return m.resultCount ? results[0] : Val{Val::Tuple};
-  Val t{Val::Tuple};
+  if (!m.tuple) return m.resultCount ? results[0] : Val::ofKind(Val::Tuple);
+  Val t = Val::ofKind(Val::Tuple);
   t.elems = std::move(results);
   return t;
 }

@@ -125,7 +125,7 @@ Val MLIRGen::Impl::eval(Frame& f, const elab::Expr& e) {
     case ExprKind::Constant: at(); return Val::of(constant(e));
     case ExprKind::Local: return f.slots.at(e.slot);
     case ExprKind::Self: {
-      Val v{Val::BlockV};
+      Val v = Val::ofKind(Val::BlockV);
       v.inst = f.self;
       return v;
     }
@@ -215,16 +215,16 @@ Val MLIRGen::Impl::eval(Frame& f, const elab::Expr& e) {
     }
     case ExprKind::Call: return call(f, e);
     case ExprKind::Tuple: {
-      Val t{Val::Tuple};
+      Val t = Val::ofKind(Val::Tuple);
       for (const elab::Expr* x : e.operands) t.elems.push_back(eval(f, *x));
       return t;
     }
     case ExprKind::Some: {
-      Val v{Val::Some};
+      Val v = Val::ofKind(Val::Some);
       v.elems.push_back(eval(f, *e.operand(0)));
       return v;
     }
-    case ExprKind::None: return Val{Val::None};
+    case ExprKind::None: return Val::ofKind(Val::None);
     case ExprKind::Unwrap: return eval(f, *e.operand(0)).elems.at(0);
   }
   fail(e.range, "internal: an expression kind without a translation");

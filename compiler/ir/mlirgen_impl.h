@@ -32,6 +32,11 @@ struct Val {
     x.v = v;
     return x;
   }
+  static Val ofKind(Kind k) {
+    Val x;
+    x.kind = k;
+    return x;
+  }
 };
 
 // The SSA values of the params and states of the instances a function sees.

@@ -29,6 +29,11 @@ struct RValue {
     v.t = std::move(t);
     return v;
   }
+  static RValue ofKind(Kind k) {
+    RValue v;
+    v.kind = k;
+    return v;
+  }
 };
 
 struct Frame {
@@ -79,7 +84,7 @@ struct Model::Impl {
     f.slots.resize(fn.slots.size());
     for (size_t k = 0; k < fn.params.size(); ++k) f.slots[fn.params[k]] = std::move(args[k]);
     run(f, fn.body);
-    if (!f.result) return RValue{RValue::Tuple};
+    if (!f.result) return RValue::ofKind(RValue::Tuple);
     return std::move(*f.result);
   }
 
@@ -109,13 +114,13 @@ struct Model::Impl {
         storage[f.self->id].states.at(s.name) = eval(f, *s.value).t;
         return;
       case StmtKind::Return:
-        f.result = s.value ? eval(f, *s.value) : RValue{RValue::Tuple};
+        f.result = s.value ? eval(f, *s.value) : RValue::ofKind(RValue::Tuple);
         return;
       case StmtKind::Eval: eval(f, *s.value); return;
       case StmtKind::ForArray: {
         RValue array = eval(f, *s.value);
         for (const auto& inst : *array.array) {
-          RValue b{RValue::BlockV};
+          RValue b = RValue::ofKind(RValue::BlockV);
           b.inst = inst.get();
           f.slots[s.slot] = b;
           run(f, s.body);
@@ -143,7 +148,7 @@ struct Model::Impl {
                                                     : Tensor::scalarI(type.dtype, wrapTo(type.dtype, e.integer)));
       case ExprKind::Local: return f.slots.at(e.slot);
       case ExprKind::Self: {
-        RValue v{RValue::BlockV};
+        RValue v = RValue::ofKind(RValue::BlockV);
         v.inst = f.self;
         return v;
       }
@@ -216,16 +221,16 @@ struct Model::Impl {
         return callFn(*e.callee, self, std::move(args));
       }
       case ExprKind::Tuple: {
-        RValue v{RValue::Tuple};
+        RValue v = RValue::ofKind(RValue::Tuple);
         for (const elab::Expr* x : e.operands) v.elems.push_back(eval(f, *x));
         return v;
       }
       case ExprKind::Some: {
-        RValue v{RValue::Some};
+        RValue v = RValue::ofKind(RValue::Some);
         v.elems.push_back(eval(f, *e.operand(0)));
         return v;
       }
-      case ExprKind::None: return RValue{RValue::None};
+      case ExprKind::None: return RValue::ofKind(RValue::None);
       case ExprKind::Unwrap: return eval(f, *e.operand(0)).elems.at(0);
     }
     fail(e.range, "internal: an expression kind without a handler");
