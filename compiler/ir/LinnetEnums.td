@@ -14,7 +14,8 @@ def Linnet_UnaryKind : I32EnumAttr<"UnaryKind", "elementwise operation of one op
     I32EnumAttrCase<"Sin", 4, "sin">, I32EnumAttrCase<"Cos", 5, "cos">,
     I32EnumAttrCase<"Tanh", 6, "tanh">, I32EnumAttrCase<"Sqrt", 7, "sqrt">,
     I32EnumAttrCase<"Rsqrt", 8, "rsqrt">, I32EnumAttrCase<"Sigmoid", 9, "sigmoid">,
-    I32EnumAttrCase<"Abs", 10, "abs">, I32EnumAttrCase<"Floor", 11, "floor">]> {
+    I32EnumAttrCase<"Abs", 10, "abs">, I32EnumAttrCase<"Floor", 11, "floor">,
+    I32EnumAttrCase<"Erf", 12, "erf">]> {
   let cppNamespace = "::linnet::ir";
 }
 

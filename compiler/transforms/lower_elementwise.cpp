@@ -118,6 +118,7 @@ UnaryFn unaryFn(ir::UnaryKind kind, Type et) {
     case K::Rsqrt: return isF ? rsqrtF : nullptr;
     case K::Sigmoid: return isF ? sigmoidF : nullptr;
     case K::Floor: return isF ? unaryOf<math::FloorOp> : nullptr;
+    case K::Erf: return isF ? unaryOf<math::ErfOp> : nullptr;
   }
   return nullptr;
 }

@@ -190,6 +190,7 @@ double floatOp(UnaryKind op, double x) {
     case UnaryKind::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
     case UnaryKind::Abs: return std::fabs(x);
     case UnaryKind::Floor: return std::floor(x);
+    case UnaryKind::Erf: return std::erf(x);
     case UnaryKind::Not: break;
   }
   throw EvalError(fmt::format("`{}` of a float tensor", sema::name(op)));
