@@ -266,6 +266,17 @@ Value Checker::Impl::callFn(Ctx& ctx, const CallExpr& call, const Signature& sig
                                        g.name.name, calleeName, calleeName));
     return Value::error();
   }
+  // A Float or Int generic bound from the arguments must be of its kind.
+  for (const GenericParam& g : fn.generics) {
+    auto it = inferred.dtypes.find(fresh(g.name.name));
+    if (it == inferred.dtypes.end()) continue;
+    bool fits = g.kind.name == "Float" ? it->second.floatLike() : g.kind.name == "Int" ? it->second.intLike() : true;
+    if (!fits) {
+      error(ctx, call.range, fmt::format("generic `{}` of `{}` is a {}; `{}` is not", g.name.name, calleeName,
+                                         g.kind.name, it->second.str()));
+      return Value::error();
+    }
+  }
   for (size_t k = 0; k < patterns.size(); ++k) {
     Type expected = substitute(patterns[k], inferred);
     std::string why = mismatch(ctx, args[k].type, expected);
