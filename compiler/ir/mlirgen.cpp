@@ -91,20 +91,14 @@ void MLIRGen::Impl::exec(Frame& f, const elab::Stmt& s) {
       for (size_t i = 0; i < s.slots.size(); ++i) f.slots[s.slots[i]] = v.elems.at(i);
       return;
     }
-    case StmtKind::AssignState: f.fn->states[f.self][s.name] = eval(f, *s.value).v; return;
+    case StmtKind::AssignState: f.fn->states[f.self][s.name] = eval(f, *s.value).t; return;
     case StmtKind::Return: f.result = s.value ? eval(f, *s.value) : Val::ofKind(Val::Tuple); return;
     case StmtKind::Eval: eval(f, *s.value); return;
     case StmtKind::ForArray: {
       Val array = eval(f, *s.value);
       for (StackedArray& sa : stacked)
         if (sa.elements == array.array) return stackedLoop(f, s, sa);
-      for (const auto& inst : *array.array) {
-        Val bv = Val::ofKind(Val::BlockV);
-        bv.inst = inst.get();
-        f.slots[s.slot] = bv;
-        run(f, s.body);
-        if (f.result) return;
-      }
+      elab::forEachElement(s, array, f, [&](const elab::Body& body) { run(f, body); });
       return;
     }
     case StmtKind::While: whileLoop(f, s); return;
@@ -116,7 +110,7 @@ void MLIRGen::Impl::exec(Frame& f, const elab::Stmt& s) {
 std::vector<Carried> MLIRGen::Impl::carriedValues(Frame& f, const std::vector<elab::SlotId>& vars) {
   std::vector<Carried> carried;
   for (elab::SlotId s : vars)
-    if (f.slots[s].kind == Val::TensorV && f.slots[s].v) carried.push_back(Carried{s, nullptr, {}, false});
+    if (f.slots[s].kind == Val::TensorV && f.slots[s].t) carried.push_back(Carried{s, nullptr, {}, false});
   for (auto& [inst, m] : f.fn->states)
     for (auto& [n, v] : m) carried.push_back(Carried{-1, inst, n, false});
   for (auto& [path, v] : f.fn->stackedStates) carried.push_back({-1, nullptr, path, true});
@@ -124,12 +118,12 @@ std::vector<Carried> MLIRGen::Impl::carriedValues(Frame& f, const std::vector<el
 }
 mlir::Value MLIRGen::Impl::getCarried(Frame& f, const Carried& c) {
   if (c.stackedState) return f.fn->stackedStates[c.name];
-  return c.inst ? f.fn->states[c.inst][c.name] : f.slots[c.slot].v;
+  return c.inst ? f.fn->states[c.inst][c.name] : f.slots[c.slot].t;
 }
 void MLIRGen::Impl::setCarried(Frame& f, const Carried& c, mlir::Value v) {
   if (c.stackedState) f.fn->stackedStates[c.name] = v;
   else if (c.inst) f.fn->states[c.inst][c.name] = v;
-  else f.slots[c.slot].v = v;
+  else f.slots[c.slot].t = v;
 }
 
 // `static for layer in layers` over a stacked array: one scf.for over the
@@ -155,9 +149,7 @@ void MLIRGen::Impl::stackedLoop(Frame& f, const elab::Stmt& s, StackedArray& sa)
   for (auto& p : sa.params) f.fn->params[p.inst][p.member] = sliceAt(f.fn->stackedParams.at(p.path), iv, p.spec);
   mlir::Value outerIndex = f.fn->layerIndex;
   f.fn->layerIndex = iv;
-  Val bv = Val::ofKind(Val::BlockV);
-  bv.inst = (*sa.elements)[0].get();
-  f.slots[s.slot] = bv;
+  f.slots[s.slot] = Val::block((*sa.elements)[0].get());
   run(f, s.body);
   f.fn->layerIndex = outerIndex;
   if (f.result) fail(s.range, "compiled code cannot `return` from inside a loop over layers yet");
@@ -187,7 +179,7 @@ void MLIRGen::Impl::whileLoop(Frame& f, const elab::Stmt& s) {
   auto loop = mlir::scf::WhileOp::create(b, at, types, init);
   mlir::Block* before = b.createBlock(&loop.getBefore(), {}, types, locs);
   for (size_t k = 0; k < carried.size(); ++k) setCarried(f, carried[k], before->getArgument(k));
-  mlir::Value c = eval(f, *s.value).v;
+  mlir::Value c = eval(f, *s.value).t;
   loc = at;
   mlir::Value flag = mlir::tensor::ExtractOp::create(b, loc, c, mlir::ValueRange{});
   std::vector<mlir::Value> forward;
@@ -269,7 +261,7 @@ Val MLIRGen::Impl::callLayerMethod(Frame& caller, const elab::FnInstance& fn, St
   for (auto& p : sa.params) operands.push_back(caller.fn->stackedParams.at(p.path));
   for (auto& st : sa.states) operands.push_back(caller.fn->stackedStates.at(st.path));
   operands.push_back(caller.fn->layerIndex);
-  for (const Val& a : args) operands.push_back(a.v);
+  for (const Val& a : args) operands.push_back(a.t);
   auto callOp = mlir::func::CallOp::create(b, loc, m.op, operands);
   std::vector<Val> results;
   for (int k = 0; k < m.resultCount; ++k) results.push_back(Val::of(callOp.getResult(k)));
@@ -300,7 +292,7 @@ MethodFn MLIRGen::Impl::emitLayerMethod(const elab::FnInstance& fn, StackedArray
   for (auto& p : sa.params) inputs.push_back(stackedType(p.spec));
   for (auto& st : sa.states) inputs.push_back(stackedType(st.spec));
   inputs.push_back(b.getIndexType());
-  for (const Val& a : args) inputs.push_back(a.v.getType());
+  for (const Val& a : args) inputs.push_back(a.t.getType());
   b.setInsertionPointToEnd(module->getBody());
   auto func = mlir::func::FuncOp::create(b, loc, uniqueSymbol(inst->block->name.name + "." + fn.decl->name.name),
                                          b.getFunctionType(inputs, {}));
@@ -335,7 +327,7 @@ MethodFn MLIRGen::Impl::emitLayerMethod(const elab::FnInstance& fn, StackedArray
   std::vector<mlir::Value> returned;
   for (const Val& r : results) {
     if (r.kind != Val::TensorV) fail(fn.decl->name.range, "compiled methods return tensors or tuples of tensors");
-    returned.push_back(r.v);
+    returned.push_back(r.t);
   }
   m.resultCount = static_cast<int>(results.size());
   // Only the states the method writes come back, inserted at the index.
@@ -484,7 +476,7 @@ EntryInstance MLIRGen::Impl::addEntry(const std::string& name, const std::vector
     out.outputs.push_back(spec);
     argTypes.push_back(memref(spec));
     mlir::Value dest = block->addArgument(argTypes.back(), loc);
-    auto op = mlir::bufferization::MaterializeInDestinationOp::create(b, loc, mlir::TypeRange{}, results[i].v, dest);
+    auto op = mlir::bufferization::MaterializeInDestinationOp::create(b, loc, mlir::TypeRange{}, results[i].t, dest);
     op.setWritable(true);
     op.setRestrict(true);
   }

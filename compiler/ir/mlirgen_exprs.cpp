@@ -78,7 +78,7 @@ mlir::Value MLIRGen::Impl::iota(Scalar dt, const std::vector<int64_t>& shape, in
 mlir::Value MLIRGen::Impl::gatherRows(Frame& f, const elab::Expr& e) {
   const elab::Expr& table = *e.operand(0);
   const elab::Expr& ids = *e.operand(1);
-  mlir::Value t = eval(f, table).v, i = eval(f, ids).v;
+  mlir::Value t = eval(f, table).t, i = eval(f, ids).t;
   loc = locOf(e.range);
   const auto& shape = e.type.tensor.shape;
   int r = static_cast<int>(shape.size());
@@ -98,17 +98,6 @@ mlir::Value MLIRGen::Impl::gatherRows(Frame& f, const elab::Expr& e) {
 Val MLIRGen::Impl::member(Frame& f, const elab::Expr& e) {
   const Instance* base = e.kind == ExprKind::State ? f.self : eval(f, *e.operand(0)).inst;
   switch (e.kind) {
-    case ExprKind::Sub: {
-      Val v;
-      if (auto it = base->subs.find(e.name); it != base->subs.end()) {
-        v.kind = Val::BlockV;
-        v.inst = it->second.get();
-      } else {
-        v.kind = Val::ArrayV;
-        v.array = &base->arrays.at(e.name);
-      }
-      return v;
-    }
     case ExprKind::Param: {
       auto it = f.fn->params.find(base);
       if (it == f.fn->params.end()) fail(e.range, "compiled code reads a layer's params only inside its loop");
@@ -121,15 +110,12 @@ Val MLIRGen::Impl::member(Frame& f, const elab::Expr& e) {
 Val MLIRGen::Impl::eval(Frame& f, const elab::Expr& e) {
   auto type = [&] { return tensorType(e.type.tensor); };
   auto at = [&] { loc = locOf(e.range); };
+  Val structural;
+  if (elab::evalStructural(e, f.self, [&](const elab::Expr& x) { return eval(f, x); }, structural)) return structural;
   switch (e.kind) {
     case ExprKind::Constant: at(); return Val::of(constant(e));
     case ExprKind::Local: return f.slots.at(e.slot);
-    case ExprKind::Self: {
-      Val v = Val::ofKind(Val::BlockV);
-      v.inst = f.self;
-      return v;
-    }
-    case ExprKind::Sub: case ExprKind::Param: case ExprKind::State: return member(f, e);
+    case ExprKind::Param: case ExprKind::State: return member(f, e);
     case ExprKind::Unary: {
       mlir::Value x = tensor(f, e, 0);
       at();
@@ -214,18 +200,8 @@ Val MLIRGen::Impl::eval(Frame& f, const elab::Expr& e) {
       return Val::of(GatherOp::create(b, loc, type(), x, idx));
     }
     case ExprKind::Call: return call(f, e);
-    case ExprKind::Tuple: {
-      Val t = Val::ofKind(Val::Tuple);
-      for (const elab::Expr* x : e.operands) t.elems.push_back(eval(f, *x));
-      return t;
-    }
-    case ExprKind::Some: {
-      Val v = Val::ofKind(Val::Some);
-      v.elems.push_back(eval(f, *e.operand(0)));
-      return v;
-    }
-    case ExprKind::None: return Val::ofKind(Val::None);
-    case ExprKind::Unwrap: return eval(f, *e.operand(0)).elems.at(0);
+    case ExprKind::Self: case ExprKind::Sub: case ExprKind::Tuple: case ExprKind::Some:
+    case ExprKind::None: case ExprKind::Unwrap: break;  // evalStructural
   }
   fail(e.range, "internal: an expression kind without a translation");
 }

@@ -8,7 +8,7 @@
 
 #include <optional>
 
-#include "elaborate/program.h"
+#include "elaborate/runtime_value.h"
 #include "ir/dialect.h"
 #include "ir/mlirgen.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,23 +21,7 @@ using sema::Scalar;
 
 // A value while translating: a tensor (an SSA value of a static type), a
 // tuple, an option, a sub-block or an array of them.
-struct Val {
-  enum Kind { TensorV, Tuple, None, Some, BlockV, ArrayV } kind = TensorV;
-  mlir::Value v;
-  std::vector<Val> elems;
-  const Instance* inst = nullptr;
-  const std::vector<std::unique_ptr<Instance>>* array = nullptr;
-  static Val of(mlir::Value v) {
-    Val x;
-    x.v = v;
-    return x;
-  }
-  static Val ofKind(Kind k) {
-    Val x;
-    x.kind = k;
-    return x;
-  }
-};
+using Val = elab::RuntimeValue<mlir::Value>;
 
 // The SSA values of the params and states of the instances a function sees.
 struct FnCtx {
@@ -122,7 +106,7 @@ struct MLIRGen::Impl {
 
   // -- expressions (mlirgen_exprs.cpp)
   Val eval(Frame& f, const elab::Expr& e);
-  mlir::Value tensor(Frame& f, const elab::Expr& e, size_t operand) { return eval(f, *e.operand(operand)).v; }
+  mlir::Value tensor(Frame& f, const elab::Expr& e, size_t operand) { return eval(f, *e.operand(operand)).t; }
   Val member(Frame& f, const elab::Expr& e);
   mlir::Value constant(const elab::Expr& e);
   mlir::Value gatherRows(Frame& f, const elab::Expr& e);

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "elaborate/program.h"
+#include "elaborate/runtime_value.h"
 
 namespace linnet::reference {
 
@@ -17,24 +17,7 @@ namespace {
 using elab::ExprKind;
 using elab::StmtKind;
 
-// A runtime value: a tensor, a tuple, an option, a sub-block or an array.
-struct RValue {
-  enum Kind { TensorV, Tuple, None, Some, BlockV, ArrayV } kind = TensorV;
-  Tensor t;
-  std::vector<RValue> elems;  // Tuple; Some holds elems[0]
-  const elab::Instance* inst = nullptr;
-  const std::vector<std::unique_ptr<elab::Instance>>* array = nullptr;
-  static RValue of(Tensor t) {
-    RValue v;
-    v.t = std::move(t);
-    return v;
-  }
-  static RValue ofKind(Kind k) {
-    RValue v;
-    v.kind = k;
-    return v;
-  }
-};
+using RValue = elab::RuntimeValue<Tensor>;
 
 struct Frame {
   const elab::Instance* self = nullptr;
@@ -117,17 +100,9 @@ struct Model::Impl {
         f.result = s.value ? eval(f, *s.value) : RValue::ofKind(RValue::Tuple);
         return;
       case StmtKind::Eval: eval(f, *s.value); return;
-      case StmtKind::ForArray: {
-        RValue array = eval(f, *s.value);
-        for (const auto& inst : *array.array) {
-          RValue b = RValue::ofKind(RValue::BlockV);
-          b.inst = inst.get();
-          f.slots[s.slot] = b;
-          run(f, s.body);
-          if (f.result) return;
-        }
+      case StmtKind::ForArray:
+        elab::forEachElement(s, eval(f, *s.value), f, [&](const elab::Body& body) { run(f, body); });
         return;
-      }
       case StmtKind::While:
         while (eval(f, *s.value).t.i.at(0)) {
           run(f, s.body);
@@ -141,29 +116,15 @@ struct Model::Impl {
   Tensor tensor(Frame& f, const elab::Expr& e, size_t k) { return eval(f, *e.operand(k)).t; }
 
   RValue eval(Frame& f, const elab::Expr& e) {
+    RValue structural;
+    if (elab::evalStructural(e, f.self, [&](const elab::Expr& x) { return eval(f, x); }, structural))
+      return structural;
     const elab::TensorType& type = e.type.tensor;
     switch (e.kind) {
       case ExprKind::Constant:
         return RValue::of(sema::isFloat(type.dtype) ? Tensor::scalarF(type.dtype, e.number)
                                                     : Tensor::scalarI(type.dtype, wrapTo(type.dtype, e.integer)));
       case ExprKind::Local: return f.slots.at(e.slot);
-      case ExprKind::Self: {
-        RValue v = RValue::ofKind(RValue::BlockV);
-        v.inst = f.self;
-        return v;
-      }
-      case ExprKind::Sub: {
-        const elab::Instance* base = eval(f, *e.operand(0)).inst;
-        RValue v;
-        if (auto it = base->subs.find(e.name); it != base->subs.end()) {
-          v.kind = RValue::BlockV;
-          v.inst = it->second.get();
-        } else {
-          v.kind = RValue::ArrayV;
-          v.array = &base->arrays.at(e.name);
-        }
-        return v;
-      }
       case ExprKind::Param: return RValue::of(storage[eval(f, *e.operand(0)).inst->id].params.at(e.name));
       case ExprKind::State: return RValue::of(storage[f.self->id].states.at(e.name));
       case ExprKind::Unary: return RValue::of(unary(e.unary, tensor(f, e, 0)));
@@ -220,18 +181,8 @@ struct Model::Impl {
         for (size_t k = 1; k < e.operands.size(); ++k) args.push_back(eval(f, *e.operand(k)));
         return callFn(*e.callee, self, std::move(args));
       }
-      case ExprKind::Tuple: {
-        RValue v = RValue::ofKind(RValue::Tuple);
-        for (const elab::Expr* x : e.operands) v.elems.push_back(eval(f, *x));
-        return v;
-      }
-      case ExprKind::Some: {
-        RValue v = RValue::ofKind(RValue::Some);
-        v.elems.push_back(eval(f, *e.operand(0)));
-        return v;
-      }
-      case ExprKind::None: return RValue::ofKind(RValue::None);
-      case ExprKind::Unwrap: return eval(f, *e.operand(0)).elems.at(0);
+      case ExprKind::Self: case ExprKind::Sub: case ExprKind::Tuple: case ExprKind::Some:
+      case ExprKind::None: case ExprKind::Unwrap: break;  // evalStructural
     }
     fail(e.range, "internal: an expression kind without a handler");
   }
