@@ -47,17 +47,39 @@ Tensor Tensor::scalarI(Scalar dtype, int64_t v, bool weak) {
 
 namespace {
 
-// The nearest IEEE half-precision value (ties to even), as a double: f16 has
-// an 11-bit significand and exponents -14..15, with subnormals below 2^-14.
-double roundToHalf(double v) {
-  if (std::isnan(v) || std::isinf(v)) return v;
+// The nearest value of a binary format with `precision` significand bits
+// (the leading one included) and normal exponents emin..emax, subnormals
+// below, ties to even, as a double: one rounding from the double (bf16 is
+// not rounded through f32 first, which would round twice: 2^24 + 2^16 + 1
+// is nearest 2^24 + 2^17 in bf16, but its f32 value 2^24 + 2^16 is a tie
+// that goes to 2^24).
+double roundToFormat(double v, int precision, int emin, int emax) {
+  if (std::isnan(v) || std::isinf(v) || v == 0) return v;
   double a = std::fabs(v);
-  if (a >= 65520.0) return std::copysign(INFINITY, v);  // rounds past the largest half, 65504
   int exp;
-  std::frexp(a, &exp);                        // a = m * 2^exp, m in [0.5, 1)
-  int e = std::max(exp - 1, -14);             // the binade, clamped to the subnormal range
-  double quantum = std::ldexp(1.0, e - 10);   // spacing of halves in that binade
-  return std::copysign(std::nearbyint(a / quantum) * quantum, v);  // ties to even
+  std::frexp(a, &exp);                                 // a = m * 2^exp, m in [0.5, 1)
+  int e = std::max(exp - 1, emin);                     // the binade, clamped to the subnormal range
+  double quantum = std::ldexp(1.0, e - (precision - 1));  // spacing of the format's values there
+  double r = std::nearbyint(a / quantum) * quantum;    // ties to even
+  if (r > std::ldexp(2.0 - std::ldexp(1.0, 1 - precision), emax)) r = INFINITY;
+  return std::copysign(r, v);
+}
+
+// An integer as the nearest value of a float dtype, rounded once (a double
+// holds every integer below 2^53 exactly; past it the conversion to double
+// would round first).
+double intToFloat(Scalar dtype, int64_t v) {
+  constexpr int64_t kExact = int64_t(1) << 53;
+  if (v > -kExact && v < kExact) return roundTo(dtype, static_cast<double>(v));
+  if (dtype == Scalar::F32) return static_cast<double>(static_cast<float>(v));
+  // bf16 and f16: round the magnitude to `precision` bits in integers.
+  int precision = dtype == Scalar::BF16 ? 8 : 11;
+  uint64_t a = v < 0 ? 0ull - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  int shift = 64 - __builtin_clzll(a) - precision;
+  uint64_t q = a >> shift, rest = a & ((uint64_t(1) << shift) - 1), half = uint64_t(1) << (shift - 1);
+  if (rest > half || (rest == half && (q & 1))) ++q;
+  double r = std::ldexp(static_cast<double>(q), shift);
+  return roundTo(dtype, v < 0 ? -r : r);  // f16 overflows to infinity
 }
 
 }  // namespace
@@ -65,17 +87,8 @@ double roundToHalf(double v) {
 double roundTo(Scalar dtype, double v) {
   switch (dtype) {
     case Scalar::F32: return static_cast<double>(static_cast<float>(v));
-    case Scalar::F16: return roundToHalf(v);
-    case Scalar::BF16: {
-      float x = static_cast<float>(v);
-      if (std::isnan(x)) return v;
-      uint32_t bits;
-      std::memcpy(&bits, &x, 4);
-      uint32_t rounding = 0x7FFF + ((bits >> 16) & 1);  // to nearest, ties to even
-      bits = (bits + rounding) & 0xFFFF0000u;
-      std::memcpy(&x, &bits, 4);
-      return static_cast<double>(x);
-    }
+    case Scalar::F16: return roundToFormat(v, 11, -14, 15);
+    case Scalar::BF16: return roundToFormat(v, 8, -126, 127);
     default: return v;
   }
 }
@@ -212,7 +225,7 @@ Tensor cast(const Tensor& x, Scalar to) {
   Tensor out = Tensor::zeros(to, x.shape);
   for (int64_t k = 0; k < x.size(); ++k) {
     if (out.isFloat()) {
-      out.f[k] = roundTo(to, x.asDouble(k));
+      out.f[k] = x.isFloat() ? roundTo(to, x.f[k]) : intToFloat(to, x.i[k]);
     } else if (x.isFloat()) {
       double v = x.f[k];
       out.i[k] = to == Scalar::Bool ? v != 0.0
