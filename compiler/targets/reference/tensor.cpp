@@ -208,6 +208,10 @@ double floatOp(UnaryKind op, double x) {
   throw EvalError(fmt::format("`{}` of a float tensor", sema::name(op)));
 }
 
+// The lowest and highest values of an integer dtype: the identities of max and min.
+int64_t lowestInt(Scalar dtype) { return dtype == Scalar::I32 ? INT32_MIN : dtype == Scalar::Bool ? 0 : INT64_MIN; }
+int64_t highestInt(Scalar dtype) { return dtype == Scalar::I32 ? INT32_MAX : dtype == Scalar::Bool ? 1 : INT64_MAX; }
+
 }  // namespace
 
 Scalar joinDType(const Tensor& a, const Tensor& b, bool& weak) {
@@ -438,7 +442,7 @@ Tensor reduceAxis(ReduceKind op, const Tensor& x, int axis, bool keepdims) {
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t in = 0; in < inner; ++in) {
       double acc = isMax ? -INFINITY : isMin ? INFINITY : 0.0;
-      int64_t iacc = isMax ? INT64_MIN : isMin ? INT64_MAX : 0;
+      int64_t iacc = isMax ? lowestInt(x.dtype) : isMin ? highestInt(x.dtype) : 0;
       int64_t best = 0;
       double bestV = -INFINITY;
       for (int64_t k = 0; k < n; ++k) {
@@ -478,9 +482,8 @@ Tensor reduceLeading(ReduceKind op, const Tensor& x, int count) {
     for (int64_t k = 0; k < out.size(); ++k) {
       bool isMax = base == ReduceKind::Max, isMin = base == ReduceKind::Min;
       if (out.isFloat()) out.f[k] = isMax ? -INFINITY : isMin ? INFINITY : base == ReduceKind::Prod ? 1.0 : 0.0;
-      else out.i[k] = op == ReduceKind::All ? 1 : op == ReduceKind::Any ? 0 : isMax ? INT64_MIN
-                      : isMin ? INT64_MAX : base == ReduceKind::Prod ? 1 : 0;
-      if (!out.isFloat()) out.i[k] = wrapTo(out.dtype, out.i[k]);
+      else out.i[k] = op == ReduceKind::All ? 1 : op == ReduceKind::Any ? 0 : isMax ? lowestInt(out.dtype)
+                      : isMin ? highestInt(out.dtype) : base == ReduceKind::Prod ? 1 : 0;
     }
     return out;
   }
@@ -488,10 +491,15 @@ Tensor reduceLeading(ReduceKind op, const Tensor& x, int count) {
     Tensor out = Tensor::zeros(x.dtype, rest);
     int64_t inner = out.size();
     for (int64_t k = 0; k < inner; ++k) {
-      double p = 1.0;
-      for (int64_t l = 0; l < lead; ++l) p *= x.asDouble(l * inner + k);
-      if (out.isFloat()) out.f[k] = roundTo(out.dtype, p);
-      else out.i[k] = wrapTo(out.dtype, static_cast<int64_t>(p));
+      if (out.isFloat()) {
+        double p = 1.0;
+        for (int64_t l = 0; l < lead; ++l) p *= x.f[l * inner + k];
+        out.f[k] = roundTo(out.dtype, p);
+      } else {  // integers wrap (two's complement), as every integer operation does
+        uint64_t p = 1;
+        for (int64_t l = 0; l < lead; ++l) p *= static_cast<uint64_t>(x.i[l * inner + k]);
+        out.i[k] = wrapTo(out.dtype, static_cast<int64_t>(p));
+      }
     }
     return out;
   }
