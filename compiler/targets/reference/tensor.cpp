@@ -47,17 +47,39 @@ Tensor Tensor::scalarI(Scalar dtype, int64_t v, bool weak) {
 
 namespace {
 
-// The nearest IEEE half-precision value (ties to even), as a double: f16 has
-// an 11-bit significand and exponents -14..15, with subnormals below 2^-14.
-double roundToHalf(double v) {
-  if (std::isnan(v) || std::isinf(v)) return v;
+// The nearest value of a binary format with `precision` significand bits
+// (the leading one included) and normal exponents emin..emax, subnormals
+// below, ties to even, as a double: one rounding from the double (bf16 is
+// not rounded through f32 first, which would round twice: 2^24 + 2^16 + 1
+// is nearest 2^24 + 2^17 in bf16, but its f32 value 2^24 + 2^16 is a tie
+// that goes to 2^24).
+double roundToFormat(double v, int precision, int emin, int emax) {
+  if (std::isnan(v) || std::isinf(v) || v == 0) return v;
   double a = std::fabs(v);
-  if (a >= 65520.0) return std::copysign(INFINITY, v);  // rounds past the largest half, 65504
   int exp;
-  std::frexp(a, &exp);                        // a = m * 2^exp, m in [0.5, 1)
-  int e = std::max(exp - 1, -14);             // the binade, clamped to the subnormal range
-  double quantum = std::ldexp(1.0, e - 10);   // spacing of halves in that binade
-  return std::copysign(std::nearbyint(a / quantum) * quantum, v);  // ties to even
+  std::frexp(a, &exp);                                 // a = m * 2^exp, m in [0.5, 1)
+  int e = std::max(exp - 1, emin);                     // the binade, clamped to the subnormal range
+  double quantum = std::ldexp(1.0, e - (precision - 1));  // spacing of the format's values there
+  double r = std::nearbyint(a / quantum) * quantum;    // ties to even
+  if (r > std::ldexp(2.0 - std::ldexp(1.0, 1 - precision), emax)) r = INFINITY;
+  return std::copysign(r, v);
+}
+
+// An integer as the nearest value of a float dtype, rounded once (a double
+// holds every integer below 2^53 exactly; past it the conversion to double
+// would round first).
+double intToFloat(Scalar dtype, int64_t v) {
+  constexpr int64_t kExact = int64_t(1) << 53;
+  if (v > -kExact && v < kExact) return roundTo(dtype, static_cast<double>(v));
+  if (dtype == Scalar::F32) return static_cast<double>(static_cast<float>(v));
+  // bf16 and f16: round the magnitude to `precision` bits in integers.
+  int precision = dtype == Scalar::BF16 ? 8 : 11;
+  uint64_t a = v < 0 ? 0ull - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  int shift = 64 - __builtin_clzll(a) - precision;
+  uint64_t q = a >> shift, rest = a & ((uint64_t(1) << shift) - 1), half = uint64_t(1) << (shift - 1);
+  if (rest > half || (rest == half && (q & 1))) ++q;
+  double r = std::ldexp(static_cast<double>(q), shift);
+  return roundTo(dtype, v < 0 ? -r : r);  // f16 overflows to infinity
 }
 
 }  // namespace
@@ -65,17 +87,8 @@ double roundToHalf(double v) {
 double roundTo(Scalar dtype, double v) {
   switch (dtype) {
     case Scalar::F32: return static_cast<double>(static_cast<float>(v));
-    case Scalar::F16: return roundToHalf(v);
-    case Scalar::BF16: {
-      float x = static_cast<float>(v);
-      if (std::isnan(x)) return v;
-      uint32_t bits;
-      std::memcpy(&bits, &x, 4);
-      uint32_t rounding = 0x7FFF + ((bits >> 16) & 1);  // to nearest, ties to even
-      bits = (bits + rounding) & 0xFFFF0000u;
-      std::memcpy(&x, &bits, 4);
-      return static_cast<double>(x);
-    }
+    case Scalar::F16: return roundToFormat(v, 11, -14, 15);
+    case Scalar::BF16: return roundToFormat(v, 8, -126, 127);
     default: return v;
   }
 }
@@ -196,6 +209,10 @@ double floatOp(UnaryKind op, double x) {
   throw EvalError(fmt::format("`{}` of a float tensor", sema::name(op)));
 }
 
+// The lowest and highest values of an integer dtype: the identities of max and min.
+int64_t lowestInt(Scalar dtype) { return dtype == Scalar::I32 ? INT32_MIN : dtype == Scalar::Bool ? 0 : INT64_MIN; }
+int64_t highestInt(Scalar dtype) { return dtype == Scalar::I32 ? INT32_MAX : dtype == Scalar::Bool ? 1 : INT64_MAX; }
+
 }  // namespace
 
 Scalar joinDType(const Tensor& a, const Tensor& b, bool& weak) {
@@ -213,7 +230,7 @@ Tensor cast(const Tensor& x, Scalar to) {
   Tensor out = Tensor::zeros(to, x.shape);
   for (int64_t k = 0; k < x.size(); ++k) {
     if (out.isFloat()) {
-      out.f[k] = roundTo(to, x.asDouble(k));
+      out.f[k] = x.isFloat() ? roundTo(to, x.f[k]) : intToFloat(to, x.i[k]);
     } else if (x.isFloat()) {
       double v = x.f[k];
       out.i[k] = to == Scalar::Bool ? v != 0.0
@@ -426,7 +443,7 @@ Tensor reduceAxis(ReduceKind op, const Tensor& x, int axis, bool keepdims) {
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t in = 0; in < inner; ++in) {
       double acc = isMax ? -INFINITY : isMin ? INFINITY : 0.0;
-      int64_t iacc = isMax ? INT64_MIN : isMin ? INT64_MAX : 0;
+      int64_t iacc = isMax ? lowestInt(x.dtype) : isMin ? highestInt(x.dtype) : 0;
       int64_t best = 0;
       double bestV = -INFINITY;
       for (int64_t k = 0; k < n; ++k) {
@@ -466,9 +483,8 @@ Tensor reduceLeading(ReduceKind op, const Tensor& x, int count) {
     for (int64_t k = 0; k < out.size(); ++k) {
       bool isMax = base == ReduceKind::Max, isMin = base == ReduceKind::Min;
       if (out.isFloat()) out.f[k] = isMax ? -INFINITY : isMin ? INFINITY : base == ReduceKind::Prod ? 1.0 : 0.0;
-      else out.i[k] = op == ReduceKind::All ? 1 : op == ReduceKind::Any ? 0 : isMax ? INT64_MIN
-                      : isMin ? INT64_MAX : base == ReduceKind::Prod ? 1 : 0;
-      if (!out.isFloat()) out.i[k] = wrapTo(out.dtype, out.i[k]);
+      else out.i[k] = op == ReduceKind::All ? 1 : op == ReduceKind::Any ? 0 : isMax ? lowestInt(out.dtype)
+                      : isMin ? highestInt(out.dtype) : base == ReduceKind::Prod ? 1 : 0;
     }
     return out;
   }
@@ -476,10 +492,15 @@ Tensor reduceLeading(ReduceKind op, const Tensor& x, int count) {
     Tensor out = Tensor::zeros(x.dtype, rest);
     int64_t inner = out.size();
     for (int64_t k = 0; k < inner; ++k) {
-      double p = 1.0;
-      for (int64_t l = 0; l < lead; ++l) p *= x.asDouble(l * inner + k);
-      if (out.isFloat()) out.f[k] = roundTo(out.dtype, p);
-      else out.i[k] = wrapTo(out.dtype, static_cast<int64_t>(p));
+      if (out.isFloat()) {
+        double p = 1.0;
+        for (int64_t l = 0; l < lead; ++l) p *= x.f[l * inner + k];
+        out.f[k] = roundTo(out.dtype, p);
+      } else {  // integers wrap (two's complement), as every integer operation does
+        uint64_t p = 1;
+        for (int64_t l = 0; l < lead; ++l) p *= static_cast<uint64_t>(x.i[l * inner + k]);
+        out.i[k] = wrapTo(out.dtype, static_cast<int64_t>(p));
+      }
     }
     return out;
   }
