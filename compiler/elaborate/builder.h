@@ -2,7 +2,7 @@
 // for every generic, building the typed tree of elaborate/program.h.
 // statements.cpp: bodies, statements, calls; expressions.cpp: names,
 // operators, indexing, comprehensions; primitive_calls.cpp: one rule per
-// primitive of sema/primitives.def.
+// primitive of syntax/primitives.def.
 #pragma once
 
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-// Elaboration of primitive calls: one case per row of sema/primitives.def,
+// Elaboration of primitive calls: one case per row of syntax/primitives.def,
 // each giving the result type the checker proved and the casts it implies.
 #include "elaborate/builder.h"
 

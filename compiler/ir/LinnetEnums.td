@@ -1,6 +1,6 @@
 // The kinds of the elementwise and reduction ops, as enum attributes. The
 // symbols are those of sema's UnaryKind, BinaryKind and ReduceKind (from
-// syntax/operators.def and sema/primitives.def): MLIRGen maps one onto the
+// syntax/operators.def and syntax/primitives.def): MLIRGen maps one onto the
 // other case by case, so a kind missing here fails the build there, and
 // the lowering switches over these exhaustively.
 #ifndef LINNET_ENUMS_TD

@@ -26,7 +26,7 @@ UnaryKind toIR(sema::UnaryKind k) {
 #define UNARY_MATH(Name, spelling, Operands) \
   case sema::UnaryKind::Name:                \
     return UnaryKind::Name;
-#include "sema/primitives.def"
+#include "syntax/primitives.def"
   }
   return {};
 }
@@ -40,17 +40,17 @@ BinaryKind toIR(sema::BinaryKind k) {
 #define BINARY_MATH(Name, spelling, Operands) \
   case sema::BinaryKind::Name:                \
     return BinaryKind::Name;
-#include "sema/primitives.def"
+#include "syntax/primitives.def"
   }
   return {};
 }
 
 ReduceKind toIR(sema::ReduceKind k) {
   switch (k) {
-#define REDUCER(Name, spelling, Call, Operands, Result) \
+#define REDUCER(Name, spelling, Call, Binder, Operands, Result) \
   case sema::ReduceKind::Name:                          \
     return ReduceKind::Name;
-#include "sema/primitives.def"
+#include "syntax/primitives.def"
   }
   return {};
 }

@@ -9,14 +9,14 @@ namespace {
 
 constexpr PrimitiveInfo kInfo[] = {
 #define UNARY_MATH(Name, spelling, Ops) \
-  {spelling, PrimitiveClass::UnaryMath, Operands::Ops, true, ReduceResult::Same},
+  {spelling, PrimitiveClass::UnaryMath, Operands::Ops, true, false, ReduceResult::Same},
 #define BINARY_MATH(Name, spelling, Ops) \
-  {spelling, PrimitiveClass::BinaryMath, Operands::Ops, true, ReduceResult::Same},
-#define REDUCER(Name, spelling, Call, Ops, Result) \
-  {spelling, PrimitiveClass::Reducer, Operands::Ops, Call, ReduceResult::Result},
+  {spelling, PrimitiveClass::BinaryMath, Operands::Ops, true, false, ReduceResult::Same},
+#define REDUCER(Name, spelling, Call, Binder, Ops, Result) \
+  {spelling, PrimitiveClass::Reducer, Operands::Ops, Call, Binder, ReduceResult::Result},
 #define PRIMITIVE(Name, spelling) \
-  {spelling, PrimitiveClass::Other, Operands::Numbers, true, ReduceResult::Same},
-#include "sema/primitives.def"
+  {spelling, PrimitiveClass::Other, Operands::Numbers, true, false, ReduceResult::Same},
+#include "syntax/primitives.def"
 };
 
 std::optional<Primitive> find(std::string_view name) {
@@ -41,7 +41,7 @@ std::optional<Primitive> primitiveCalled(std::string_view name) {
 
 std::optional<Primitive> reducerNamed(std::string_view name) {
   auto p = find(name);
-  if (p && info(*p).cls != PrimitiveClass::Reducer) return std::nullopt;
+  if (p && !info(*p).binder) return std::nullopt;
   return p;
 }
 
@@ -70,7 +70,7 @@ UnaryKind unaryKind(Primitive p) {
 #define UNARY_MATH(Name, spelling, Operands) \
   case Primitive::Name:                      \
     return UnaryKind::Name;
-#include "sema/primitives.def"
+#include "syntax/primitives.def"
     default: notOfClass(p, "a unary math primitive");
   }
 }
@@ -80,17 +80,17 @@ BinaryKind binaryKind(Primitive p) {
 #define BINARY_MATH(Name, spelling, Operands) \
   case Primitive::Name:                       \
     return BinaryKind::Name;
-#include "sema/primitives.def"
+#include "syntax/primitives.def"
     default: notOfClass(p, "a binary math primitive");
   }
 }
 
 ReduceKind reduceKind(Primitive p) {
   switch (p) {
-#define REDUCER(Name, spelling, Call, Operands, Result) \
+#define REDUCER(Name, spelling, Call, Binder, Operands, Result) \
   case Primitive::Name:                                 \
     return ReduceKind::Name;
-#include "sema/primitives.def"
+#include "syntax/primitives.def"
     default: notOfClass(p, "a reduction");
   }
 }
@@ -102,7 +102,7 @@ const char* name(UnaryKind k) {
 #define UNARY_MATH(Name, spelling, Operands) \
   case UnaryKind::Name:                      \
     return spelling;
-#include "sema/primitives.def"
+#include "syntax/primitives.def"
   }
   throw std::logic_error("unary kind out of range");
 }
@@ -130,17 +130,17 @@ const char* name(BinaryKind k) {
 #define BINARY_MATH(Name, spelling, Operands) \
   case BinaryKind::Name:                      \
     return spelling;
-#include "sema/primitives.def"
+#include "syntax/primitives.def"
   }
   throw std::logic_error("binary kind out of range");
 }
 
 const char* name(ReduceKind k) {
   switch (k) {
-#define REDUCER(Name, spelling, Call, Operands, Result) \
+#define REDUCER(Name, spelling, Call, Binder, Operands, Result) \
   case ReduceKind::Name:                                \
     return spelling;
-#include "sema/primitives.def"
+#include "syntax/primitives.def"
   }
   throw std::logic_error("reduce kind out of range");
 }

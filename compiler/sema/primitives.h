@@ -1,4 +1,4 @@
-// The primitives of the language (sema/primitives.def) and the elementwise
+// The primitives of the language (syntax/primitives.def) and the elementwise
 // kinds the backends compute: the operators of syntax/operators.def and the
 // math primitives, as one enum each. Backends switch over these
 // exhaustively (-Werror=switch), so a new row is reported wherever it
@@ -15,7 +15,7 @@ namespace linnet::sema {
 
 enum class Primitive : uint8_t {
 #define PRIMITIVE(Name, spelling) Name,
-#include "sema/primitives.def"
+#include "syntax/primitives.def"
 };
 
 enum class PrimitiveClass : uint8_t { UnaryMath, BinaryMath, Reducer, Other };
@@ -29,6 +29,7 @@ struct PrimitiveInfo {
   PrimitiveClass cls;
   Operands operands;     // UnaryMath, BinaryMath, Reducer
   bool call;             // callable by name (every row but the binder-only reducers)
+  bool binder;           // Reducer: has the binder form `f[i] body`
   ReduceResult result;   // Reducer
 };
 
@@ -44,7 +45,7 @@ enum class UnaryKind : uint8_t {
 #define UNARY_OP(Name, Spelling) Name,
 #include "syntax/operators.def"
 #define UNARY_MATH(Name, spelling, Operands) Name,
-#include "sema/primitives.def"
+#include "syntax/primitives.def"
 };
 // Elementwise operations of two operands: the binary operators and the
 // binary math primitives.
@@ -52,12 +53,12 @@ enum class BinaryKind : uint8_t {
 #define BINARY_OP(Name, Spelling, Precedence) Name,
 #include "syntax/operators.def"
 #define BINARY_MATH(Name, spelling, Operands) Name,
-#include "sema/primitives.def"
+#include "syntax/primitives.def"
 };
 // Reductions, over an axis or over binders.
 enum class ReduceKind : uint8_t {
-#define REDUCER(Name, spelling, Call, Operands, Result) Name,
-#include "sema/primitives.def"
+#define REDUCER(Name, spelling, Call, Binder, Operands, Result) Name,
+#include "syntax/primitives.def"
 };
 
 UnaryKind unaryKind(syntax::UnaryOp op);

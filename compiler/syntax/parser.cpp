@@ -15,9 +15,12 @@ namespace {
 // Thrown to abandon the current statement or item after a diagnostic.
 struct ParseFailure {};
 
+// The reductions with a binder form (`sum[i] ...`), from the table of primitives.
 bool isReductionName(std::string_view name) {
-  return name == "all" || name == "any" || name == "sum" || name == "prod" || name == "max" ||
-         name == "min";
+#define REDUCER(Name, spelling, Call, Binder, Operands, Result) \
+  if (Binder && name == spelling) return true;
+#include "syntax/primitives.def"
+  return false;
 }
 
 class Parser {

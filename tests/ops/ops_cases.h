@@ -1,6 +1,6 @@
 // The per-op conformance cases: one small Linnet entry per primitive or
 // operator x dtype x shape, generated from the primitive table
-// (compiler/sema/primitives.def) and the operator table
+// (compiler/syntax/primitives.def) and the operator table
 // (compiler/syntax/operators.def) with X-macros, so a new row gets cases
 // by its class, or is reported (a failing pseudo-case) until it has a
 // generator or a listed reason to be skipped.
