@@ -506,9 +506,21 @@ MLIRGen::MLIRGen(mlir::MLIRContext& context, const sema::Program& program) {
 
 MLIRGen::~MLIRGen() = default;
 
+// An entry that cannot be generated leaves nothing behind: neither its
+// half-built function nor the layer functions made for it, so the module
+// stays valid for the entries generated before and after.
 EntryInstance MLIRGen::addEntry(const std::string& name, const std::vector<TensorSpec>& args,
                                 const std::map<std::string, int64_t>& generics) {
-  return impl_->addEntry(name, args, generics);
+  mlir::Block* body = impl_->module->getBody();
+  mlir::Operation* last = body->empty() ? nullptr : &body->back();
+  std::map<const elab::FnInstance*, MethodFn> methods = impl_->methods;
+  try {
+    return impl_->addEntry(name, args, generics);
+  } catch (...) {
+    while (!body->empty() && &body->back() != last) body->back().erase();
+    impl_->methods = std::move(methods);
+    throw;
+  }
 }
 
 std::vector<TensorSpec> MLIRGen::entryParams(const std::string& name,
