@@ -150,18 +150,13 @@ Value Checker::Impl::checkCall(Ctx& ctx, const CallExpr& call) {
   return Value::error();
 }
 
-Value Checker::Impl::callFn(Ctx& ctx, const CallExpr& call, const Signature& sig,
-                            const Bindings& blockArgs, const std::string& calleeName) {
+// A call's arguments bound to the callee's parameters (positional first,
+// then by name) and checked; false after reporting a problem.
+bool Checker::Impl::checkCallArgs(Ctx& ctx, const CallExpr& call, const Signature& sig, const std::string& calleeName,
+                                  std::vector<const syntax::Expr*>& bound, std::vector<Value>& args) {
   const FnDecl& fn = *sig.fn;
-  if (!activeFns.empty()) calls[activeFns.back()].push_back({sig.fn, call.range});
-  if (std::find(activeFns.begin(), activeFns.end(), sig.fn) != activeFns.end()) {
-    error(ctx, call.range, fmt::format("`{}` calls itself; fns cannot recurse, since every call "
-                                       "is inlined",
-                                       calleeName));
-    return Value::error();
-  }
   // Arguments to parameters: positional first, then by name.
-  std::vector<const syntax::Expr*> bound(fn.params.size(), nullptr);
+  bound.assign(fn.params.size(), nullptr);
   bool ok = true;
   size_t positional = 0;
   for (const Argument& a : call.args) {
@@ -189,7 +184,7 @@ Value Checker::Impl::callFn(Ctx& ctx, const CallExpr& call, const Signature& sig
                                        fn.params.size(), positional));
     ok = false;
   }
-  std::vector<Value> args(fn.params.size());
+  args.assign(fn.params.size(), Value());
   for (size_t k = 0; k < bound.size(); ++k) {
     if (bound[k]) {
       args[k] = checkExpr(ctx, *bound[k]);
@@ -204,9 +199,26 @@ Value Checker::Impl::callFn(Ctx& ctx, const CallExpr& call, const Signature& sig
   for (const Argument& a : call.args)
     if (!a.name.name.empty() && std::find(bound.begin(), bound.end(), a.value.get()) == bound.end())
       checkExpr(ctx, *a.value);
-  if (!ok || !sig.ok) return Value::error();
+  if (!ok || !sig.ok) return false;
   for (const Value& v : args)
-    if (v.type.isError()) return Value::error();
+    if (v.type.isError()) return false;
+  return true;
+}
+
+Value Checker::Impl::callFn(Ctx& ctx, const CallExpr& call, const Signature& sig,
+                            const Bindings& blockArgs, const std::string& calleeName) {
+  const FnDecl& fn = *sig.fn;
+  if (!activeFns.empty()) calls[activeFns.back()].push_back({sig.fn, call.range});
+  if (std::find(activeFns.begin(), activeFns.end(), sig.fn) != activeFns.end()) {
+    error(ctx, call.range, fmt::format("`{}` calls itself; fns cannot recurse, since every call "
+                                       "is inlined",
+                                       calleeName));
+    return Value::error();
+  }
+  std::vector<const syntax::Expr*> bound;
+  std::vector<Value> args;
+  if (!checkCallArgs(ctx, call, sig, calleeName, bound, args)) return Value::error();
+  bool ok = true;
 
   // The callee's own generics, renamed, then given or inferred.
   Bindings rename = blockArgs;

@@ -166,6 +166,8 @@ struct Checker::Impl {
   Value checkMember(Ctx& ctx, const syntax::MemberExpr& e);
   Value callFn(Ctx& ctx, const syntax::CallExpr& call, const Signature& sig, const Bindings& blockArgs,
                const std::string& calleeName);
+  bool checkCallArgs(Ctx& ctx, const syntax::CallExpr& call, const Signature& sig, const std::string& calleeName,
+                     std::vector<const syntax::Expr*>& bound, std::vector<Value>& args);
   // The typing rules of the primitives (builtins.cpp).
   struct PrimitiveCall;
   Value checkPrimitive(Ctx& ctx, const syntax::CallExpr& call, Primitive p);
