@@ -49,22 +49,6 @@ Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
 Model::~Model() = default;
 
-namespace {
-
-weights::DType weightsDType(Scalar s) {
-  switch (s) {
-    case Scalar::F32: return weights::DType::F32;
-    case Scalar::BF16: return weights::DType::BF16;
-    case Scalar::F16: return weights::DType::F16;
-    case Scalar::I32: return weights::DType::I32;
-    case Scalar::I64: return weights::DType::I64;
-    case Scalar::Bool: return weights::DType::Bool;
-  }
-  return weights::DType::F32;
-}
-
-}  // namespace
-
 Tensor tensorFromBytes(Scalar dtype, const std::vector<int64_t>& shape, std::span<const std::byte> data) {
   Tensor t = Tensor::zeros(dtype, shape);
   for (int64_t k = 0; k < t.size(); ++k) {
@@ -102,6 +86,7 @@ Tensor tensorFromBytes(Scalar dtype, const std::vector<int64_t>& shape, std::spa
       case Scalar::Bool:
         t.i[k] = static_cast<uint8_t>(data[k]) != 0;
         break;
+      default: throw Error(fmt::format("a tensor cannot be {}", sema::name(dtype)));
     }
   }
   return t;
@@ -125,6 +110,7 @@ std::vector<std::byte> tensorToBytes(const Tensor& t) {
       case Scalar::I32: { int32_t v = static_cast<int32_t>(t.i[k]); std::memcpy(at, &v, 4); break; }
       case Scalar::I64: { std::memcpy(at, &t.i[k], 8); break; }
       case Scalar::Bool: { *at = static_cast<std::byte>(t.i[k] != 0); break; }
+      default: throw Error(fmt::format("a tensor cannot be {}", sema::name(t.dtype)));
     }
   }
   return out;
@@ -245,7 +231,7 @@ Model load(const std::string& package, const LoadOptions& options) {
                             package));
   try {
     std::vector<weights::ParamSpec> specs;
-    for (const auto& p : impl->model->params()) specs.push_back({p.path, p.shape, weightsDType(p.dtype)});
+    for (const auto& p : impl->model->params()) specs.push_back({p.path, p.shape, p.dtype});
     impl->checkpoint = openCheckpoint(options.weights);
     std::filesystem::path bindingsPath = std::filesystem::path(package) / "bindings.json";
     weights::BindOptions bindOptions;

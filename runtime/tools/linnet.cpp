@@ -210,30 +210,9 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-Scalar scalarOf(linnet::weights::DType d) {
-  using linnet::weights::DType;
-  switch (d) {
-    case DType::F32: return Scalar::F32;
-    case DType::BF16: return Scalar::BF16;
-    case DType::F16: return Scalar::F16;
-    case DType::I32: return Scalar::I32;
-    case DType::I64: return Scalar::I64;
-    case DType::Bool: return Scalar::Bool;
-    default: throw Usage(fmt::format("unsupported .npy element type {}", linnet::weights::linnetName(d)));
-  }
-}
-
-linnet::weights::DType npyOf(Scalar s) {
-  using linnet::weights::DType;
-  switch (s) {
-    case Scalar::F32: return DType::F32;
-    case Scalar::BF16: return DType::BF16;
-    case Scalar::F16: return DType::F16;
-    case Scalar::I32: return DType::I32;
-    case Scalar::I64: return DType::I64;
-    case Scalar::Bool: return DType::Bool;
-  }
-  return DType::F32;
+Scalar scalarOf(linnet::DType d) {
+  if (!linnet::isLanguageType(d)) throw Usage(fmt::format("unsupported .npy element type {}", linnet::name(d)));
+  return d;
 }
 
 Tensor input(const std::string& value) {
@@ -275,7 +254,7 @@ int runCall(Args& a) {
     for (size_t k = 0; k < results.size(); ++k) {
       if (k < g.outputs.size()) {
         auto bytes = linnet::nest::tensorToBytes(results[k]);
-        linnet::weights::writeNpy(g.outputs[k], npyOf(results[k].dtype), results[k].shape, bytes);
+        linnet::weights::writeNpy(g.outputs[k], results[k].dtype, results[k].shape, bytes);
       } else {
         fmt::print("{}: result {}: {}\n", g.entry, k, results[k].describe());
       }

@@ -17,7 +17,7 @@ namespace {
 
 Tensor expectedTensor(const linnet::weights::Checkpoint& c, const std::string& name) {
   const auto& info = c.at(name);
-  Scalar dt = info.dtype == linnet::weights::DType::I32 ? Scalar::I32 : Scalar::F32;
+  Scalar dt = info.dtype == linnet::DType::I32 ? Scalar::I32 : Scalar::F32;
   return linnet::nest::tensorFromBytes(dt, info.shape, info.data);
 }
 

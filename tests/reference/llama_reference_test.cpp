@@ -21,7 +21,7 @@ const std::string kCard = std::string(LINNET_SOURCE_DIR) + "/nest/llama-3.1-8b-i
 const std::string kBackend = LINNET_TEST_BACKEND;
 
 Tensor toTensor(const linnet::weights::TensorInfo& info) {
-  using linnet::weights::DType;
+  using linnet::DType;
   Scalar dt = info.dtype == DType::I32 ? Scalar::I32 : info.dtype == DType::I64 ? Scalar::I64 : Scalar::F32;
   return linnet::nest::tensorFromBytes(dt, info.shape, info.data);
 }
