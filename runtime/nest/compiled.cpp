@@ -4,12 +4,14 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "artifact/abi.h"
+#include "artifact/manifest.h"
 #include "nest/nest.h"
 
 #ifndef LINNET_LINNETC
@@ -43,17 +45,7 @@ Buffer Buffer::zeros(Scalar dtype, std::vector<int64_t> shape) {
 
 namespace {
 
-struct Spec {
-  std::string name;
-  Scalar dtype;
-  std::vector<int64_t> shape;
-};
-
-Spec specFrom(const nlohmann::json& j) {
-  auto dt = sema::scalarNamed(j.at("dtype").get<std::string>());
-  if (!dt) throw Error(fmt::format("unknown dtype {}", j.at("dtype").dump()));
-  return {j.at("name").get<std::string>(), *dt, j.at("shape").get<std::vector<int64_t>>()};
-}
+using Spec = artifact::TensorSpec;
 
 std::string describe(Scalar dt, const std::vector<int64_t>& shape) {
   return fmt::format("Tensor[{}{}{}]", fmt::join(shape, ", "), shape.empty() ? "" : "; ", sema::name(dt));
@@ -90,19 +82,6 @@ std::string quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
-}
-
-// A memref descriptor: {allocated, aligned, offset, sizes[r], strides[r]}.
-std::vector<int64_t> descriptor(std::byte* data, const std::vector<int64_t>& shape) {
-  std::vector<int64_t> d;
-  d.push_back(reinterpret_cast<int64_t>(data));
-  d.push_back(reinterpret_cast<int64_t>(data));
-  d.push_back(0);
-  for (int64_t s : shape) d.push_back(s);
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (int k = static_cast<int>(shape.size()) - 2; k >= 0; --k) strides[k] = strides[k + 1] * shape[k + 1];
-  d.insert(d.end(), strides.begin(), strides.end());
-  return d;
 }
 
 }  // namespace
@@ -186,34 +165,27 @@ CompiledModel::Artifact& CompiledModel::artifactFor(const std::string& entry,
 
   auto art = std::make_unique<Artifact>();
   art->dir = dir;
-  nlohmann::json m;
   try {
-    m = nlohmann::json::parse(readFile(dir / "manifest.json"));
-    if (m.at("format") != "linnet-artifact-1")
-      throw Error(fmt::format("{}: unknown artifact format {}", dir.string(), m.at("format").dump()));
-    for (const auto& p : m.at("params")) art->params.push_back(specFrom(p));
-    for (const auto& s : m.at("states")) art->states.push_back(specFrom(s));
-    const nlohmann::json* e = nullptr;
-    for (const auto& x : m.at("entries"))
-      if (x.at("name") == entry) e = &x;
+    artifact::Manifest m = artifact::read(dir);
+    art->params = m.params;
+    art->states = m.states;
+    const artifact::Entry* e = m.entry(entry);
     if (!e) throw Error(fmt::format("{}: the artifact has no entry `{}`", dir.string(), entry));
-    for (const auto& s : e->at("inputs")) art->inputs.push_back(specFrom(s));
-    for (const auto& s : e->at("outputs")) art->outputs.push_back(specFrom(s));
-    std::string lib = (dir / m.at("library").get<std::string>()).string();
+    art->inputs = e->inputs;
+    art->outputs = e->outputs;
+    std::string lib = (dir / m.library).string();
     art->library = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!art->library) throw Error(fmt::format("{}: cannot load: {}", lib, dlerror()));
     // Argument-independent tensors (hoisted constants) are computed once, now.
-    if (m.contains("init")) {
-      std::string initSymbol = m.at("init").get<std::string>();
-      auto init = reinterpret_cast<void (*)()>(dlsym(art->library, initSymbol.c_str()));
-      if (!init) throw Error(fmt::format("{}: no symbol {}", lib, initSymbol));
+    if (!m.init.empty()) {
+      auto init = reinterpret_cast<void (*)()>(dlsym(art->library, m.init.c_str()));
+      if (!init) throw Error(fmt::format("{}: no symbol {}", lib, m.init));
       init();
     }
-    std::string symbol = e->at("symbol").get<std::string>();
-    art->fn = reinterpret_cast<void (*)(void**)>(dlsym(art->library, symbol.c_str()));
-    if (!art->fn) throw Error(fmt::format("{}: no symbol {}", lib, symbol));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("{}: bad manifest.json: {} (delete the folder to rebuild it)", dir.string(), e.what()));
+    art->fn = reinterpret_cast<void (*)(void**)>(dlsym(art->library, e->symbol.c_str()));
+    if (!art->fn) throw Error(fmt::format("{}: no symbol {}", lib, e->symbol));
+  } catch (const artifact::ManifestError& e) {
+    throw Error(e.what());
   }
   // The artifact's params must be this model's, and its states the same
   // for every entry (they live here, between calls).
@@ -289,10 +261,10 @@ std::vector<reference::Tensor> CompiledModel::call(const std::string& entry,
   for (const Spec& s : art.outputs) outputs.push_back(Buffer::zeros(s.dtype, s.shape));
 
   std::vector<std::vector<int64_t>> descriptors;
-  for (const Buffer& b : inputs) descriptors.push_back(descriptor(b.data, b.shape));
-  for (const Buffer* b : art.paramBuffers) descriptors.push_back(descriptor(b->data, b->shape));
-  for (const Buffer& b : states_) descriptors.push_back(descriptor(b.data, b.shape));
-  for (const Buffer& b : outputs) descriptors.push_back(descriptor(b.data, b.shape));
+  for (const Buffer& b : inputs) descriptors.push_back(artifact::descriptor(b.data, b.shape));
+  for (const Buffer* b : art.paramBuffers) descriptors.push_back(artifact::descriptor(b->data, b->shape));
+  for (const Buffer& b : states_) descriptors.push_back(artifact::descriptor(b.data, b.shape));
+  for (const Buffer& b : outputs) descriptors.push_back(artifact::descriptor(b.data, b.shape));
   std::vector<void*> pointers;
   for (auto& d : descriptors) pointers.push_back(d.data());
   art.fn(pointers.data());
