@@ -26,7 +26,7 @@
 
 namespace {
 
-using linnet::nest::Scalar;
+using Scalar = linnet::DType;
 using linnet::nest::Tensor;
 
 struct Usage : std::runtime_error {
@@ -127,11 +127,8 @@ Args parse(int argc, char** argv) {
     else if (s == "--random-weights") a.load.randomWeights = true;
     else if (s == "--convert") a.load.convertDTypes = true;
     else if (s == "--stdlib") a.load.stdlib = next(s);
-    else if (s == "--backend") {
-      a.load.backend = next(s);
-      if (a.load.backend != "reference" && a.load.backend != "cpu")
-        throw Usage(fmt::format("--backend `{}`: expected reference or cpu", a.load.backend));
-    } else if (s == "--steps" || s == "--prompt-len" || s == "--warmup") {
+    else if (s == "--backend") a.load.backend = next(s);  // checked by nest::load against its registry
+    else if (s == "--steps" || s == "--prompt-len" || s == "--warmup") {
       int64_t n = parseInt(next(s), s);
       int64_t least = s == "--steps" ? 1 : 0;
       if (n < least) throw Usage(fmt::format("{} must be at least {}", s, least));
@@ -218,7 +215,7 @@ Scalar scalarOf(linnet::DType d) {
 Tensor input(const std::string& value) {
   if (!value.empty() && value[0] == '@') {
     auto array = linnet::weights::readNpy(value.substr(1));
-    return linnet::nest::tensorFromBytes(scalarOf(array.dtype), array.shape, array.data);
+    return Tensor::fromBytes(scalarOf(array.dtype), array.shape, array.data);
   }
   if (value == "true" || value == "false") return Tensor::scalarI(Scalar::Bool, value == "true");
   char* end = nullptr;
@@ -253,8 +250,7 @@ int runCall(Args& a) {
                               results.size(), g.outputs.size()));
     for (size_t k = 0; k < results.size(); ++k) {
       if (k < g.outputs.size()) {
-        auto bytes = linnet::nest::tensorToBytes(results[k]);
-        linnet::weights::writeNpy(g.outputs[k], results[k].dtype, results[k].shape, bytes);
+        linnet::weights::writeNpy(g.outputs[k], results[k].dtype, results[k].shape, results[k].bytes());
       } else {
         fmt::print("{}: result {}: {}\n", g.entry, k, results[k].describe());
       }
@@ -299,8 +295,7 @@ class Chat {
     // Reuse the caches when the new rendering extends what they hold.
     if (cached_.size() > wide.size() || !std::equal(cached_.begin(), cached_.end(), wide.begin())) reset();
     std::vector<int64_t> fresh(wide.begin() + cached_.size(), wide.end());
-    Tensor tokens = Tensor::zeros(Scalar::I32, {1, static_cast<int64_t>(fresh.size())});
-    tokens.i = fresh;
+    Tensor tokens = Tensor::fromInts(Scalar::I32, {1, static_cast<int64_t>(fresh.size())}, fresh);
     Tensor logits = model_.call("prefill", {tokens, Tensor::scalarI(Scalar::I32, static_cast<int64_t>(cached_.size()))})[0];
     cached_ = wide;
     linnet::tokenizer::StreamDecoder stream(text_.tokenizer);
@@ -315,8 +310,7 @@ class Chat {
       fputs(reply.substr(shown, safe - shown).c_str(), stdout);
       fflush(stdout);
       shown = safe;
-      Tensor token = Tensor::zeros(Scalar::I32, {1, 1});
-      token.i[0] = next;
+      Tensor token = Tensor::fromInts(Scalar::I32, {1, 1}, {next});
       logits = model_.call("decode", {token, Tensor::scalarI(Scalar::I32, static_cast<int64_t>(cached_.size()))})[0];
       cached_.push_back(next);
     }
@@ -431,8 +425,7 @@ int runGenerate(Args& a) {
   if (a.maxNew < 1) throw Usage("--max-new must be at least 1");
   auto model = linnet::nest::load(a.package, a.load);
   int64_t S = static_cast<int64_t>(a.promptIds.size());
-  Tensor tokens = Tensor::zeros(Scalar::I32, {1, S});
-  tokens.i = a.promptIds;
+  Tensor tokens = Tensor::fromInts(Scalar::I32, {1, S}, a.promptIds);
   std::vector<int64_t> produced;
   Tensor logits = model.call("prefill", {tokens, Tensor::scalarI(Scalar::I32, 0)})[0];
 #ifdef LINNET_HAVE_TEXT
@@ -444,13 +437,13 @@ int runGenerate(Args& a) {
   };
 #else
   auto choose = [](const Tensor& logits) {
-    return static_cast<int64_t>(std::max_element(logits.f.begin(), logits.f.end()) - logits.f.begin());
+    std::vector<double> v = logits.toFloats();
+    return static_cast<int64_t>(std::max_element(v.begin(), v.end()) - v.begin());
   };
 #endif
   produced.push_back(choose(logits));
   for (int64_t k = 1; k < a.maxNew; ++k) {
-    Tensor token = Tensor::zeros(Scalar::I32, {1, 1});
-    token.i[0] = produced.back();
+    Tensor token = Tensor::fromInts(Scalar::I32, {1, 1}, {produced.back()});
     logits = model.call("decode", {token, Tensor::scalarI(Scalar::I32, S + k - 1)})[0];
     produced.push_back(choose(logits));
   }
