@@ -5,8 +5,8 @@
 //   build/bin/greedy nest/llama-3.1-8b-instruct tests/data/llama/gqa2/model.safetensors \
 //       Vocab=64 H=64 Heads=4 KvHeads=2 Inner=96 Layers=2 MaxSeq=64 T=f32 -- 3 14 15 9
 //
-// `--backend=cpu` among the settings runs compiled code instead of the
-// reference backend (compiled on first use, then cached).
+// `--backend=NAME` among the settings picks another backend (`cpu`: compiled code,
+// compiled on first use, then cached) instead of the reference one.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -39,21 +39,20 @@ int main(int argc, char** argv) {
   for (++i; i < argc; ++i) prompt.push_back(std::atoll(argv[i]));
   try {
     auto model = linnet::nest::load(argv[1], options);
-    using linnet::nest::Scalar;
+    using linnet::nest::DType;
     using linnet::nest::Tensor;
-    Tensor tokens = Tensor::zeros(Scalar::I32, {1, static_cast<int64_t>(prompt.size())});
-    tokens.i = prompt;
-    Tensor logits = model.call("prefill", {tokens, Tensor::scalarI(Scalar::I32, 0)})[0];
+    Tensor tokens = Tensor::fromInts(DType::I32, {1, static_cast<int64_t>(prompt.size())}, prompt);
+    Tensor logits = model.call("prefill", {tokens, Tensor::scalarI(DType::I32, 0)})[0];
     auto argmax = [](const Tensor& t) {
-      return static_cast<int64_t>(std::max_element(t.f.begin(), t.f.end()) - t.f.begin());
+      std::vector<double> v = t.toFloats();
+      return static_cast<int64_t>(std::max_element(v.begin(), v.end()) - v.begin());
     };
     std::printf("%s:", model.name().c_str());
     int64_t pos = static_cast<int64_t>(prompt.size());
     for (int step = 0; step < 8; ++step, ++pos) {
-      Tensor next = Tensor::zeros(Scalar::I32, {1, 1});
-      next.i[0] = argmax(logits);
-      std::printf(" %lld", static_cast<long long>(next.i[0]));
-      logits = model.call("decode", {next, Tensor::scalarI(Scalar::I32, pos)})[0];
+      Tensor next = Tensor::fromInts(DType::I32, {1, 1}, {argmax(logits)});
+      std::printf(" %lld", static_cast<long long>(next.asInt(0)));
+      logits = model.call("decode", {next, Tensor::scalarI(DType::I32, pos)})[0];
     }
     std::printf("\n");
   } catch (const linnet::nest::Error& e) {

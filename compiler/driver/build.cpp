@@ -1,201 +1,146 @@
-// linnetc build: a checked package compiled for the CPU into an artifact
-// folder (manifest.json + model.so), or one stage printed with --emit.
+// linnetc build: check -> generate (MLIRGen) -> the shared pipeline -> the
+// target's lowering and code -> the manifest; or one stage printed with
+// --emit. No target is named here: they come from targets/target.h.
 #ifdef LINNET_HAVE_MLIR
 #include "driver/build.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 
-#include "base/diagnostics.h"
-#include "ir/mlirgen.h"
+#include "artifact/manifest.h"
+#include "driver/check.h"
+#include "driver/generate.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
-#include "sema/checker.h"
-#include "sema/program.h"
 #include "syntax/ast_printer.h"
-#include "targets/cpu/pipeline.h"
+#include "targets/target.h"
+#include "transforms/pipeline.h"
 
 namespace linnet::driver {
 
 namespace {
 
-using sema::Scalar;
+namespace fs = std::filesystem;
 
-// `x=i32:1x8` -> (i32, [1, 8]); `pos=i32:` is a scalar; `pos=int:` a literal.
-ir::TensorSpec parseArg(const std::string& text) {
-  auto eq = text.find('=');
-  std::string name = eq == std::string::npos ? "" : text.substr(0, eq);
-  std::string rest = eq == std::string::npos ? text : text.substr(eq + 1);
-  auto colon = rest.find(':');
-  if (colon == std::string::npos) throw std::runtime_error(fmt::format("--arg `{}`: expected NAME=DTYPE:D0xD1...", text));
-  // `int` and `float`: a literal that takes the parameter's declared dtype.
-  std::string dtName = rest.substr(0, colon);
-  bool weak = dtName == "int" || dtName == "float";
-  auto dt = weak ? std::optional(dtName == "int" ? Scalar::I64 : Scalar::F32) : sema::scalarNamed(dtName);
-  if (!dt) throw std::runtime_error(fmt::format("--arg `{}`: unknown element type", text));
-  ir::TensorSpec s{name, *dt, {}, weak};
-  std::string dims = rest.substr(colon + 1);
-  size_t at = 0;
-  while (at < dims.size()) {
-    size_t x = dims.find('x', at);
-    std::string d = dims.substr(at, x == std::string::npos ? std::string::npos : x - at);
-    try {
-      s.shape.push_back(std::stoll(d));
-    } catch (...) {
-      throw std::runtime_error(fmt::format("--arg `{}`: `{}` is not a dimension", text, d));
-    }
-    if (x == std::string::npos) break;
-    at = x + 1;
-  }
-  return s;
+std::vector<std::string> stagesOf(const targets::Target* target) {
+  std::vector<std::string> out(std::begin(kSharedStages), std::end(kSharedStages));
+  if (target)
+    for (auto& s : target->stages()) out.push_back(s);
+  return out;
 }
 
-nlohmann::ordered_json specJson(const ir::TensorSpec& s) {
-  return {{"name", s.name}, {"dtype", sema::name(s.dtype)}, {"shape", s.shape}};
+const targets::Target* targetFor(const std::string& name) {
+  return name.empty() ? targets::allTargets().front().get() : targets::findTarget(name);
+}
+
+artifact::TensorSpec spec(const ir::TensorSpec& s) { return {s.name, s.dtype, s.shape}; }
+
+// Everything but the code: the target fills in library, init and symbols.
+artifact::Manifest manifestFor(const sema::Program& program, const ir::MLIRGen& gen, const Generated& generated,
+                               std::string_view target) {
+  artifact::Manifest m;
+  m.package = program.package().name;
+  m.target = target;
+  for (const auto& [k, v] : program.package().generics) {
+    if (v.number) m.generics.emplace_back(k, *v.number);
+    else m.generics.emplace_back(k, v.dtype);
+  }
+  for (const auto& p : gen.params()) m.params.push_back(spec(p));
+  for (const auto& s : gen.states()) m.states.push_back(spec(s));
+  m.signatures = signatures(program);
+  for (const auto& e : generated.entries) {
+    artifact::Entry entry{e.entry, "", e.generics, {}, {}};
+    for (const auto& s : e.inputs) entry.inputs.push_back(spec(s));
+    for (const auto& s : e.outputs) entry.outputs.push_back(spec(s));
+    m.entries.push_back(std::move(entry));
+  }
+  m.skipped = generated.skipped;
+  return m;
+}
+
+void printAstOf(const CheckedPackage& checked) {
+  // The package's own modules (not the standard library's), as parsed.
+  for (const auto& m : checked.program->modules())
+    if (m->ast && !m->name.starts_with("std.") && m->name != "std")
+      fputs(syntax::printAst(*m->ast, checked.sources).c_str(), stdout);
 }
 
 }  // namespace
 
+std::string stageNames(const std::string& target) {
+  return fmt::format("{}", fmt::join(stagesOf(targetFor(target)), ", "));
+}
+
 int runBuild(const BuildArgs& args) {
   auto start = std::chrono::steady_clock::now();
-  SourceManager sources;
-  Diagnostics diags(sources);
-  sema::Program program(sources, diags, args.stdlib);
-  for (const auto& s : args.sets) program.setGeneric(s);
-  if (!diags.hasErrors()) program.loadPackage(args.package);
-  if (program.root() && !diags.hasErrors()) {
-    sema::Checker checker(program, diags);
-    checker.checkDefinitions();
-    if (!diags.hasErrors()) checker.instantiateRoot();
-  }
-  if (diags.hasErrors()) {
-    fputs(diags.render().c_str(), stderr);
-    fmt::print(stderr, "{}: {} error{}\n", args.package, diags.errorCount(), diags.errorCount() == 1 ? "" : "s");
-    return 1;
-  }
-  if (args.emit == "ast") {
-    // The package's own modules (not the standard library's), as parsed.
-    for (const auto& m : program.modules())
-      if (m->ast && !m->name.starts_with("std.") && m->name != "std")
-        fputs(syntax::printAst(*m->ast, sources).c_str(), stdout);
-    return 0;
-  }
-  if (args.target != "cpu") {
-    fmt::print(stderr, "linnetc: unknown target `{}` (this build has: cpu)\n", args.target);
+  const targets::Target* target = targetFor(args.target);
+  if (!target) {
+    fmt::print(stderr, "linnetc: unknown target `{}` (this build has: {})\n", args.target, targets::targetNames());
     return 2;
   }
+  std::vector<std::string> stages = stagesOf(target);
+  if (!args.emit.empty() && std::find(stages.begin(), stages.end(), args.emit) == stages.end()) {
+    fmt::print(stderr, "linnetc: unknown --emit `{}` ({})\n", args.emit, fmt::join(stages, ", "));
+    return 2;
+  }
+  auto checked = checkPackage(args.package, args.sets, args.stdlib);
+  if (!checked) return 1;
+  if (args.emit == "ast") return printAstOf(*checked), 0;
+  const sema::Program& program = *checked->program;
 
-  mlir::MLIRContext context;
-  cpu::registerEverything(context);
-  std::vector<ir::EntryInstance> built;
-  nlohmann::ordered_json skipped = nlohmann::ordered_json::array();
+  mlir::DialectRegistry registry;
+  transforms::registerDialects(registry);
+  target->registerDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  auto print = [&](mlir::ModuleOp m) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    m.print(os, mlir::OpPrintingFlags().enableDebugInfo(args.debugLocations, false).useLocalScope(args.debugLocations));
+    fputs(text.c_str(), stdout);
+  };
   try {
     ir::MLIRGen gen(context, program);
-    // Entry generics: --generic, then nest.toml's [check].
-    // With --arg the argument shapes bind them instead of [check].
-    std::map<std::string, int64_t> generics;
-    if (args.argSpecs.empty())
-      for (const auto& [k, v] : program.package().check)
-        if (v.number) generics[k] = *v.number;
-    for (const auto& g : args.generics) {
-      auto eq = g.find('=');
-      if (eq == std::string::npos) throw std::runtime_error(fmt::format("--generic `{}`: expected NAME=VALUE", g));
-      generics[g.substr(0, eq)] = std::stoll(g.substr(eq + 1));
-    }
-    std::vector<std::string> entries = args.entries;
-    if (entries.empty()) {
-      const sema::Item* item = program.lookup(*program.root(), program.package().rootBlock);
-      for (const auto& fn : item->block->fns)
-        if (fn->isEntry) entries.push_back(fn->name.name);
-    }
-    for (const std::string& name : entries) {
-      try {
-        std::vector<ir::TensorSpec> specs;
-        if (!args.argSpecs.empty()) {
-          for (const auto& a : args.argSpecs) specs.push_back(parseArg(a));
-        } else {
-          specs = gen.entryParams(name, generics);
-        }
-        built.push_back(gen.addEntry(name, specs, generics));
-      } catch (const ir::GenError& e) {
-        if (!args.entries.empty()) throw;
-        skipped.push_back({{"name", name}, {"reason", e.what()}});
-        fmt::print(stderr, "linnetc: entry `{}` not compiled: {}\n", name, e.what());
-      }
-    }
+    Generated generated;
+    if (!args.manifestOnly) generated = generate(gen, program, args);
     mlir::ModuleOp module = gen.module();
-    auto print = [&](mlir::ModuleOp m) {
-      std::string text;
-      llvm::raw_string_ostream os(text);
-      m.print(os, mlir::OpPrintingFlags().enableDebugInfo(args.debugLocations, false).useLocalScope(args.debugLocations));
-      fputs(text.c_str(), stdout);
-    };
     if (mlir::failed(mlir::verify(module))) {
       print(module);
       fmt::print(stderr, "linnetc: internal compiler error: MLIRGen produced invalid IR\n");
       return 3;
     }
     if (args.emit == "mlir") return print(module), 0;
-    if (args.emit == "linalg") return cpu::lower(module, cpu::Stage::Linalg), print(module), 0;
-    if (args.emit == "bufferized") return cpu::lower(module, cpu::Stage::Bufferized), print(module), 0;
-    cpu::lower(module, cpu::Stage::LLVMDialect);
-    if (args.emit == "lowered") return print(module), 0;
-    std::string llvmIR = cpu::translateToLLVMIR(module);
-    if (args.emit == "llvm") return fputs(llvmIR.c_str(), stdout), 0;
+    if (!args.manifestOnly) transforms::lowerToLinalg(module);
+    if (args.emit == "linalg") return print(module), 0;
     if (!args.emit.empty()) {
-      fmt::print(stderr, "linnetc: unknown --emit `{}` (ast, checked, mlir, linalg, bufferized, lowered, llvm)\n", args.emit);
-      return 2;
+      if (auto text = target->lower(module, args.emit)) fputs(text->c_str(), stdout);
+      else print(module);
+      return 0;
     }
-    if (built.empty()) {
+    if (generated.entries.empty() && !args.manifestOnly) {
       fmt::print(stderr, "linnetc: no entry could be compiled\n");
       return 1;
     }
-    namespace fs = std::filesystem;
+    artifact::Manifest manifest = manifestFor(program, gen, generated, target->name());
     fs::create_directories(args.output);
-    std::string library = "model.so";
-    cpu::compileSharedObject(llvmIR, cpu::entryShim(built, gen.params().size(), gen.states().size()),
-                             (fs::path(args.output) / library).string());
-    if (!args.keepIR) fs::remove(fs::path(args.output) / "model.ll");
-
-    nlohmann::ordered_json manifest;
-    manifest["format"] = "linnet-artifact-1";
-    manifest["package"] = program.package().name;
-    manifest["target"] = args.target;
-    manifest["library"] = library;
-    manifest["init"] = "linnet_init";  // called once after loading: computes the hoisted constants
-    nlohmann::ordered_json g = nlohmann::ordered_json::object();
-    for (const auto& [k, v] : program.package().generics) {
-      if (v.number) g[k] = *v.number;
-      else g[k] = v.dtype;
+    if (!args.manifestOnly) {
+      std::vector<std::string> functions;
+      for (const auto& e : generated.entries) functions.push_back(e.symbol);
+      target->buildArtifact(module, functions, manifest, args.output, {.keepIR = args.keepIR});
     }
-    manifest["generics"] = g;
-    manifest["params"] = nlohmann::ordered_json::array();
-    for (const auto& p : gen.params()) manifest["params"].push_back(specJson(p));
-    manifest["states"] = nlohmann::ordered_json::array();
-    for (const auto& s : gen.states()) manifest["states"].push_back(specJson(s));
-    manifest["entries"] = nlohmann::ordered_json::array();
-    for (const auto& e : built) {
-      nlohmann::ordered_json j;
-      j["name"] = e.entry;
-      j["symbol"] = "linnet_call_" + e.symbol;
-      j["generics"] = e.generics;
-      j["inputs"] = nlohmann::ordered_json::array();
-      for (const auto& s : e.inputs) j["inputs"].push_back(specJson(s));
-      j["outputs"] = nlohmann::ordered_json::array();
-      for (const auto& s : e.outputs) j["outputs"].push_back(specJson(s));
-      manifest["entries"].push_back(j);
-    }
-    manifest["skipped"] = skipped;
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    manifest["build_seconds"] = seconds;
-    std::ofstream(fs::path(args.output) / "manifest.json") << manifest.dump(2) << "\n";
-    fmt::print("{}: built {} entr{} for cpu into {} in {:.1f} s\n", args.package, built.size(),
-               built.size() == 1 ? "y" : "ies", args.output, seconds);
+    manifest.buildSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    artifact::write(manifest, args.output);
+    size_t n = manifest.entries.size();
+    if (args.manifestOnly)
+      fmt::print("{}: wrote the manifest for {} into {}\n", args.package, target->name(), args.output);
+    else
+      fmt::print("{}: built {} entr{} for {} into {} in {:.1f} s\n", args.package, n, n == 1 ? "y" : "ies",
+                 target->name(), args.output, manifest.buildSeconds);
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "linnetc: {}\n", e.what());

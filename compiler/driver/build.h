@@ -7,14 +7,23 @@
 namespace linnet::driver {
 
 struct BuildArgs {
-  std::string package, stdlib, target = "cpu", output, emit;
+  std::string package, stdlib, output, emit;
+  std::string target;                 // empty: the default target (targets/target.h)
   std::vector<std::string> sets;      // root generics: Name=Value
   std::vector<std::string> entries;   // empty: every entry (those that compile)
   std::vector<std::string> generics;  // entries' own generics: Name=Value
   std::vector<std::string> argSpecs;  // NAME=DTYPE:D0xD1 per argument of the one entry
+  bool manifestOnly = false;          // the manifest (params, states, signatures) and no code
   bool debugLocations = false;
   bool keepIR = false;
 };
+
+// The --emit stages every target has, before its own.
+inline constexpr const char* kSharedStages[] = {"ast", "checked", "mlir", "linalg"};
+
+// The stage names for a target ("ast, checked, ..., llvm"), for help and
+// errors; an unknown target gives the shared ones.
+std::string stageNames(const std::string& target);
 
 int runBuild(const BuildArgs& args);
 

@@ -9,10 +9,12 @@
 #include <map>
 #include <regex>
 
-#include "base/diagnostics.h"
 #include "driver/build.h"
+#include "driver/check.h"
 #include "sema/checker.h"
-#include "sema/program.h"
+#ifdef LINNET_HAVE_MLIR
+#include "targets/target.h"
+#endif
 
 namespace {
 
@@ -85,31 +87,15 @@ std::string stdlibDir(const std::string& flag) {
 int runCheck(const std::string& package, const std::vector<std::string>& sets,
              const std::string& stdlib, bool allParams) {
   auto start = std::chrono::steady_clock::now();
-  linnet::SourceManager sources;
-  linnet::Diagnostics diags(sources);
-  linnet::sema::Program program(sources, diags, stdlibDir(stdlib));
-  for (const auto& s : sets) program.setGeneric(s);
-  if (!diags.hasErrors()) program.loadPackage(package);
-  std::optional<linnet::sema::Summary> summary;
-  // Syntax and name errors stop here: checking half-parsed code only cascades.
-  if (program.root() && !diags.hasErrors()) {
-    linnet::sema::Checker checker(program, diags);
-    checker.checkDefinitions();
-    if (!diags.hasErrors()) summary = checker.instantiateRoot();
-  }
+  auto checked = linnet::driver::checkPackage(package, sets, stdlibDir(stdlib));
+  if (!checked) return 1;
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (diags.hasErrors()) {
-    fputs(diags.render().c_str(), stderr);
-    fmt::print(stderr, "{}: {} error{}\n", package, diags.errorCount(),
-               diags.errorCount() == 1 ? "" : "s");
-    return 1;
-  }
-  if (summary) {
-    printSummary(package, *summary, allParams, seconds);
+  if (checked->summary) {
+    printSummary(package, *checked->summary, allParams, seconds);
   } else {
     fmt::print("{}: ok ({} modules checked in {:.3f} s; no root block to instantiate)\n", package,
-               program.modules().size(), seconds);
+               checked->program->modules().size(), seconds);
   }
   return 0;
 }
@@ -138,7 +124,8 @@ int main(int argc, char** argv) {
   buildCmd->add_option("package", build.package, "Package folder (with linnet.toml)")->required();
   buildCmd->add_option("--set", build.sets, "Override a generic of the root block: Name=Value");
   buildCmd->add_option("--stdlib", stdlib, "Standard library folder");
-  buildCmd->add_option("--target", build.target, "Code generation target (cpu)");
+  buildCmd->add_option("--target", build.target,
+                       "Code generation target: " + linnet::targets::targetNames() + " (default: the first)");
   buildCmd->add_option("-o,--output", build.output, "Artifact folder to write");
   buildCmd->add_option("--entry", build.entries, "Entry to compile (repeatable; default: every entry)");
   buildCmd->add_option("--generic", build.generics,
@@ -146,7 +133,9 @@ int main(int argc, char** argv) {
   buildCmd->add_option("--arg", build.argSpecs,
                        "The one --entry's argument types in order: NAME=DTYPE:D0xD1 (scalar: i32:)");
   buildCmd->add_option("--emit", build.emit,
-                       "Print a stage instead: ast, checked, mlir, linalg, bufferized, lowered, llvm");
+                       "Print a stage instead: " + linnet::driver::stageNames("") + " (the default target's)");
+  buildCmd->add_flag("--manifest-only", build.manifestOnly,
+                     "Write only manifest.json: params, states and entry signatures, no code");
   buildCmd->add_flag("--debug-locations", build.debugLocations, "Print source locations with --emit");
   buildCmd->add_flag("--keep-ir", build.keepIR, "Keep model.ll beside model.so");
 #endif

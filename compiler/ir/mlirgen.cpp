@@ -24,6 +24,10 @@ mlir::Type elementType(mlir::MLIRContext& c, Scalar s) {
     case Scalar::I32: return b.getI32Type();
     case Scalar::I64: return b.getI64Type();
     case Scalar::Bool: return b.getI1Type();
+    // Storage types of checkpoints: the language never computes in them.
+    case Scalar::F64: return b.getF64Type();
+    case Scalar::I8: case Scalar::U8: return b.getI8Type();
+    case Scalar::I16: return b.getI16Type();
   }
   return {};
 }

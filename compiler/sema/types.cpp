@@ -6,40 +6,6 @@
 
 namespace linnet::sema {
 
-const char* name(Scalar s) {
-  switch (s) {
-    case Scalar::F32: return "f32";
-    case Scalar::BF16: return "bf16";
-    case Scalar::F16: return "f16";
-    case Scalar::I32: return "i32";
-    case Scalar::I64: return "i64";
-    case Scalar::Bool: return "bool";
-  }
-  return "?";
-}
-
-std::optional<Scalar> scalarNamed(std::string_view n) {
-  if (n == "f32") return Scalar::F32;
-  if (n == "bf16") return Scalar::BF16;
-  if (n == "f16") return Scalar::F16;
-  if (n == "i32") return Scalar::I32;
-  if (n == "i64") return Scalar::I64;
-  if (n == "bool") return Scalar::Bool;
-  return std::nullopt;
-}
-
-bool isFloat(Scalar s) { return s == Scalar::F32 || s == Scalar::BF16 || s == Scalar::F16; }
-bool isInt(Scalar s) { return s == Scalar::I32 || s == Scalar::I64; }
-int byteSize(Scalar s) {
-  switch (s) {
-    case Scalar::F32: case Scalar::I32: return 4;
-    case Scalar::BF16: case Scalar::F16: return 2;
-    case Scalar::I64: return 8;
-    case Scalar::Bool: return 1;
-  }
-  return 0;
-}
-
 bool DType::floatLike() const {
   switch (kind) {
     case Concrete: return isFloat(scalar);

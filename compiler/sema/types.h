@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/dtype.h"
 #include "sema/dims/expr.h"
 
 namespace linnet::syntax {
@@ -16,13 +17,14 @@ struct BlockDecl;
 
 namespace linnet::sema {
 
-enum class Scalar { F32, BF16, F16, I32, I64, Bool };
-
-const char* name(Scalar s);
-std::optional<Scalar> scalarNamed(std::string_view name);
-bool isFloat(Scalar s);
-bool isInt(Scalar s);
-int byteSize(Scalar s);
+// A concrete element type: the enum compiler and runtime share (common/dtype.h).
+using Scalar = linnet::DType;
+using linnet::byteSize;
+using linnet::isFloat;
+using linnet::isInt;
+using linnet::name;
+// The language's dtype of that name (f32, bf16, f16, i32, i64, bool).
+inline std::optional<Scalar> scalarNamed(std::string_view n) { return linnet::languageDTypeNamed(n); }
 
 // An element type: a concrete scalar, a generic parameter (`T`), or the weak
 // type of a literal or a dimension used as a value, which takes the other

@@ -700,7 +700,9 @@ std::vector<float> File::dequantize(const TensorInfo& t) const {
 }
 
 std::vector<std::byte> convertF32(std::span<const float> values, DType dtype) {
-  std::vector<std::byte> out(values.size() * dtypeSize(dtype));
+  if (!isHandOutDType(dtype))
+    throw Error(fmt::format("cannot hand out tensors in {}: only f32, bf16 and f16", linnet::name(dtype)));
+  std::vector<std::byte> out(values.size() * linnet::byteSize(dtype));
   if (dtype == DType::F32) {
     if (!values.empty()) std::memcpy(out.data(), values.data(), out.size());
     return out;
@@ -713,9 +715,7 @@ std::vector<std::byte> convertF32(std::span<const float> values, DType dtype) {
 }
 
 std::vector<std::byte> File::read(const TensorInfo& t, DType dtype) const {
-  if ((dtype == DType::F32 && t.type == GgmlType::F32) || (dtype == DType::F16 && t.type == GgmlType::F16) ||
-      (dtype == DType::BF16 && t.type == GgmlType::BF16))
-    return std::vector<std::byte>(t.data.begin(), t.data.end());
+  if (isHandOutDType(dtype) && plainDType(t.type) == dtype) return std::vector<std::byte>(t.data.begin(), t.data.end());
   return convertF32(dequantize(t), dtype);
 }
 

@@ -161,7 +161,7 @@ std::int64_t Tensor::elementCount() const {
 }
 
 std::vector<float> Tensor::toF32() const {
-  const std::size_t n = data.size() / dtypeSize(dtype);
+  const std::size_t n = data.size() / linnet::byteSize(dtype);
   std::vector<float> out(n);
   for (std::size_t i = 0; i < n; ++i) {
     if (dtype == DType::F32) {

@@ -375,15 +375,20 @@ void dequantize(GgmlType type, std::span<const std::byte> src, std::span<float> 
   throw Error(fmt::format("dequantizing {} is not supported", t.name));
 }
 
-std::string_view dtypeName(DType t) {
-  switch (t) {
-    case DType::F32: return "f32";
-    case DType::BF16: return "bf16";
-    case DType::F16: return "f16";
+std::optional<DType> plainDType(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32: return DType::F32;
+    case GgmlType::F16: return DType::F16;
+    case GgmlType::BF16: return DType::BF16;
+    case GgmlType::F64: return DType::F64;
+    case GgmlType::I8: return DType::I8;
+    case GgmlType::I16: return DType::I16;
+    case GgmlType::I32: return DType::I32;
+    case GgmlType::I64: return DType::I64;
+    default: return std::nullopt;
   }
-  return "?";
 }
 
-std::size_t dtypeSize(DType t) { return t == DType::F32 ? 4 : 2; }
+bool isHandOutDType(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
 
 }  // namespace linnet::gguf

@@ -9,9 +9,11 @@
 #pragma once
 
 #include "base/half.h"
+#include "common/dtype.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -88,9 +90,10 @@ using half::bf16ToF32;
 using half::f32ToF16;
 using half::f32ToBf16;
 
-// The element types tensors are handed out in.
-enum class DType : std::uint8_t { F32, BF16, F16 };
-std::string_view dtypeName(DType t);  // "f32", "bf16", "f16"
-std::size_t dtypeSize(DType t);       // 4, 2, 2
+// Tensors are handed out in f32, bf16 or f16 (linnet::DType). The plain
+// ggml types are those element types; quantized ones (Q4_K, ...) have none.
+std::optional<DType> plainDType(GgmlType type);
+// f32, bf16 or f16: the dtypes dequantized tensors can be handed out in.
+bool isHandOutDType(DType t);
 
 }  // namespace linnet::gguf

@@ -1,306 +1,251 @@
 #include "nest/compiled.h"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
+#include <filesystem>
 
-#include "nest/nest.h"
-
-#ifndef LINNET_LINNETC
-#define LINNET_LINNETC "linnetc"
-#endif
+#include "artifact/manifest.h"
+#include "nest/artifact_cache.h"
+#include "nest/params.h"
 
 namespace linnet::nest {
 
-namespace fs = std::filesystem;
-
-int64_t Buffer::size() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-size_t Buffer::bytes() const { return static_cast<size_t>(size()) * sema::byteSize(dtype); }
-
-Buffer Buffer::zeros(Scalar dtype, std::vector<int64_t> shape) {
-  Buffer b;
-  b.dtype = dtype;
-  b.shape = std::move(shape);
-  size_t n = std::max<size_t>(b.bytes(), 1);
-  // 64-byte alignment: what the compiled code's own allocations use.
-  void* p = std::aligned_alloc(64, (n + 63) / 64 * 64);
-  if (!p) throw Error(fmt::format("out of memory allocating {} bytes", n));
-  std::memset(p, 0, n);
-  b.data = static_cast<std::byte*>(p);
-  b.owner = std::shared_ptr<void>(p, std::free);
-  return b;
-}
-
 namespace {
 
-struct Spec {
-  std::string name;
-  Scalar dtype;
-  std::vector<int64_t> shape;
-};
+namespace fs = std::filesystem;
+using artifact::TensorSpec;
 
-Spec specFrom(const nlohmann::json& j) {
-  auto dt = sema::scalarNamed(j.at("dtype").get<std::string>());
-  if (!dt) throw Error(fmt::format("unknown dtype {}", j.at("dtype").dump()));
-  return {j.at("name").get<std::string>(), *dt, j.at("shape").get<std::vector<int64_t>>()};
-}
-
-std::string describe(Scalar dt, const std::vector<int64_t>& shape) {
-  return fmt::format("Tensor[{}{}{}]", fmt::join(shape, ", "), shape.empty() ? "" : "; ", sema::name(dt));
-}
-
-std::string readFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// FNV-1a, 64-bit: a stable key for the cache (std::hash is not stable across builds).
-uint64_t fnv(const std::string& s, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
-// Every .linnet file under `dir`, in a stable order, with its contents.
-std::string sourcesOf(const fs::path& dir) {
-  std::vector<fs::path> files;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); ++it)
-    if (it->path().extension() == ".linnet" || it->path().filename() == "nest.toml" ||
-        it->path().filename() == "linnet.toml")
-      files.push_back(it->path());
-  std::sort(files.begin(), files.end());
-  std::string out;
-  for (const auto& f : files) out += f.lexically_relative(dir).string() + "\n" + readFile(f) + "\n";
+// The per-layer params of manifest params: `layers.*.x` of shape [L, ...]
+// is `layers.0.x` ... `layers.{L-1}.x`. Listed layer by layer, as the model
+// declares them (a stacked array's members are consecutive in the manifest).
+std::vector<ParamInfo> perLayer(const std::vector<TensorSpec>& params) {
+  std::vector<ParamInfo> out;
+  for (size_t i = 0; i < params.size();) {
+    size_t star = params[i].name.find(".*.");
+    if (star == std::string::npos) {
+      out.push_back({params[i].name, params[i].shape, params[i].dtype});
+      ++i;
+      continue;
+    }
+    std::string array = params[i].name.substr(0, star);
+    size_t end = i;
+    while (end < params.size() && params[end].name.starts_with(array + ".*.")) ++end;
+    int64_t layers = params[i].shape.at(0);
+    for (int64_t k = 0; k < layers; ++k)
+      for (size_t j = i; j < end; ++j) {
+        std::string path = array + "." + std::to_string(k) + params[j].name.substr(star + 2);
+        out.push_back({path, {params[j].shape.begin() + 1, params[j].shape.end()}, params[j].dtype});
+      }
+    i = end;
+  }
   return out;
 }
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+class CompiledBackend : public Backend {
+ public:
+  CompiledBackend(const device::Driver& driver, const std::string& package, const LoadOptions& options)
+      : driver_(driver), device_(driver.create()), cache_(settings(driver, package, options)) {
+    fs::path dir = cache_.modelDir();
+    model_ = readManifest(dir);
+    params_ = perLayer(model_.params);
+    std::vector<ParamBytes> bytes = bindParams(package, params_, options);
+    for (size_t k = 0; k < params_.size(); ++k) hostParams_.emplace(params_[k].path, bytes[k]);
+    for (const TensorSpec& s : model_.states) states_.push_back(device_->allocate(byteCount(s)));
+  }
 
-// A memref descriptor: {allocated, aligned, offset, sizes[r], strides[r]}.
-std::vector<int64_t> descriptor(std::byte* data, const std::vector<int64_t>& shape) {
-  std::vector<int64_t> d;
-  d.push_back(reinterpret_cast<int64_t>(data));
-  d.push_back(reinterpret_cast<int64_t>(data));
-  d.push_back(0);
-  for (int64_t s : shape) d.push_back(s);
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (int k = static_cast<int>(shape.size()) - 2; k >= 0; --k) strides[k] = strides[k + 1] * shape[k + 1];
-  d.insert(d.end(), strides.begin(), strides.end());
-  return d;
-}
+  std::vector<Tensor> call(const std::string& entry, const std::vector<Tensor>& args,
+                           const std::map<std::string, int64_t>& generics) override {
+    Loaded& art = artifactFor(entry, args, generics);
+    const artifact::Entry& e = art.manifest.entries[art.entry];
+    if (args.size() != e.inputs.size())
+      throw Error(fmt::format("entry `{}` takes {} arguments, {} were given", entry, e.inputs.size(), args.size()));
+    std::vector<std::string> problems;
+    for (size_t k = 0; k < args.size(); ++k) {
+      const TensorSpec& want = e.inputs[k];
+      if (args[k].shape != want.shape || (args[k].dtype != want.dtype && !args[k].weak))
+        problems.push_back(fmt::format("argument `{}` must be {}, but it is {}", want.name,
+                                       artifact::describe(want.dtype, want.shape), args[k].describe()));
+    }
+    if (!problems.empty()) throw Error(fmt::format("entry `{}`: {}", entry, fmt::join(problems, "; ")));
+
+    // Inputs as they are; only a literal of another dtype is converted (one element).
+    std::vector<Tensor> converted;
+    converted.reserve(args.size());
+    std::vector<device::BufferPtr> buffers;
+    std::vector<device::Argument> arguments;
+    for (size_t k = 0; k < args.size(); ++k) {
+      const Tensor* a = &args[k];
+      if (a->dtype != e.inputs[k].dtype) {
+        converted.push_back(Tensor::zeros(e.inputs[k].dtype, a->shape));
+        for (int64_t i = 0; i < a->size(); ++i) {
+          if (a->isFloat()) converted.back().set(i, a->asDouble(i));
+          else converted.back().setInt(i, a->asInt(i));
+        }
+        a = &converted.back();
+      }
+      buffers.push_back(device_->import(a->bytes(), nullptr, linnet::byteSize(a->dtype)));
+      arguments.push_back({buffers.back().get(), e.inputs[k].shape});
+    }
+    for (size_t k = 0; k < art.params.size(); ++k) arguments.push_back({art.params[k].get(), art.manifest.params[k].shape});
+    for (size_t k = 0; k < states_.size(); ++k) arguments.push_back({states_[k].get(), model_.states[k].shape});
+    std::vector<Tensor> outputs;
+    outputs.reserve(e.outputs.size());
+    for (const TensorSpec& s : e.outputs) {
+      outputs.push_back(Tensor::zeros(s.dtype, s.shape));
+      buffers.push_back(device_->importOutput(outputs.back().bytes()));
+      arguments.push_back({buffers.back().get(), s.shape});
+    }
+    art.executable->call(art.entry, arguments);
+    for (size_t k = 0; k < outputs.size(); ++k) device_->read(*buffers[args.size() + k], outputs[k].bytes());
+    return outputs;
+  }
+
+  std::vector<std::string> entries() const override {
+    std::vector<std::string> out;
+    for (const auto& s : model_.signatures) out.push_back(s.name);
+    return out;
+  }
+  const std::vector<std::string>* parameterNames(const std::string& entry) const override {
+    const artifact::Signature* s = model_.signature(entry);
+    return s ? &s->params : nullptr;
+  }
+  const std::vector<ParamInfo>& params() const override { return params_; }
+  void resetState() override {
+    for (auto& s : states_) device_->zero(*s);
+  }
+  const std::string& modelName() const override { return model_.package; }
+
+ private:
+  struct Loaded {
+    artifact::Manifest manifest;
+    size_t entry = 0;  // in manifest.entries
+    std::vector<device::BufferPtr> params;  // in the manifest's order
+    std::unique_ptr<device::Executable> executable;
+  };
+
+  static CacheSettings settings(const device::Driver& driver, const std::string& package, const LoadOptions& options) {
+    CacheSettings s;
+    s.package = package;  // as given: linnetc runs here, and its messages name the files as the user does
+    s.stdlib = stdlibFor(options);
+    for (const auto& [k, v] : options.generics) s.sets.push_back(k + "=" + v.str());
+    s.target = driver.target;
+    s.cacheDir = options.cacheDir;
+    s.progress = isatty(2) || std::getenv("LINNET_PROGRESS");
+    return s;
+  }
+
+  static size_t byteCount(const TensorSpec& s) {
+    size_t n = linnet::byteSize(s.dtype);
+    for (int64_t d : s.shape) n *= static_cast<size_t>(d);
+    return n;
+  }
+
+  artifact::Manifest readManifest(const fs::path& dir) const {
+    try {
+      artifact::Manifest m = artifact::read(dir);
+      if (m.target != driver_.target)
+        throw Error(fmt::format("{}: an artifact for target `{}`, not `{}`", dir.string(), m.target, driver_.target));
+      return m;
+    } catch (const artifact::ManifestError& e) {
+      throw Error(e.what());
+    }
+  }
+
+  Loaded& artifactFor(const std::string& entry, const std::vector<Tensor>& args,
+                      const std::map<std::string, int64_t>& generics) {
+    fs::path dir = cache_.entryDir(entry, args, generics);
+    auto [it, fresh] = loaded_.try_emplace(dir.string());
+    if (!fresh) return *it->second;
+    try {
+      auto art = std::make_unique<Loaded>();
+      art->manifest = readManifest(dir);
+      const artifact::Entry* e = art->manifest.entry(entry);
+      if (!e) throw Error(fmt::format("{}: the artifact has no entry `{}`", dir.string(), entry));
+      art->entry = static_cast<size_t>(e - art->manifest.entries.data());
+      // Its states live here, between calls: they must be the model's.
+      if (art->manifest.states != model_.states)
+        throw Error(fmt::format("{}: the artifact's state members differ from the model's (delete the cache "
+                                "folder {} to rebuild them all)",
+                                dir.string(), cache_.root().string()));
+      for (const TensorSpec& p : art->manifest.params) art->params.push_back(param(p, dir));
+      try {
+        art->executable = device_->load(art->manifest, dir);
+      } catch (const std::runtime_error& e) {
+        throw Error(e.what());
+      }
+      it->second = std::move(art);
+    } catch (...) {
+      loaded_.erase(it);
+      throw;
+    }
+    return *it->second;
+  }
+
+  // A param on the device, imported or stacked on first use.
+  device::BufferPtr param(const TensorSpec& spec, const fs::path& dir) {
+    if (auto it = deviceParams_.find(spec.name); it != deviceParams_.end()) {
+      if (it->second.spec != spec)
+        throw Error(fmt::format("{}: param `{}` is {} in the artifact, {} in the model", dir.string(), spec.name,
+                                artifact::describe(spec.dtype, spec.shape),
+                                artifact::describe(it->second.spec.dtype, it->second.spec.shape)));
+      return it->second.buffer;
+    }
+    device::BufferPtr buffer;
+    size_t star = spec.name.find(".*.");
+    if (star == std::string::npos) {
+      const ParamBytes& host = hostParam(spec.name, byteCount(spec), dir);
+      buffer = device_->import(host.bytes, host.owner, linnet::byteSize(spec.dtype));
+      hostParams_.erase(spec.name);
+    } else {
+      // `layers.*.x` [L, ...]: layer k's `layers.k.x` at slot k. The
+      // per-layer bytes (and the mapping or copy behind them) go once copied.
+      buffer = device_->allocate(byteCount(spec));
+      size_t slot = byteCount(spec) / static_cast<size_t>(std::max<int64_t>(spec.shape.at(0), 1));
+      for (int64_t k = 0; k < spec.shape[0]; ++k) {
+        std::string one = spec.name.substr(0, star) + "." + std::to_string(k) + spec.name.substr(star + 2);
+        device_->write(*buffer, k * slot, hostParam(one, slot, dir).bytes);
+        hostParams_.erase(one);
+      }
+    }
+    deviceParams_.emplace(spec.name, DeviceParam{spec, buffer});
+    return buffer;
+  }
+
+  const ParamBytes& hostParam(const std::string& path, size_t bytes, const fs::path& dir) const {
+    auto it = hostParams_.find(path);
+    if (it == hostParams_.end() || it->second.bytes.size() != bytes)
+      throw Error(fmt::format("{}: the artifact reads a param `{}` that the model does not have (or of another "
+                              "size)",
+                              dir.string(), path));
+    return it->second;
+  }
+
+  struct DeviceParam {
+    TensorSpec spec;
+    device::BufferPtr buffer;
+  };
+
+  const device::Driver& driver_;
+  std::unique_ptr<device::Device> device_;
+  ArtifactCache cache_;
+  artifact::Manifest model_;
+  std::vector<ParamInfo> params_;                  // per layer, as bound
+  std::map<std::string, ParamBytes> hostParams_;   // bound, not yet on the device
+  std::map<std::string, DeviceParam> deviceParams_;  // by manifest path, stacked ones included
+  std::vector<device::BufferPtr> states_;          // in the manifest's order
+  std::map<std::string, std::unique_ptr<Loaded>> loaded_;  // by artifact folder
+};
 
 }  // namespace
 
-struct CompiledModel::Artifact {
-  fs::path dir;
-  void* library = nullptr;
-  void (*fn)(void**) = nullptr;
-  std::vector<Spec> inputs, outputs, params, states;
-  std::vector<const Buffer*> paramBuffers;  // in the manifest's order
-  ~Artifact() {
-    if (library) dlclose(library);
-  }
-};
-
-CompiledModel::CompiledModel(CompileSettings settings, std::vector<NamedBuffer> params)
-    : settings_(std::move(settings)) {
-  for (auto& p : params) params_.emplace(p.path, std::move(p.buffer));
-  if (settings_.linnetc.empty()) settings_.linnetc = std::getenv("LINNETC") ? std::getenv("LINNETC") : LINNET_LINNETC;
-  if (settings_.cacheDir.empty()) {
-    if (const char* c = std::getenv("LINNET_CACHE")) settings_.cacheDir = c;
-    else if (const char* h = std::getenv("HOME")) settings_.cacheDir = fs::path(h) / ".cache" / "linnet";
-    else settings_.cacheDir = fs::temp_directory_path() / "linnet-cache";
-  }
-  // The key covers the compiler, the package's and the stdlib's sources, and the generics.
-  std::string key = settings_.linnetc + "\n";
-  std::error_code ec;
-  auto stamp = fs::last_write_time(settings_.linnetc, ec);
-  if (!ec) key += std::to_string(stamp.time_since_epoch().count());
-  key += sourcesOf(settings_.package) + sourcesOf(settings_.stdlib);
-  for (const auto& s : settings_.sets) key += "\nset " + s;
-  sourceHash_ = fmt::format("{:016x}", fnv(key));
-}
-
-CompiledModel::~CompiledModel() = default;
-
-void CompiledModel::resetState() {
-  for (Buffer& s : states_) std::memset(s.data, 0, s.bytes());
-}
-
-fs::path CompiledModel::artifactDir(const std::string& entry, const std::vector<reference::Tensor>& args,
-                                    const std::map<std::string, int64_t>& generics) const {
-  std::string key = sourceHash_ + "|" + entry;
-  for (const auto& a : args) key += "|" + describe(a.dtype, a.shape) + (a.weak ? "weak" : "");
-  for (const auto& [k, v] : generics) key += fmt::format("|{}={}", k, v);
-  return settings_.cacheDir / fmt::format("{}-{:016x}", entry, fnv(key));
-}
-
-CompiledModel::Artifact& CompiledModel::artifactFor(const std::string& entry,
-                                                    const std::vector<reference::Tensor>& args,
-                                                    const std::map<std::string, int64_t>& generics) {
-  fs::path dir = artifactDir(entry, args, generics);
-  std::string key = dir.string();
-  if (auto it = loaded_.find(key); it != loaded_.end()) return *it->second;
-
-  if (!fs::exists(dir / "manifest.json")) {
-    // Compile into a private folder, then rename: a concurrent run never sees half an artifact.
-    fs::create_directories(settings_.cacheDir);
-    fs::path tmp = settings_.cacheDir / fmt::format(".tmp-{}-{}", ::getpid(), dir.filename().string());
-    std::string cmd = fmt::format("{} build {} --stdlib {} --entry {} -o {}", quote(settings_.linnetc),
-                                  quote(settings_.package), quote(settings_.stdlib), quote(entry), quote(tmp.string()));
-    for (const auto& s : settings_.sets) cmd += " --set " + quote(s);
-    for (const auto& [k, v] : generics) cmd += fmt::format(" --generic {}={}", k, v);
-    for (const auto& a : args) {
-      std::string dt = !a.weak ? sema::name(a.dtype) : a.isFloat() ? "float" : "int";
-      cmd += fmt::format(" --arg {}", quote(fmt::format("{}:{}", dt, fmt::join(a.shape, "x"))));
-    }
-    fs::path log = settings_.cacheDir / fmt::format(".log-{}", ::getpid());
-    if (settings_.progress) fmt::print(stderr, "linnet: compiling `{}` for cpu ...\n", entry);
-    int rc = std::system((cmd + " > " + quote(log.string()) + " 2>&1").c_str());
-    std::string output = readFile(log);
-    fs::remove(log);
-    if (rc != 0) {
-      fs::remove_all(tmp);
-      throw Error(fmt::format("entry `{}` could not be compiled for cpu:\n{}", entry, output));
-    }
-    std::error_code ec;
-    fs::rename(tmp, dir, ec);
-    if (ec) fs::remove_all(tmp);  // another process got there first
-  }
-
-  auto art = std::make_unique<Artifact>();
-  art->dir = dir;
-  nlohmann::json m;
-  try {
-    m = nlohmann::json::parse(readFile(dir / "manifest.json"));
-    if (m.at("format") != "linnet-artifact-1")
-      throw Error(fmt::format("{}: unknown artifact format {}", dir.string(), m.at("format").dump()));
-    for (const auto& p : m.at("params")) art->params.push_back(specFrom(p));
-    for (const auto& s : m.at("states")) art->states.push_back(specFrom(s));
-    const nlohmann::json* e = nullptr;
-    for (const auto& x : m.at("entries"))
-      if (x.at("name") == entry) e = &x;
-    if (!e) throw Error(fmt::format("{}: the artifact has no entry `{}`", dir.string(), entry));
-    for (const auto& s : e->at("inputs")) art->inputs.push_back(specFrom(s));
-    for (const auto& s : e->at("outputs")) art->outputs.push_back(specFrom(s));
-    std::string lib = (dir / m.at("library").get<std::string>()).string();
-    art->library = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!art->library) throw Error(fmt::format("{}: cannot load: {}", lib, dlerror()));
-    // Argument-independent tensors (hoisted constants) are computed once, now.
-    if (m.contains("init")) {
-      std::string initSymbol = m.at("init").get<std::string>();
-      auto init = reinterpret_cast<void (*)()>(dlsym(art->library, initSymbol.c_str()));
-      if (!init) throw Error(fmt::format("{}: no symbol {}", lib, initSymbol));
-      init();
-    }
-    std::string symbol = e->at("symbol").get<std::string>();
-    art->fn = reinterpret_cast<void (*)(void**)>(dlsym(art->library, symbol.c_str()));
-    if (!art->fn) throw Error(fmt::format("{}: no symbol {}", lib, symbol));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("{}: bad manifest.json: {} (delete the folder to rebuild it)", dir.string(), e.what()));
-  }
-  // The artifact's params must be this model's, and its states the same
-  // for every entry (they live here, between calls).
-  for (const Spec& p : art->params) art->paramBuffers.push_back(&param(p.name, p.dtype, p.shape, dir));
-  if (stateNames_.empty() && states_.empty()) {
-    for (const Spec& st : art->states) {
-      stateNames_.push_back(st.name);
-      states_.push_back(Buffer::zeros(st.dtype, st.shape));
-    }
-  }
-  bool sameStates = art->states.size() == states_.size();
-  for (size_t k = 0; sameStates && k < states_.size(); ++k)
-    sameStates = art->states[k].name == stateNames_[k] && art->states[k].shape == states_[k].shape &&
-                 art->states[k].dtype == states_[k].dtype;
-  if (!sameStates)
-    throw Error(fmt::format("{}: the artifact's state members differ from the other entries' (delete the "
-                            "cache folder {} to rebuild them all)",
-                            dir.string(), settings_.cacheDir.string()));
-  return *loaded_.emplace(key, std::move(art)).first->second;
-}
-
-const Buffer& CompiledModel::param(const std::string& path, Scalar dtype, const std::vector<int64_t>& shape,
-                                   const fs::path& dir) {
-  auto it = params_.find(path);
-  if (it == params_.end()) {
-    // `layers.*.x` of shape [L, ...]: layer k's `layers.k.x` at slot k.
-    auto star = path.find(".*.");
-    if (star == std::string::npos || shape.empty())
-      throw Error(fmt::format("{}: the artifact reads a param `{}` that the model does not have", dir.string(), path));
-    Buffer stackedBuffer = Buffer::zeros(dtype, shape);
-    size_t slot = stackedBuffer.bytes() / static_cast<size_t>(std::max<int64_t>(shape[0], 1));
-    for (int64_t k = 0; k < shape[0]; ++k) {
-      std::string one = path.substr(0, star) + "." + std::to_string(k) + path.substr(star + 2);
-      auto el = params_.find(one);
-      if (el == params_.end() || el->second.bytes() != slot || el->second.dtype != dtype)
-        throw Error(fmt::format("{}: cannot stack `{}`: `{}` is missing or has another shape", dir.string(), path, one));
-      std::memcpy(stackedBuffer.data + k * slot, el->second.data, slot);
-    }
-    // The per-layer buffers (and the mapping or copy behind them) are no longer needed.
-    for (int64_t k = 0; k < shape[0]; ++k)
-      params_.erase(path.substr(0, star) + "." + std::to_string(k) + path.substr(star + 2));
-    it = params_.emplace(path, std::move(stackedBuffer)).first;
-  }
-  if (it->second.shape != shape || it->second.dtype != dtype)
-    throw Error(fmt::format("{}: param `{}` is {} in the artifact, {} in the model", dir.string(), path,
-                            describe(dtype, shape), describe(it->second.dtype, it->second.shape)));
-  return it->second;
-}
-
-std::vector<reference::Tensor> CompiledModel::call(const std::string& entry,
-                                                   const std::vector<reference::Tensor>& args,
-                                                   const std::map<std::string, int64_t>& generics) {
-  Artifact& art = artifactFor(entry, args, generics);
-  if (args.size() != art.inputs.size())
-    throw Error(fmt::format("entry `{}` takes {} arguments, {} were given", entry, art.inputs.size(), args.size()));
-  std::vector<Buffer> inputs, outputs;
-  std::vector<std::string> problems;
-  for (size_t k = 0; k < args.size(); ++k) {
-    const Spec& want = art.inputs[k];
-    if (args[k].shape != want.shape || (args[k].dtype != want.dtype && !args[k].weak))
-      problems.push_back(fmt::format("argument `{}` must be {}, but it is {}", want.name,
-                                     describe(want.dtype, want.shape), args[k].describe()));
-  }
-  if (!problems.empty()) throw Error(fmt::format("entry `{}`: {}", entry, fmt::join(problems, "; ")));
-  for (size_t k = 0; k < args.size(); ++k) {
-    const Spec& want = art.inputs[k];
-    Buffer b = Buffer::zeros(want.dtype, want.shape);
-    reference::Tensor t = args[k].dtype == want.dtype ? args[k] : reference::cast(args[k], want.dtype);
-    std::vector<std::byte> bytes = tensorToBytes(t);
-    if (!bytes.empty()) std::memcpy(b.data, bytes.data(), bytes.size());
-    inputs.push_back(std::move(b));
-  }
-  for (const Spec& s : art.outputs) outputs.push_back(Buffer::zeros(s.dtype, s.shape));
-
-  std::vector<std::vector<int64_t>> descriptors;
-  for (const Buffer& b : inputs) descriptors.push_back(descriptor(b.data, b.shape));
-  for (const Buffer* b : art.paramBuffers) descriptors.push_back(descriptor(b->data, b->shape));
-  for (const Buffer& b : states_) descriptors.push_back(descriptor(b.data, b.shape));
-  for (const Buffer& b : outputs) descriptors.push_back(descriptor(b.data, b.shape));
-  std::vector<void*> pointers;
-  for (auto& d : descriptors) pointers.push_back(d.data());
-  art.fn(pointers.data());
-
-  std::vector<reference::Tensor> out;
-  for (const Buffer& b : outputs)
-    out.push_back(tensorFromBytes(b.dtype, b.shape, std::span<const std::byte>(b.data, b.bytes())));
-  return out;
+BackendKind compiledBackend(const device::Driver& driver) {
+  return {std::string(driver.name), std::string(driver.summary),
+          [&driver](const std::string& package, const LoadOptions& options) -> std::unique_ptr<Backend> {
+            return std::make_unique<CompiledBackend>(driver, package, options);
+          }};
 }
 
 }  // namespace linnet::nest

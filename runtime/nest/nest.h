@@ -5,32 +5,29 @@
 //                                    .generics = {{"Layers", 2}, {"T", "f32"}}});
 //   auto logits = model.call("forward", {tokens})[0];
 //
-// load() parses and shape-checks the package (as `linnetc check` does),
-// instantiates its root block with the generics, and binds every parameter
-// from the checkpoint through bindings.json, checking names, shapes and
-// dtypes first and reporting all problems together. State is allocated,
-// zeroed, and kept between calls.
+// load() binds every parameter from the checkpoint through bindings.json,
+// checking names, shapes and dtypes first and reporting all problems
+// together. State is allocated, zeroed, and kept between calls.
 //
-// Entries run on the reference backend (compiler/targets/reference), exact
-// but slow, or with `.backend = "cpu"` as compiled code: each entry shape is
-// compiled by linnetc on first use and cached (nest/compiled.h).
+// Entries run on a backend chosen by name from a registry (nest/backend.h):
+// the reference backend (compiler/targets/reference), exact but slow, which
+// checks and instantiates the package in this process; or compiled code on a
+// device (runtime/device), such as `.backend = "cpu"`, whose params, states
+// and entry signatures come from manifests that linnetc writes: each entry
+// shape is compiled on first use and cached (nest/compiled.h).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <span>
 #include <stdexcept>
 #include <string>
 #include <variant>
 #include <vector>
 
-#include "targets/reference/tensor.h"
+#include "nest/tensor.h"
 
 namespace linnet::nest {
-
-using Tensor = reference::Tensor;
-using reference::Scalar;
 
 // Every failure to load or call: the message is what `linnet` prints.
 struct Error : std::runtime_error {
@@ -60,9 +57,10 @@ struct LoadOptions {
   uint64_t seed = 0;
   // The standard library folder; empty: $LINNET_STDLIB, then the build's.
   std::string stdlib;
-  // Where entries run: "reference" (the op-by-op oracle) or "cpu" (compiled
-  // code, built by linnetc on first use of each entry shape and cached).
-  std::string backend = "reference";
+  // Where entries run: a backend's name (backendNames()); empty: the first,
+  // the reference backend (the op-by-op oracle). "cpu" runs compiled code,
+  // built by linnetc on first use of each entry shape and cached.
+  std::string backend;
   // Where compiled entries are cached; empty: $LINNET_CACHE, else ~/.cache/linnet.
   std::string cacheDir;
 };
@@ -70,7 +68,7 @@ struct LoadOptions {
 struct ParamInfo {
   std::string path;
   std::vector<int64_t> shape;
-  Scalar dtype;
+  DType dtype = DType::F32;
 };
 
 class Model {
@@ -90,6 +88,8 @@ class Model {
   void resetState();
   // nest.toml's model name, or the package name.
   const std::string& name() const;
+  // The backend entries run on.
+  const std::string& backend() const;
 
   struct Impl;
   explicit Model(std::unique_ptr<Impl> impl);
@@ -100,8 +100,7 @@ class Model {
 
 Model load(const std::string& package, const LoadOptions& options = {});
 
-// Tensors to and from little-endian bytes of their dtype (.npy, checkpoints).
-Tensor tensorFromBytes(Scalar dtype, const std::vector<int64_t>& shape, std::span<const std::byte> data);
-std::vector<std::byte> tensorToBytes(const Tensor& t);
+// The backends of this build, the default first: "reference, cpu".
+std::string backendNames();
 
 }  // namespace linnet::nest

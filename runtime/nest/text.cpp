@@ -61,7 +61,7 @@ std::string renderChat(const TextModel& text, const nlohmann::ordered_json& mess
 
 int32_t sampleToken(const Tensor& logits, const Sampling& s, std::mt19937_64& rng,
                     const std::vector<int64_t>& context) {
-  std::vector<double> v = logits.f;
+  std::vector<double> v = logits.toFloats();
   // Repetition penalty (CTRL, as transformers applies it): each token seen
   // once is penalised once, dividing a positive logit, multiplying a negative one.
   if (s.repetitionPenalty != 1.0) {

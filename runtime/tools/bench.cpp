@@ -25,7 +25,7 @@ namespace linnet::bench {
 namespace {
 
 using nest::Error;
-using nest::Scalar;
+using nest::DType;
 using nest::Tensor;
 using Clock = std::chrono::steady_clock;
 
@@ -226,7 +226,7 @@ ParamTotals paramTotals(const nest::Model& model) {
   for (const auto& p : model.params()) {
     int64_t n = 1;
     for (int64_t d : p.shape) n *= d;
-    int64_t bytes = n * sema::byteSize(p.dtype);
+    int64_t bytes = n * static_cast<int64_t>(linnet::byteSize(p.dtype));
     ++t.tensors;
     t.values += n;
     t.bytes += bytes;
@@ -235,7 +235,7 @@ ParamTotals paramTotals(const nest::Model& model) {
       t.embeddingBytes += bytes;
       if (!p.shape.empty() && p.shape[0] > 0) t.embeddingRowBytes += bytes / p.shape[0];
     }
-    t.bytesByDType[sema::name(p.dtype)] += bytes;
+    t.bytesByDType[linnet::name(p.dtype)] += bytes;
   }
   return t;
 }
@@ -255,12 +255,12 @@ bool hasEntry(const nest::Model& model, const std::string& entry) {
 }
 
 Tensor tokens(int64_t batch, int64_t len, int64_t vocab, int64_t salt) {
-  Tensor t = Tensor::zeros(Scalar::I32, {batch, len});
-  for (int64_t k = 0; k < batch * len; ++k) t.i[k] = (7 * (k + salt) + 1) % std::max<int64_t>(vocab, 1);
+  Tensor t = Tensor::zeros(DType::I32, {batch, len});
+  for (int64_t k = 0; k < batch * len; ++k) t.setInt(k, (7 * (k + salt) + 1) % std::max<int64_t>(vocab, 1));
   return t;
 }
 
-Tensor pos(int64_t p) { return Tensor::scalarI(Scalar::I32, p); }
+Tensor pos(int64_t p) { return Tensor::scalarI(DType::I32, p); }
 
 std::string withCommas(int64_t v) {
   std::string digits = std::to_string(v < 0 ? -v : v), out = v < 0 ? "-" : "";
@@ -311,7 +311,7 @@ nlohmann::ordered_json commonJson(const Options& o, const nest::Model& model, co
   j["bench"] = o.mode;
   j["model"] = model.name();
   j["package"] = o.package;
-  j["backend"] = o.load.backend;
+  j["backend"] = model.backend();
   j["backend_threads"] = c.threads;
   j["weights"] = o.load.randomWeights ? "random" : o.load.weights;
   nlohmann::ordered_json g = nlohmann::ordered_json::object();
@@ -328,7 +328,7 @@ nlohmann::ordered_json commonJson(const Options& o, const nest::Model& model, co
 }
 
 void printHeader(const Options& o, const nest::Model& model, const Common& c) {
-  fmt::print("linnet bench {}: {}, {} backend ({} thread{})\n", o.mode, model.name(), o.load.backend, c.threads,
+  fmt::print("linnet bench {}: {}, {} backend ({} thread{})\n", o.mode, model.name(), model.backend(), c.threads,
              c.threads == 1 ? "" : "s");
   row("config", configText(c.generics));
   row("weights", weightsText(o));
@@ -651,7 +651,7 @@ void run(const Options& o) {
   c.batch = intGeneric(c.generics, "Batch").value_or(1);
   c.vocab = intGeneric(c.generics, "Vocab").value_or(1);
   c.maxSeq = intGeneric(c.generics, "MaxSeq");
-  c.threads = backendThreads(o.load.backend);
+  c.threads = backendThreads(model.backend());
   if (o.mode == "decode") runDecode(o, model, c);
   else runPrefill(o, model, c);
 }

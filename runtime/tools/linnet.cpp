@@ -29,7 +29,7 @@
 
 namespace {
 
-using linnet::nest::Scalar;
+using Scalar = linnet::DType;
 using linnet::nest::Tensor;
 
 struct Usage : std::runtime_error {
@@ -72,7 +72,7 @@ const char* kSynopsis = R"(
   linnet tokenize --tokenizer PATH TEXT        (ids as a JSON array)
   linnet detokenize --tokenizer PATH 1,2,3
   linnet bench decode|prefill PACKAGE (--weights PATH | --random-weights) [--set K=V]...
-      [--backend reference|cpu] [--steps N] [--prompt-len S] [--warmup N] [--json]
+      [--backend NAME] [--steps N] [--prompt-len S] [--warmup N] [--json]
   linnet --version | --help
 )";
 
@@ -176,10 +176,11 @@ CLI::Option* addNonNegative(CLI::App* cmd, const std::string& name, double& into
 // --backend: where entries run. Kept on its own: how a backend is chosen
 // changes here alone.
 void addBackendOption(CLI::App* cmd, linnet::nest::LoadOptions& load) {
+  // nest::load checks the name against its registry of backends.
   once(cmd->add_option("--backend", load.backend,
-                       "Where entries run: reference (exact, slow; the default) or cpu (compiled code)"))
-      ->type_name("NAME")
-      ->check(oneOf({"reference", "cpu"}));
+                       "Where entries run: reference (exact, slow; the default), cpu (compiled code), or another "
+                       "backend this build has"))
+      ->type_name("NAME");
 }
 
 // The model: its package's checkpoint, generics and backend.
@@ -350,36 +351,15 @@ Commands defineCommands(CLI::App& app, Args& a, linnet::bench::Options& bench) {
   return c;
 }
 
-Scalar scalarOf(linnet::weights::DType d) {
-  using linnet::weights::DType;
-  switch (d) {
-    case DType::F32: return Scalar::F32;
-    case DType::BF16: return Scalar::BF16;
-    case DType::F16: return Scalar::F16;
-    case DType::I32: return Scalar::I32;
-    case DType::I64: return Scalar::I64;
-    case DType::Bool: return Scalar::Bool;
-    default: throw Usage(fmt::format("unsupported .npy element type {}", linnet::weights::linnetName(d)));
-  }
-}
-
-linnet::weights::DType npyOf(Scalar s) {
-  using linnet::weights::DType;
-  switch (s) {
-    case Scalar::F32: return DType::F32;
-    case Scalar::BF16: return DType::BF16;
-    case Scalar::F16: return DType::F16;
-    case Scalar::I32: return DType::I32;
-    case Scalar::I64: return DType::I64;
-    case Scalar::Bool: return DType::Bool;
-  }
-  return DType::F32;
+Scalar scalarOf(linnet::DType d) {
+  if (!linnet::isLanguageType(d)) throw Usage(fmt::format("unsupported .npy element type {}", linnet::name(d)));
+  return d;
 }
 
 Tensor input(const std::string& value) {
   if (!value.empty() && value[0] == '@') {
     auto array = linnet::weights::readNpy(value.substr(1));
-    return linnet::nest::tensorFromBytes(scalarOf(array.dtype), array.shape, array.data);
+    return Tensor::fromBytes(scalarOf(array.dtype), array.shape, array.data);
   }
   if (value == "true" || value == "false") return Tensor::scalarI(Scalar::Bool, value == "true");
   char* end = nullptr;
@@ -414,8 +394,7 @@ int runCall(Args& a) {
                               results.size(), g.outputs.size()));
     for (size_t k = 0; k < results.size(); ++k) {
       if (k < g.outputs.size()) {
-        auto bytes = linnet::nest::tensorToBytes(results[k]);
-        linnet::weights::writeNpy(g.outputs[k], npyOf(results[k].dtype), results[k].shape, bytes);
+        linnet::weights::writeNpy(g.outputs[k], results[k].dtype, results[k].shape, results[k].bytes());
       } else {
         fmt::print("{}: result {}: {}\n", g.entry, k, results[k].describe());
       }
@@ -460,8 +439,7 @@ class Chat {
     // Reuse the caches when the new rendering extends what they hold.
     if (cached_.size() > wide.size() || !std::equal(cached_.begin(), cached_.end(), wide.begin())) reset();
     std::vector<int64_t> fresh(wide.begin() + cached_.size(), wide.end());
-    Tensor tokens = Tensor::zeros(Scalar::I32, {1, static_cast<int64_t>(fresh.size())});
-    tokens.i = fresh;
+    Tensor tokens = Tensor::fromInts(Scalar::I32, {1, static_cast<int64_t>(fresh.size())}, fresh);
     Tensor logits = model_.call("prefill", {tokens, Tensor::scalarI(Scalar::I32, static_cast<int64_t>(cached_.size()))})[0];
     cached_ = wide;
     linnet::tokenizer::StreamDecoder stream(text_.tokenizer);
@@ -476,8 +454,7 @@ class Chat {
       fputs(reply.substr(shown, safe - shown).c_str(), stdout);
       fflush(stdout);
       shown = safe;
-      Tensor token = Tensor::zeros(Scalar::I32, {1, 1});
-      token.i[0] = next;
+      Tensor token = Tensor::fromInts(Scalar::I32, {1, 1}, {next});
       logits = model_.call("decode", {token, Tensor::scalarI(Scalar::I32, static_cast<int64_t>(cached_.size()))})[0];
       cached_.push_back(next);
     }
@@ -578,8 +555,7 @@ int runGenerate(Args& a) {
   if (a.maxNew < 1) throw Usage("--max-new must be at least 1");
   auto model = linnet::nest::load(a.package, a.load);
   int64_t S = static_cast<int64_t>(a.promptIds.size());
-  Tensor tokens = Tensor::zeros(Scalar::I32, {1, S});
-  tokens.i = a.promptIds;
+  Tensor tokens = Tensor::fromInts(Scalar::I32, {1, S}, a.promptIds);
   std::vector<int64_t> produced;
   Tensor logits = model.call("prefill", {tokens, Tensor::scalarI(Scalar::I32, 0)})[0];
 #ifdef LINNET_HAVE_TEXT
@@ -591,13 +567,13 @@ int runGenerate(Args& a) {
   };
 #else
   auto choose = [](const Tensor& logits) {
-    return static_cast<int64_t>(std::max_element(logits.f.begin(), logits.f.end()) - logits.f.begin());
+    std::vector<double> v = logits.toFloats();
+    return static_cast<int64_t>(std::max_element(v.begin(), v.end()) - v.begin());
   };
 #endif
   produced.push_back(choose(logits));
   for (int64_t k = 1; k < a.maxNew; ++k) {
-    Tensor token = Tensor::zeros(Scalar::I32, {1, 1});
-    token.i[0] = produced.back();
+    Tensor token = Tensor::fromInts(Scalar::I32, {1, 1}, {produced.back()});
     logits = model.call("decode", {token, Tensor::scalarI(Scalar::I32, S + k - 1)})[0];
     produced.push_back(choose(logits));
   }

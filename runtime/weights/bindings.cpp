@@ -92,14 +92,14 @@ struct Plan {
   const TensorInfo* tensor;
 };
 
-std::string describe(const Shape& s, DType t) { return fmt::format("{} {}", shapeString(s), linnetName(t)); }
+std::string describe(const Shape& s, DType t) { return fmt::format("{} {}", shapeString(s), linnet::name(t)); }
 
 std::vector<std::string> analyze(const std::vector<ParamSpec>& expected, const Bindings& bindings,
                                  const Checkpoint& ckpt, const BindOptions& options, std::vector<Plan>* plans) {
   if (options.convertTo && *options.convertTo != DType::F32 && *options.convertTo != DType::BF16 &&
       *options.convertTo != DType::F16)
     throw Error(fmt::format("BindOptions.convertTo = {} is not supported; weights convert only to f32, bf16 or f16",
-                            linnetName(*options.convertTo)));
+                            linnet::name(*options.convertTo)));
   std::vector<std::string> problems;
   std::vector<std::string_view> ckptNames;
   auto ckptNameList = [&]() -> const std::vector<std::string_view>& {
@@ -156,14 +156,14 @@ std::vector<std::string> analyze(const std::vector<ParamSpec>& expected, const B
     std::string hint;
     if (!dtypeOk && !convert) {
       if (!canConvert(t->dtype, p.dtype))
-        hint = fmt::format("; {} does not convert to {} (only f32, bf16 and f16 convert)", linnetName(t->dtype),
-                           linnetName(p.dtype));
+        hint = fmt::format("; {} does not convert to {} (only f32, bf16 and f16 convert)", linnet::name(t->dtype),
+                           linnet::name(p.dtype));
       else if (options.convertTo)
-        hint = fmt::format("; conversion was asked to {}, but this parameter is {}", linnetName(*options.convertTo),
-                           linnetName(p.dtype));
+        hint = fmt::format("; conversion was asked to {}, but this parameter is {}", linnet::name(*options.convertTo),
+                           linnet::name(p.dtype));
       else
         hint = fmt::format("; set BindOptions.convertTo = {} to convert at load, or instantiate the model with {} parameters",
-                           linnetName(p.dtype), linnetName(t->dtype));
+                           linnet::name(p.dtype), linnet::name(t->dtype));
     }
     problems.push_back(fmt::format("{} -> {}: {}: model expects {}, checkpoint has {}{}{}", p.path, *name, what, want,
                                    have, where, hint));
@@ -218,7 +218,7 @@ BoundWeights bind(const std::vector<ParamSpec>& expected, const Bindings& bindin
     b.file = plan.tensor->file;
     b.converted = plan.tensor->dtype != plan.param->dtype;
     if (b.converted) {
-      std::size_t n = plan.tensor->data.size() / dtypeSize(plan.tensor->dtype) * dtypeSize(plan.param->dtype);
+      std::size_t n = plan.tensor->data.size() / linnet::byteSize(plan.tensor->dtype) * linnet::byteSize(plan.param->dtype);
       auto buf = std::make_unique<std::byte[]>(n);
       convertElements(plan.tensor->dtype, plan.tensor->data, plan.param->dtype, {buf.get(), n});
       b.data = {buf.get(), n};

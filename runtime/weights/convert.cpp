@@ -42,11 +42,11 @@ void store(DType t, float v, std::byte* p) {
 void convertElements(DType from, std::span<const std::byte> src, DType to, std::span<std::byte> dst) {
   if (!canConvert(from, to))
     throw Error(fmt::format("cannot convert {} to {}: only f32, bf16 and f16 convert among themselves",
-                            linnetName(from), linnetName(to)));
-  std::size_t fs = dtypeSize(from), ts = dtypeSize(to);
+                            linnet::name(from), linnet::name(to)));
+  std::size_t fs = linnet::byteSize(from), ts = linnet::byteSize(to);
   if (src.size() % fs != 0 || dst.size() / ts != src.size() / fs || dst.size() % ts != 0)
     throw Error(fmt::format("convertElements: {} bytes of {} do not fit {} bytes of {}", src.size(),
-                            linnetName(from), dst.size(), linnetName(to)));
+                            linnet::name(from), dst.size(), linnet::name(to)));
   if (from == to) {
     if (!src.empty()) std::memcpy(dst.data(), src.data(), src.size());
     return;

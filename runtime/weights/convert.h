@@ -26,7 +26,7 @@ bool canConvert(DType from, DType to);
 
 // Converts `count` little-endian elements of `from` in `src` into `to` in
 // `dst`. src and dst need no alignment and must not overlap; their sizes must
-// be count * dtypeSize(...). Throws Error when the pair is unsupported or the
+// be count * byteSize(...). Throws Error when the pair is unsupported or the
 // sizes are wrong.
 void convertElements(DType from, std::span<const std::byte> src, DType to, std::span<std::byte> dst);
 

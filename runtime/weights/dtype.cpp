@@ -8,45 +8,25 @@
 namespace linnet::weights {
 
 namespace {
-struct Info {
-  DType type;
-  std::string_view st;
-  std::string_view linnet;
-  std::size_t size;
-  bool isFloat;
-};
-constexpr Info kInfo[] = {
-    {DType::F32, "F32", "f32", 4, true},   {DType::BF16, "BF16", "bf16", 2, true},
-    {DType::F16, "F16", "f16", 2, true},   {DType::I32, "I32", "i32", 4, false},
-    {DType::I64, "I64", "i64", 8, false},  {DType::Bool, "BOOL", "bool", 1, false},
-    {DType::F64, "F64", "f64", 8, true},   {DType::I8, "I8", "i8", 1, false},
-    {DType::U8, "U8", "u8", 1, false},     {DType::I16, "I16", "i16", 2, false},
-};
-const Info& info(DType t) { return kInfo[static_cast<std::size_t>(t)]; }
+// Indexed by linnet::DType's value.
+constexpr std::string_view kSafetensorsNames[] = {"F32", "BF16", "F16", "I32", "I64",
+                                                  "BOOL", "F64", "I8", "U8", "I16"};
+static_assert(std::size(kSafetensorsNames) == std::size(kAllDTypes));
 }  // namespace
 
-std::string_view safetensorsName(DType t) { return info(t).st; }
-std::string_view linnetName(DType t) { return info(t).linnet; }
-std::size_t dtypeSize(DType t) { return info(t).size; }
-bool isFloat(DType t) { return info(t).isFloat; }
+std::string_view safetensorsName(DType t) { return kSafetensorsNames[static_cast<std::size_t>(t)]; }
 
 std::optional<DType> parseSafetensorsDType(std::string_view s) {
-  for (const Info& i : kInfo)
-    if (i.st == s) return i.type;
-  return std::nullopt;
-}
-
-std::optional<DType> parseLinnetDType(std::string_view s) {
-  for (const Info& i : kInfo)
-    if (i.linnet == s) return i.type;
+  for (DType t : kAllDTypes)
+    if (safetensorsName(t) == s) return t;
   return std::nullopt;
 }
 
 std::string supportedSafetensorsDTypes() {
   std::string out;
-  for (const Info& i : kInfo) {
+  for (DType t : kAllDTypes) {
     if (!out.empty()) out += ", ";
-    out += i.st;
+    out += safetensorsName(t);
   }
   return out;
 }

@@ -237,7 +237,7 @@ NpyArray parseNpy(std::span<const std::byte> bytes, std::string_view label, NpyR
   out.dtype = *dtypeFromDescr(descr.str, label, options);
   out.shape = shape.tuple;
   auto count = weights::elementCount(out.shape);
-  std::size_t esize = dtypeSize(out.dtype);
+  std::size_t esize = linnet::byteSize(out.dtype);
   if (!count || static_cast<std::uint64_t>(*count) > SIZE_MAX / esize)
     throw Error(fmt::format("{}: .npy shape {} is too large", label, shapeString(out.shape)));
   if (fortran.b && out.shape.size() > 1 && *count > 1)
@@ -287,9 +287,9 @@ std::string_view npyDescr(DType dtype) {
 std::vector<std::byte> encodeNpy(DType dtype, const Shape& shape, std::span<const std::byte> data) {
   auto count = weights::elementCount(shape);
   if (!count) throw Error(fmt::format("encodeNpy: invalid shape {}", shapeString(shape)));
-  std::size_t esize = dtypeSize(dtype);
+  std::size_t esize = linnet::byteSize(dtype);
   if (static_cast<std::uint64_t>(*count) > SIZE_MAX / esize || data.size() != static_cast<std::size_t>(*count) * esize)
-    throw Error(fmt::format("encodeNpy: shape {} of {} needs {} bytes, got {}", shapeString(shape), linnetName(dtype),
+    throw Error(fmt::format("encodeNpy: shape {} of {} needs {} bytes, got {}", shapeString(shape), linnet::name(dtype),
                             static_cast<std::uint64_t>(*count) * esize, data.size()));
   // Exactly numpy.save's header: sorted keys, repr'd values, spare spaces
   // for growing the first axis, then padding to 64 bytes and a newline.

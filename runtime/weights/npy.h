@@ -37,7 +37,7 @@ namespace linnet::weights {
 struct NpyArray {
   DType dtype = DType::F32;
   Shape shape;                   // () for a 0-d array
-  std::vector<std::byte> data;   // elementCount(shape) x dtypeSize(dtype), little-endian, C order
+  std::vector<std::byte> data;   // elementCount(shape) x byteSize(dtype), little-endian, C order
 
   std::int64_t elementCount() const;
 };
@@ -54,7 +54,7 @@ NpyArray readNpy(const std::filesystem::path& path, NpyReadOptions options = {})
 
 // The .npy bytes for an array (version 1.0, or 2.0 when the header needs
 // it), laid out exactly as numpy.save lays them out. `data` must hold
-// elementCount(shape) x dtypeSize(dtype) bytes. Throws Error otherwise.
+// elementCount(shape) x byteSize(dtype) bytes. Throws Error otherwise.
 std::vector<std::byte> encodeNpy(DType dtype, const Shape& shape, std::span<const std::byte> data);
 // Writes encodeNpy's bytes to `path` (through a temporary file in the same
 // folder, renamed into place).

@@ -92,7 +92,7 @@ Parsed parseEntry(const std::string& name, const nlohmann::json& entry, std::uin
   if (p.begin > p.end) throw fail(fmt::format("data_offsets [{}, {}] end before they begin", p.begin, p.end));
 
   auto count = elementCount(p.info.shape);
-  std::uint64_t size = dtypeSize(p.info.dtype);
+  std::uint64_t size = linnet::byteSize(p.info.dtype);
   if (!count || static_cast<std::uint64_t>(*count) > std::numeric_limits<std::uint64_t>::max() / size)
     throw fail(fmt::format("shape {} has too many elements to address", shapeString(p.info.shape)));
   std::uint64_t nbytes = static_cast<std::uint64_t>(*count) * size;

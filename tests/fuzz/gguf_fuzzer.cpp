@@ -16,6 +16,7 @@
 #include "gguf/tokenizer.h"
 
 using namespace linnet::gguf;
+using linnet::DType;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);

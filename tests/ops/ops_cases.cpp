@@ -1147,6 +1147,7 @@ const char* dtypeName(Scalar s) {
     case Scalar::I32: return "i32";
     case Scalar::I64: return "i64";
     case Scalar::Bool: return "bool";
+    case Scalar::F64: case Scalar::I8: case Scalar::U8: case Scalar::I16: break;  // storage types only
   }
   return "?";
 }

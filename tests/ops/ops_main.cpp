@@ -25,7 +25,7 @@
 #include <set>
 #include <sstream>
 
-#include "nest/compiled.h"
+#include "nest/artifact_cache.h"
 #include "nest/nest.h"
 #include "ops_cases.h"
 
@@ -280,16 +280,17 @@ void buildCases(const Options& o, const fs::path& root, const std::string& tag, 
 // possible and links each entry's cache folder to its artifact.
 void prepareCpu(const Options& o, const fs::path& package, const std::string& group, const std::vector<const Case*>& cases,
                 BackendRun& out) {
-  linnet::nest::CompileSettings settings;  // as nest::load makes them for this package
+  linnet::nest::CacheSettings settings;  // as nest::load makes them for this package
   settings.package = fs::absolute(package).string();
   settings.stdlib = fs::absolute(o.stdlib).string();
+  settings.target = "cpu";
   settings.cacheDir = o.cache;
-  linnet::nest::CompiledModel keys(settings, {});
+  const linnet::nest::ArtifactCache keys(settings);
   std::vector<std::pair<const Case*, fs::path>> wanted;
   for (const Case* c : cases)
-    if (!out.outcomes.count(c->name)) wanted.push_back({c, keys.artifactDir(c->name, toTensors(c->runs[0]), {})});
+    if (!out.outcomes.count(c->name)) wanted.push_back({c, keys.entryPath(c->name, toTensors(c->runs[0]), {})});
   bool all = std::all_of(wanted.begin(), wanted.end(), [](const auto& w) { return fs::exists(w.second / "manifest.json"); });
-  fs::path root = keys.artifactDir("ops-batch-" + group, {}, {});
+  fs::path root = keys.entryPath("ops-batch-" + group, {}, {});
   if (all && !wanted.empty()) return;  // compiled by an earlier run of the same sources and compiler
   auto start = Clock::now();
   fs::remove_all(root);

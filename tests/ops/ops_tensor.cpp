@@ -102,19 +102,17 @@ Values ints(Scalar dtype, std::vector<int64_t> shape, const std::vector<int64_t>
 }
 
 // ---- the two conversions to adapt when nest::Tensor changes.
+// Values are exactly representable in their dtype, so the conversions are exact.
 nest::Tensor toTensor(const Values& v) {
-  nest::Tensor t = nest::Tensor::zeros(v.dtype, v.shape);
-  if (v.isFloat()) t.f = v.f;
-  else t.i = v.i;
-  return t;
+  return v.isFloat() ? nest::Tensor::fromFloats(v.dtype, v.shape, v.f) : nest::Tensor::fromInts(v.dtype, v.shape, v.i);
 }
 
 Values fromTensor(const nest::Tensor& t) {
   Values v;
   v.dtype = t.dtype;
   v.shape = t.shape;
-  if (v.isFloat()) v.f = t.f;
-  else v.i = t.i;
+  if (v.isFloat()) v.f = t.toFloats();
+  else v.i = t.toInts();
   return v;
 }
 // ----

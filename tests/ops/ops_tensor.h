@@ -15,7 +15,7 @@
 
 namespace linnet::ops {
 
-using nest::Scalar;
+using Scalar = linnet::DType;
 
 // A tensor as the suite builds and reads it: float dtypes in `f` (each value
 // exactly representable in the dtype), int dtypes and bool in `i`.

@@ -10,15 +10,14 @@
 #include "nest/nest.h"
 #include "weights/safetensors.h"
 
-using linnet::nest::Scalar;
+using linnet::nest::DType;
 using linnet::nest::Tensor;
 
 namespace {
 
 Tensor expectedTensor(const linnet::weights::Checkpoint& c, const std::string& name) {
   const auto& info = c.at(name);
-  Scalar dt = info.dtype == linnet::weights::DType::I32 ? Scalar::I32 : Scalar::F32;
-  return linnet::nest::tensorFromBytes(dt, info.shape, info.data);
+  return Tensor::fromBytes(info.dtype, info.shape, info.data);
 }
 
 }  // namespace
@@ -46,18 +45,18 @@ TEST_CASE("bf16 greedy decoding agrees with transformers' bf16 run", "[reference
       Tensor gaps = expectedTensor(expected, "gap_bf16");
       int64_t S = tokens.shape[1];
 
-      Tensor logits = model.call("prefill", {tokens, Tensor::scalarI(Scalar::I32, 0)})[0];
-      CHECK(logits.dtype == Scalar::BF16);
+      Tensor logits = model.call("prefill", {tokens, Tensor::scalarI(DType::I32, 0)})[0];
+      CHECK(logits.dtype == DType::BF16);
       int64_t agreed = 0;
       for (int64_t k = 0; k < greedy.shape[1]; ++k) {
-        if (gaps.f[k] == 0.0) break;  // an exact tie in transformers' bf16 logits
-        int64_t next = std::max_element(logits.f.begin(), logits.f.end()) - logits.f.begin();
+        if (gaps.asDouble(k) == 0.0) break;  // an exact tie in transformers' bf16 logits
+        std::vector<double> v = logits.toFloats();
+        int64_t next = std::max_element(v.begin(), v.end()) - v.begin();
         INFO("step " << k);
-        REQUIRE(next == greedy.i[k]);
+        REQUIRE(next == greedy.asInt(k));
         ++agreed;
-        Tensor token = Tensor::zeros(Scalar::I32, {1, 1});
-        token.i[0] = next;
-        logits = model.call("decode", {token, Tensor::scalarI(Scalar::I32, S + k)})[0];
+        Tensor token = Tensor::fromInts(DType::I32, {1, 1}, {next});
+        logits = model.call("decode", {token, Tensor::scalarI(DType::I32, S + k)})[0];
       }
       INFO("steps agreed: " << agreed);
       CHECK(agreed >= (config == "gqa2" ? 30 : 24));

@@ -12,7 +12,7 @@
 #include "nest/nest.h"
 #include "weights/safetensors.h"
 
-using linnet::nest::Scalar;
+using linnet::nest::DType;
 using linnet::nest::Tensor;
 
 namespace {
@@ -21,9 +21,7 @@ const std::string kCard = std::string(LINNET_SOURCE_DIR) + "/nest/llama-3.1-8b-i
 const std::string kBackend = LINNET_TEST_BACKEND;
 
 Tensor toTensor(const linnet::weights::TensorInfo& info) {
-  using linnet::weights::DType;
-  Scalar dt = info.dtype == DType::I32 ? Scalar::I32 : info.dtype == DType::I64 ? Scalar::I64 : Scalar::F32;
-  return linnet::nest::tensorFromBytes(dt, info.shape, info.data);
+  return Tensor::fromBytes(info.dtype, info.shape, info.data);
 }
 
 // The card loaded with one fixture's generics (and `extra` overrides), its
@@ -65,30 +63,31 @@ double maxAbsDiff(const Tensor& a, const Tensor& b) {
 // logits[0, s, :] as [1, V].
 Tensor row(const Tensor& logits, int64_t s) {
   int64_t v = logits.shape.back();
-  Tensor r = Tensor::zeros(Scalar::F32, {1, v});
-  for (int64_t k = 0; k < v; ++k) r.f[k] = logits.f[s * v + k];
-  return r;
+  std::vector<double> r(v);
+  for (int64_t k = 0; k < v; ++k) r[k] = logits.asDouble(s * v + k);
+  return Tensor::fromFloats(DType::F32, {1, v}, r);
 }
 
 // Rows of [n, V] tensors stacked.
 Tensor stack(const std::vector<Tensor>& rows) {
-  Tensor out = Tensor::zeros(Scalar::F32, {static_cast<int64_t>(rows.size()), rows[0].shape.back()});
-  for (size_t r = 0; r < rows.size(); ++r)
-    std::copy(rows[r].f.begin(), rows[r].f.end(), out.f.begin() + r * rows[0].shape.back());
-  return out;
+  std::vector<double> out;
+  for (const Tensor& r : rows) {
+    std::vector<double> v = r.toFloats();
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return Tensor::fromFloats(DType::F32, {static_cast<int64_t>(rows.size()), rows[0].shape.back()}, out);
 }
 
-Tensor ints(Scalar dt, std::vector<int64_t> shape, const std::vector<int64_t>& values) {
-  Tensor t = Tensor::zeros(dt, std::move(shape));
-  std::copy(values.begin(), values.end(), t.i.begin());
-  return t;
+Tensor ints(DType dt, std::vector<int64_t> shape, const std::vector<int64_t>& values) {
+  return Tensor::fromInts(dt, std::move(shape), values);
 }
-Tensor i32(int64_t v) { return Tensor::scalarI(Scalar::I32, v); }
+Tensor i32(int64_t v) { return Tensor::scalarI(DType::I32, v); }
 
-std::vector<int64_t> flat(const Tensor& t) { return t.i; }
+std::vector<int64_t> flat(const Tensor& t) { return t.toInts(); }
 
 int32_t argmax(const Tensor& logits) {
-  return static_cast<int32_t>(std::max_element(logits.f.begin(), logits.f.end()) - logits.f.begin());
+  std::vector<double> v = logits.toFloats();
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }
 
 std::vector<int64_t> iotaFrom(int64_t lo, int64_t n) {
@@ -125,7 +124,7 @@ TEST_CASE("forward, next_token, decode, prefill and generate agree with transfor
       // decode, token by token, equals forward at each position.
       card.model->resetState();
       for (int64_t s = 0; s < S; ++s) {
-        Tensor step = card.model->call("decode", {ints(Scalar::I32, {1, 1}, {tokens.i[s]}), i32(s)})[0];
+        Tensor step = card.model->call("decode", {ints(DType::I32, {1, 1}, {tokens.asInt(s)}), i32(s)})[0];
         INFO("decode at position " << s);
         CHECK(maxAbsDiff(step, row(logits, s)) < kTol);
       }
@@ -134,36 +133,36 @@ TEST_CASE("forward, next_token, decode, prefill and generate agree with transfor
       card.model->resetState();
       Tensor prefilled = card.model->call("prefill", {tokens, i32(0)})[0];
       CHECK(maxAbsDiff(prefilled, row(logits, S - 1)) < kTol);
-      Tensor greedy = card.want("greedy1");
-      int64_t steps = greedy.shape[1];
-      CHECK(argmax(prefilled) == greedy.i[0]);
-      Tensor first = ints(Scalar::I32, {1, 1}, {greedy.i[0]});
+      std::vector<int64_t> greedy = flat(card.want("greedy1"));
+      int64_t steps = static_cast<int64_t>(greedy.size());
+      CHECK(argmax(prefilled) == greedy[0]);
+      Tensor first = ints(DType::I32, {1, 1}, {greedy[0]});
       Tensor rest = card.model->call("generate", {first, i32(S)}, {{"Steps", steps - 1}})[0];
-      CHECK(flat(rest) == std::vector<int64_t>(greedy.i.begin() + 1, greedy.i.end()));
+      CHECK(flat(rest) == std::vector<int64_t>(greedy.begin() + 1, greedy.end()));
 
       // generate_until stops after the end token, with zeros past the count.
       card.model->resetState();
       card.model->call("prefill", {tokens, i32(0)});
-      int64_t eos = greedy.i[4];
-      int64_t stop = std::find(greedy.i.begin() + 1, greedy.i.end(), eos) - greedy.i.begin();
+      int64_t eos = greedy[4];
+      int64_t stop = std::find(greedy.begin() + 1, greedy.end(), eos) - greedy.begin();
       auto until = card.model->call("generate_until", {first, i32(S), i32(eos)}, {{"MaxNew", 12}});
-      int64_t count = until[1].i[0];
+      int64_t count = until[1].asInt(0);
       CHECK(count == std::min<int64_t>(stop, 12));
       for (int64_t k = 0; k < 12; ++k)
-        CHECK(until[0].i[k] == (k < count ? greedy.i[k + 1] : 0));
+        CHECK(until[0].asInt(k) == (k < count ? greedy[k + 1] : 0));
 
       // sample: a fixed key gives the same ids every run; a tiny temperature
       // gives the greedy ones.
       auto sample = [&](double temperature) {
         card.model->resetState();
         card.model->call("prefill", {tokens, i32(0)});
-        Tensor key = ints(Scalar::I64, {2}, {42, 7});
-        return card.model->call("sample", {first, i32(S), key, Tensor::scalarF(Scalar::F32, temperature)},
+        Tensor key = ints(DType::I64, {2}, {42, 7});
+        return card.model->call("sample", {first, i32(S), key, Tensor::scalarF(DType::F32, temperature)},
                                 {{"Steps", 8}})[0];
       };
       Tensor once = sample(1.0);
       CHECK(flat(sample(1.0)) == flat(once));
-      CHECK(flat(sample(1e-6)) == std::vector<int64_t>(greedy.i.begin() + 1, greedy.i.begin() + 9));
+      CHECK(flat(sample(1e-6)) == std::vector<int64_t>(greedy.begin() + 1, greedy.begin() + 9));
     }
   }
 }
@@ -178,45 +177,46 @@ TEST_CASE("several requests at once equal per-request runs", "[reference][llama]
       int64_t S1 = t1.shape[1], S2 = t2.shape[1], S = std::max(S1, S2);
       Tensor want = stack({row(full1, S1 - 1), row(full2, S2 - 1)});
       Tensor step = stack({row(full1, S1), row(full2, S2)});
-      Tensor next = ints(Scalar::I32, {2, 1}, {g1.i[0], g2.i[0]});
-      Tensor at = ints(Scalar::I32, {2}, {S1, S2});
+      Tensor next = ints(DType::I32, {2, 1}, {g1.asInt(0), g2.asInt(0)});
+      Tensor at = ints(DType::I32, {2}, {S1, S2});
 
       // prefill_slots: both prompts padded to S, into rows 1 and 0, then a
       // decode_rows step continues each at its own position.
       std::vector<int64_t> padded(2 * S, 0);
-      std::copy(t1.i.begin(), t1.i.end(), padded.begin() + S);  // row 1 of the input -> slot 0
-      std::copy(t2.i.begin(), t2.i.end(), padded.begin());
-      auto slotted = card.model->call("prefill_slots", {ints(Scalar::I32, {2, S}, padded),
-                                                        ints(Scalar::I32, {2}, {1, 0}),
-                                                        ints(Scalar::I32, {2}, {S2, S1})})[0];
+      std::vector<int64_t> ids1 = flat(t1), ids2 = flat(t2);
+      std::copy(ids1.begin(), ids1.end(), padded.begin() + S);  // row 1 of the input -> slot 0
+      std::copy(ids2.begin(), ids2.end(), padded.begin());
+      auto slotted = card.model->call("prefill_slots", {ints(DType::I32, {2, S}, padded),
+                                                        ints(DType::I32, {2}, {1, 0}),
+                                                        ints(DType::I32, {2}, {S2, S1})})[0];
       CHECK(maxAbsDiff(slotted, stack({row(full2, S2 - 1), row(full1, S1 - 1)})) < kTol);
       CHECK(maxAbsDiff(card.model->call("decode_rows", {next, at})[0], step) < kTol);
 
       // prefill_packed: the two prompts end to end, no padding.
       card.model->resetState();
-      std::vector<int64_t> packed = cat(t1.i, t2.i);
+      std::vector<int64_t> packed = cat(flat(t1), flat(t2));
       int64_t P = S1 + S2;
       auto packedLogits = card.model->call("prefill_packed", {
-          ints(Scalar::I32, {P}, packed),
-          ints(Scalar::I32, {P}, cat(std::vector<int64_t>(S1, 0), std::vector<int64_t>(S2, 1))),
-          ints(Scalar::I32, {P}, cat(iotaFrom(0, S1), iotaFrom(0, S2))),
-          ints(Scalar::I32, {P}, cat(std::vector<int64_t>(S1, 0), std::vector<int64_t>(S2, 1))),
-          ints(Scalar::I32, {2}, {S1 - 1, P - 1})})[0];
+          ints(DType::I32, {P}, packed),
+          ints(DType::I32, {P}, cat(std::vector<int64_t>(S1, 0), std::vector<int64_t>(S2, 1))),
+          ints(DType::I32, {P}, cat(iotaFrom(0, S1), iotaFrom(0, S2))),
+          ints(DType::I32, {P}, cat(std::vector<int64_t>(S1, 0), std::vector<int64_t>(S2, 1))),
+          ints(DType::I32, {2}, {S1 - 1, P - 1})})[0];
       CHECK(maxAbsDiff(packedLogits, want) < kTol);
       CHECK(maxAbsDiff(card.model->call("decode_rows", {next, at})[0], step) < kTol);
 
       // step_packed: prompt 2 joins into row 1 while row 0 (prompt 1, already
       // prefilled) takes its next step, in one pass.
       card.model->resetState();
-      card.model->call("prefill_packed", {ints(Scalar::I32, {S1}, t1.i), ints(Scalar::I32, {S1}, std::vector<int64_t>(S1, 0)),
-                                          ints(Scalar::I32, {S1}, iotaFrom(0, S1)), ints(Scalar::I32, {S1}, std::vector<int64_t>(S1, 0)),
-                                          ints(Scalar::I32, {2}, {S1 - 1, S1 - 1})});
+      card.model->call("prefill_packed", {ints(DType::I32, {S1}, flat(t1)), ints(DType::I32, {S1}, std::vector<int64_t>(S1, 0)),
+                                          ints(DType::I32, {S1}, iotaFrom(0, S1)), ints(DType::I32, {S1}, std::vector<int64_t>(S1, 0)),
+                                          ints(DType::I32, {2}, {S1 - 1, S1 - 1})});
       int64_t unused = 63;  // MaxSeq - 1: where no request reads
       auto stepped = card.model->call("step_packed", {
-          ints(Scalar::I32, {S2}, t2.i), ints(Scalar::I32, {S2}, std::vector<int64_t>(S2, 1)),
-          ints(Scalar::I32, {S2}, iotaFrom(0, S2)), ints(Scalar::I32, {S2}, std::vector<int64_t>(S2, 0)),
-          ints(Scalar::I32, {2}, {S2 - 1, S2 - 1}), ints(Scalar::I32, {2, 1}, {g1.i[0], 0}),
-          ints(Scalar::I32, {2}, {S1, unused})})[0];
+          ints(DType::I32, {S2}, flat(t2)), ints(DType::I32, {S2}, std::vector<int64_t>(S2, 1)),
+          ints(DType::I32, {S2}, iotaFrom(0, S2)), ints(DType::I32, {S2}, std::vector<int64_t>(S2, 0)),
+          ints(DType::I32, {2}, {S2 - 1, S2 - 1}), ints(DType::I32, {2, 1}, {g1.asInt(0), 0}),
+          ints(DType::I32, {2}, {S1, unused})})[0];
       Tensor firstRows = stack({row(full2, S2 - 1), row(full1, S1)});
       Tensor got = stack({row(stepped, 0), row(stepped, 2)});  // prompt 2's logits, row 0's step
       CHECK(maxAbsDiff(got, firstRows) < kTol);
@@ -238,28 +238,28 @@ TEST_CASE("paged entries equal per-request runs", "[reference][llama]") {
       std::vector<int64_t> slots;
       for (int64_t p = 0; p < S1; ++p) slots.push_back(slot(0, p));
       for (int64_t p = 0; p < S2; ++p) slots.push_back(slot(1, p));
-      Tensor tableT = ints(Scalar::I32, {2, 4}, table);
+      Tensor tableT = ints(DType::I32, {2, 4}, table);
       auto prefilled = card.model->call("prefill_paged", {
-          ints(Scalar::I32, {P}, cat(t1.i, t2.i)), ints(Scalar::I32, {P}, cat(iotaFrom(0, S1), iotaFrom(0, S2))),
-          ints(Scalar::I32, {P}, cat(std::vector<int64_t>(S1, 0), std::vector<int64_t>(S2, 1))),
-          ints(Scalar::I32, {P}, slots), ints(Scalar::I32, {2}, {S1 - 1, P - 1}), tableT})[0];
+          ints(DType::I32, {P}, cat(flat(t1), flat(t2))), ints(DType::I32, {P}, cat(iotaFrom(0, S1), iotaFrom(0, S2))),
+          ints(DType::I32, {P}, cat(std::vector<int64_t>(S1, 0), std::vector<int64_t>(S2, 1))),
+          ints(DType::I32, {P}, slots), ints(DType::I32, {2}, {S1 - 1, P - 1}), tableT})[0];
       CHECK(maxAbsDiff(prefilled, stack({row(full1, S1 - 1), row(full2, S2 - 1)})) < kTol);
-      auto decoded = card.model->call("decode_paged", {ints(Scalar::I32, {2, 1}, {g1.i[0], g2.i[0]}),
-                                                      ints(Scalar::I32, {2}, {S1, S2}), tableT})[0];
+      auto decoded = card.model->call("decode_paged", {ints(DType::I32, {2, 1}, {g1.asInt(0), g2.asInt(0)}),
+                                                      ints(DType::I32, {2}, {S1, S2}), tableT})[0];
       CHECK(maxAbsDiff(decoded, stack({row(full1, S1), row(full2, S2)})) < kTol);
 
       // step_paged: prompt 2 again into fresh pages of row 1 while row 0 steps.
       card.model->resetState();
       std::vector<int64_t> slots1(slots.begin(), slots.begin() + S1);
-      card.model->call("prefill_paged", {ints(Scalar::I32, {S1}, t1.i), ints(Scalar::I32, {S1}, iotaFrom(0, S1)),
-                                         ints(Scalar::I32, {S1}, std::vector<int64_t>(S1, 0)),
-                                         ints(Scalar::I32, {S1}, slots1), ints(Scalar::I32, {2}, {S1 - 1, S1 - 1}), tableT});
+      card.model->call("prefill_paged", {ints(DType::I32, {S1}, flat(t1)), ints(DType::I32, {S1}, iotaFrom(0, S1)),
+                                         ints(DType::I32, {S1}, std::vector<int64_t>(S1, 0)),
+                                         ints(DType::I32, {S1}, slots1), ints(DType::I32, {2}, {S1 - 1, S1 - 1}), tableT});
       std::vector<int64_t> slots2(slots.begin() + S1, slots.end());
       auto stepped = card.model->call("step_paged", {
-          ints(Scalar::I32, {S2}, t2.i), ints(Scalar::I32, {S2}, iotaFrom(0, S2)),
-          ints(Scalar::I32, {S2}, std::vector<int64_t>(S2, 1)), ints(Scalar::I32, {S2}, slots2),
-          ints(Scalar::I32, {2}, {S2 - 1, S2 - 1}), ints(Scalar::I32, {2, 1}, {g1.i[0], g2.i[0]}),
-          ints(Scalar::I32, {2}, {S1, S2}), tableT})[0];
+          ints(DType::I32, {S2}, flat(t2)), ints(DType::I32, {S2}, iotaFrom(0, S2)),
+          ints(DType::I32, {S2}, std::vector<int64_t>(S2, 1)), ints(DType::I32, {S2}, slots2),
+          ints(DType::I32, {2}, {S2 - 1, S2 - 1}), ints(DType::I32, {2, 1}, {g1.asInt(0), g2.asInt(0)}),
+          ints(DType::I32, {2}, {S1, S2}), tableT})[0];
       // Rows: prompt logits for last[0], last[1], then each row's step. Row 1's
       // step is its position S2 after its own prompt, in the same pass.
       CHECK(maxAbsDiff(stack({row(stepped, 0), row(stepped, 2)}), stack({row(full2, S2 - 1), row(full1, S1)})) < kTol);
@@ -274,37 +274,36 @@ TEST_CASE("training entries match transformers' log-probabilities", "[reference]
       Tensor t1 = card.want("tokens1"), t2 = card.want("tokens2");
       Tensor lp1 = card.want("token_logp1"), lp2 = card.want("token_logp2");
       int64_t S1 = t1.shape[1], S2 = t2.shape[1], P = S1 + S2;
-      Tensor tokens = ints(Scalar::I32, {P}, cat(t1.i, t2.i));
-      Tensor positions = ints(Scalar::I32, {P}, cat(iotaFrom(0, S1), iotaFrom(0, S2)));
-      Tensor segments = ints(Scalar::I32, {P}, cat(std::vector<int64_t>(S1, 0), std::vector<int64_t>(S2, 1)));
+      Tensor tokens = ints(DType::I32, {P}, cat(flat(t1), flat(t2)));
+      Tensor positions = ints(DType::I32, {P}, cat(iotaFrom(0, S1), iotaFrom(0, S2)));
+      Tensor segments = ints(DType::I32, {P}, cat(std::vector<int64_t>(S1, 0), std::vector<int64_t>(S2, 1)));
       // Each position's target is its prompt's next token; the last of each prompt has none.
       std::vector<int64_t> targets;
       std::vector<double> weights;
-      for (int64_t p = 0; p < S1; ++p) targets.push_back(p + 1 < S1 ? t1.i[p + 1] : 0), weights.push_back(p + 1 < S1);
-      for (int64_t p = 0; p < S2; ++p) targets.push_back(p + 1 < S2 ? t2.i[p + 1] : 0), weights.push_back(p + 1 < S2);
-      Tensor targetsT = ints(Scalar::I64, {P}, targets);
-      Tensor weightsT = Tensor::zeros(Scalar::F32, {P});
-      weightsT.f = weights;
+      for (int64_t p = 0; p < S1; ++p) targets.push_back(p + 1 < S1 ? t1.asInt(p + 1) : 0), weights.push_back(p + 1 < S1);
+      for (int64_t p = 0; p < S2; ++p) targets.push_back(p + 1 < S2 ? t2.asInt(p + 1) : 0), weights.push_back(p + 1 < S2);
+      Tensor targetsT = ints(DType::I64, {P}, targets);
+      Tensor weightsT = Tensor::fromFloats(DType::F32, {P}, weights);
 
       Tensor logp = card.model->call("log_probs_packed", {tokens, positions, segments, targetsT})[0];
       double expectedLoss = 0;
       for (int64_t p = 0; p + 1 < S1; ++p) {
-        CHECK(std::fabs(logp.f[p] - lp1.f[p]) < kTol);
-        expectedLoss -= lp1.f[p];
+        CHECK(std::fabs(logp.asDouble(p) - lp1.asDouble(p)) < kTol);
+        expectedLoss -= lp1.asDouble(p);
       }
       for (int64_t p = 0; p + 1 < S2; ++p) {
-        CHECK(std::fabs(logp.f[S1 + p] - lp2.f[p]) < kTol);
-        expectedLoss -= lp2.f[p];
+        CHECK(std::fabs(logp.asDouble(S1 + p) - lp2.asDouble(p)) < kTol);
+        expectedLoss -= lp2.asDouble(p);
       }
       Tensor loss = card.model->call("loss_packed", {tokens, positions, segments, targetsT, weightsT})[0];
-      CHECK(std::fabs(loss.f[0] - expectedLoss) < 1e-3);
+      CHECK(std::fabs(loss.asDouble(0) - expectedLoss) < 1e-3);
 
       Tensor hidden = card.model->call("hidden_packed", {tokens, positions, segments})[0];
       Tensor h1 = card.want("hidden1"), h2 = card.want("hidden2");
       int64_t H = h1.shape[1];
       double worst = 0;
-      for (int64_t k = 0; k < S1 * H; ++k) worst = std::max(worst, std::fabs(hidden.f[k] - h1.f[k]));
-      for (int64_t k = 0; k < S2 * H; ++k) worst = std::max(worst, std::fabs(hidden.f[S1 * H + k] - h2.f[k]));
+      for (int64_t k = 0; k < S1 * H; ++k) worst = std::max(worst, std::fabs(hidden.asDouble(k) - h1.asDouble(k)));
+      for (int64_t k = 0; k < S2 * H; ++k) worst = std::max(worst, std::fabs(hidden.asDouble(S1 * H + k) - h2.asDouble(k)));
       CHECK(worst < kTol);
     }
   }

@@ -49,7 +49,7 @@ const std::string kRope = std::string(LINNET_TEST_DATA) + "/rope/";
 constexpr double kTolerance = 1e-6;
 
 std::vector<double> readFloats(const std::string& path) {
-  using linnet::weights::DType;
+  using linnet::DType;
   linnet::weights::NpyArray a = linnet::weights::readNpy(path);
   REQUIRE(a.shape.size() == 1);
   std::vector<double> out(a.elementCount());
@@ -68,7 +68,7 @@ std::vector<double> readFloats(const std::string& path) {
 
 std::vector<int32_t> readInts(const std::string& path) {
   linnet::weights::NpyArray a = linnet::weights::readNpy(path);
-  REQUIRE(a.dtype == linnet::weights::DType::I32);
+  REQUIRE(a.dtype == linnet::DType::I32);
   std::vector<int32_t> out(a.elementCount());
   std::memcpy(out.data(), a.data.data(), 4 * out.size());
   return out;

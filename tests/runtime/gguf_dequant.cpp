@@ -10,6 +10,7 @@
 #include "gguf_test_util.h"
 
 using namespace linnet::gguf;
+using linnet::DType;
 using namespace linnet::gguf::test;
 using Catch::Matchers::Contains;
 
@@ -68,7 +69,7 @@ TEST_CASE("reading as f16 and bf16 rounds to nearest even like numpy and ggml", 
         const float b = d == DType::F16 ? f16ToF32(want[off + i]) : bf16ToF32(want[off + i]);
         const bool same = std::isnan(a) ? std::isnan(b) : h == want[off + i];
         if (!same && mismatches++ < 5)
-          FAIL_CHECK(dtypeName(d) << " element " << i << ": got " << h << ", expected " << want[off + i]);
+          FAIL_CHECK(linnet::name(d) << " element " << i << ": got " << h << ", expected " << want[off + i]);
       }
       CHECK(mismatches == 0);
     }

@@ -9,6 +9,7 @@
 #include "gguf_test_util.h"
 
 using namespace linnet::gguf;
+using linnet::DType;
 using namespace linnet::gguf::test;
 using Catch::Matchers::Contains;
 

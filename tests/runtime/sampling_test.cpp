@@ -8,15 +8,13 @@
 #include "nest/text.h"
 
 using linnet::nest::Sampling;
-using linnet::nest::Scalar;
+using linnet::nest::DType;
 using linnet::nest::Tensor;
 
 namespace {
 
 Tensor row(std::vector<double> logits) {
-  Tensor t = Tensor::zeros(Scalar::F32, {1, static_cast<int64_t>(logits.size())});
-  t.f = std::move(logits);
-  return t;
+  return Tensor::fromFloats(DType::F32, {1, static_cast<int64_t>(logits.size())}, logits);
 }
 
 // Logits whose softmax is exactly `p`.

@@ -12,6 +12,7 @@
 #include "weights_test_util.h"
 
 using namespace linnet::weights;
+using linnet::DType;
 namespace weights = linnet::weights;  // bind() is called qualified: ADL would also find std::bind
 using namespace linnet::weights::test;
 using Catch::Matchers::Contains;

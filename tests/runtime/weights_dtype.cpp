@@ -13,33 +13,37 @@
 #include "weights_test_util.h"
 
 using namespace linnet::weights;
+using linnet::DType;
+using linnet::kAllDTypes;
 using namespace linnet::weights::test;
 using Catch::Matchers::Contains;
 
 TEST_CASE("dtype names and sizes", "[weights][dtype]") {
   CHECK(safetensorsName(DType::BF16) == "BF16");
   CHECK(safetensorsName(DType::Bool) == "BOOL");
-  CHECK(linnetName(DType::Bool) == "bool");
-  CHECK(linnetName(DType::BF16) == "bf16");
-  CHECK(dtypeSize(DType::F32) == 4);
-  CHECK(dtypeSize(DType::BF16) == 2);
-  CHECK(dtypeSize(DType::F16) == 2);
-  CHECK(dtypeSize(DType::I64) == 8);
-  CHECK(dtypeSize(DType::F64) == 8);
-  CHECK(dtypeSize(DType::Bool) == 1);
-  CHECK(dtypeSize(DType::I8) == 1);
-  CHECK(dtypeSize(DType::U8) == 1);
-  CHECK(dtypeSize(DType::I16) == 2);
-  CHECK(dtypeSize(DType::I32) == 4);
+  CHECK(std::string_view(linnet::name(DType::Bool)) == "bool");
+  CHECK(std::string_view(linnet::name(DType::BF16)) == "bf16");
+  CHECK(linnet::byteSize(DType::F32) == 4);
+  CHECK(linnet::byteSize(DType::BF16) == 2);
+  CHECK(linnet::byteSize(DType::F16) == 2);
+  CHECK(linnet::byteSize(DType::I64) == 8);
+  CHECK(linnet::byteSize(DType::F64) == 8);
+  CHECK(linnet::byteSize(DType::Bool) == 1);
+  CHECK(linnet::byteSize(DType::I8) == 1);
+  CHECK(linnet::byteSize(DType::U8) == 1);
+  CHECK(linnet::byteSize(DType::I16) == 2);
+  CHECK(linnet::byteSize(DType::I32) == 4);
   for (DType t : kAllDTypes) {
     CHECK(parseSafetensorsDType(safetensorsName(t)) == t);
-    CHECK(parseLinnetDType(linnetName(t)) == t);
+    CHECK(linnet::dtypeNamed(linnet::name(t)) == t);
   }
   CHECK_FALSE(parseSafetensorsDType("f32"));  // safetensors spells it F32
   CHECK_FALSE(parseSafetensorsDType("F8_E4M3"));
-  CHECK_FALSE(parseLinnetDType("float32"));
-  CHECK(isFloat(DType::BF16));
-  CHECK_FALSE(isFloat(DType::I32));
+  CHECK_FALSE(linnet::dtypeNamed("float32"));
+  CHECK(linnet::languageDTypeNamed("bf16") == DType::BF16);
+  CHECK_FALSE(linnet::languageDTypeNamed("f64"));  // a storage type, never computed with
+  CHECK(linnet::isFloat(DType::BF16));
+  CHECK_FALSE(linnet::isFloat(DType::I32));
 }
 
 TEST_CASE("shapes", "[weights][dtype]") {

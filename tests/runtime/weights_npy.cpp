@@ -8,6 +8,7 @@
 #include "weights_test_util.h"
 
 using namespace linnet::weights;
+using linnet::DType;
 using namespace linnet::weights::test;
 using Catch::Matchers::Contains;
 

@@ -11,6 +11,7 @@
 #include "weights_test_util.h"
 
 using namespace linnet::weights;
+using linnet::DType;
 using namespace linnet::weights::test;
 using Catch::Matchers::Contains;
 

@@ -10,7 +10,7 @@
 
 #include "nest/nest.h"
 
-using linnet::nest::Scalar;
+using linnet::nest::DType;
 using linnet::nest::Tensor;
 
 TEST_CASE("SmolLM2 greedy ids equal transformers' on five prompts", "[smollm2]") {
@@ -26,16 +26,15 @@ TEST_CASE("SmolLM2 greedy ids equal transformers' on five prompts", "[smollm2]")
       model.resetState();
       std::vector<int64_t> ids = c["ids"].get<std::vector<int64_t>>();
       std::vector<int64_t> want = c["greedy"].get<std::vector<int64_t>>();
-      Tensor tokens = Tensor::zeros(Scalar::I32, {1, static_cast<int64_t>(ids.size())});
-      tokens.i = ids;
-      Tensor logits = model.call("prefill", {tokens, Tensor::scalarI(Scalar::I32, 0)})[0];
+      Tensor tokens = Tensor::fromInts(DType::I32, {1, static_cast<int64_t>(ids.size())}, ids);
+      Tensor logits = model.call("prefill", {tokens, Tensor::scalarI(DType::I32, 0)})[0];
       std::vector<int64_t> got;
       for (size_t k = 0; k < want.size(); ++k) {
-        got.push_back(std::max_element(logits.f.begin(), logits.f.end()) - logits.f.begin());
+        std::vector<double> v = logits.toFloats();
+        got.push_back(std::max_element(v.begin(), v.end()) - v.begin());
         if (k + 1 == want.size()) break;
-        Tensor token = Tensor::zeros(Scalar::I32, {1, 1});
-        token.i[0] = got.back();
-        logits = model.call("decode", {token, Tensor::scalarI(Scalar::I32, static_cast<int64_t>(ids.size() + k))})[0];
+        Tensor token = Tensor::fromInts(DType::I32, {1, 1}, {got.back()});
+        logits = model.call("decode", {token, Tensor::scalarI(DType::I32, static_cast<int64_t>(ids.size() + k))})[0];
       }
       CHECK(got == want);
     }

@@ -1,41 +1,38 @@
-// The CPU target: `linnet` IR to a shared object for x86-64.
+// The CPU target's lowering: from the shared pipeline's `linalg` stage to a
+// shared object for this machine.
 //
-//   linnet-hoist-constants -> linnet-to-linalg -> canonicalize/cse -> one-shot bufferization (across
-//   function boundaries) -> buffer deallocation -> loops -> LLVM dialect ->
-//   LLVM IR -> clang -O3 -march=native -shared
-//
-// Stages can be printed (`linnetc --emit=...`) for tests and for curiosity.
+//   one-shot bufferization (across function boundaries) -> buffer
+//   deallocation -> loops -> LLVM dialect -> LLVM IR -> clang -O3
+//   -march=native -shared, with a C shim giving each entry its uniform call
+//   symbol (runtime/artifact/abi.h)
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "ir/mlirgen.h"
+#include "artifact/manifest.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
 
 namespace linnet::cpu {
 
-struct PipelineError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+// The LLVM IR translations.
+void registerDialects(mlir::DialectRegistry& registry);
 
-// Registers every dialect, extension and translation the pipeline uses.
-void registerEverything(mlir::MLIRContext& context);
-
-enum class Stage { Linalg, Bufferized, LLVMDialect };
-// Lowers `module` in place up to and including `stage`.
+enum class Stage { Bufferized, LLVMDialect };
+// Lowers `module`, at the `linalg` stage, in place up to and including `stage`.
 void lower(mlir::ModuleOp module, Stage stage);
 
 // The module (in the LLVM dialect) as LLVM IR text.
 std::string translateToLLVMIR(mlir::ModuleOp module);
 
-// A C shim giving each entry one symbol `void linnet_call_E(void** args)`
-// (args[i] points to the i-th memref descriptor): the runtime calls every
-// entry through the same signature whatever its arity.
-std::string entryShim(const std::vector<ir::EntryInstance>& entries, size_t params, size_t states);
+// C source giving manifest entry i, generated as `functions[i]`, the symbol
+// `void <callSymbol>(void** args)` of the ABI, plus the strided copy that
+// MLIR's memref.copy lowers to for non-contiguous views.
+std::string entryShim(const artifact::Manifest& manifest, const std::vector<std::string>& functions);
 
-// Compiles LLVM IR plus the shim into `soPath` with clang. Throws with
-// clang's output on failure.
+// Compiles LLVM IR plus the shim into `soPath` with clang ($LINNET_CLANG, else
+// the one found at configure time). Throws with clang's output on failure.
 void compileSharedObject(const std::string& llvmIR, const std::string& shim, const std::string& soPath);
 
 }  // namespace linnet::cpu

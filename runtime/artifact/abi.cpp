@@ -1,0 +1,33 @@
+#include "artifact/abi.h"
+
+#include <fmt/format.h>
+
+namespace linnet::artifact {
+
+std::string callSymbol(std::string_view function) { return fmt::format("linnet_call_{}", function); }
+
+std::vector<int64_t> descriptor(void* data, std::span<const int64_t> shape) {
+  int rank = static_cast<int>(shape.size());
+  std::vector<int64_t> d(descWords(rank));
+  d[kDescAllocated] = d[kDescAligned] = reinterpret_cast<int64_t>(data);
+  d[kDescOffset] = 0;
+  int64_t stride = 1;
+  for (int k = rank - 1; k >= 0; --k) {
+    d[kDescSizes + k] = shape[k];
+    d[descStrides(rank) + k] = stride;
+    stride *= shape[k];
+  }
+  return d;
+}
+
+std::string cDescriptorLayout() {
+  return fmt::format(
+      "/* memref descriptors (runtime/artifact/abi.h): int64 words */\n"
+      "#define LINNET_DESC_ALIGNED {}\n"
+      "#define LINNET_DESC_OFFSET {}\n"
+      "#define LINNET_DESC_SIZES(rank) {}\n"
+      "#define LINNET_DESC_STRIDES(rank) ({} + (rank))\n",
+      kDescAligned, kDescOffset, kDescSizes, kDescSizes);
+}
+
+}  // namespace linnet::artifact

@@ -1,0 +1,97 @@
+// The artifact schema: the manifest.json that `linnetc build` writes into an
+// artifact folder beside the compiled code, and that the runtime reads before
+// loading that code. Both sides go through this library, so they cannot
+// drift apart; a manifest of another schema version is refused with a
+// message that says to rebuild.
+//
+//   {"format": "linnet-artifact", "schema": 2,
+//    "package", "target", "library", "init",        (library/init empty: no code)
+//    "generics": {name: number or dtype name},       the root's, as built
+//    "params": [spec], "states": [spec],             in the argument order (abi.h)
+//    "signatures": [{"name", "params": [names]}],     every entry of the root block
+//    "entries": [{"name", "symbol", "generics", "inputs": [spec], "outputs": [spec]}],
+//    "skipped": [{"name", "reason"}], "build_seconds"}
+//   spec = {"name", "dtype": "f32", "shape": [2, 3]}
+//
+// Params and states are listed the way compiled code takes them: the
+// layers of the root's sub-block array stacked, `layers.*.mlp.up.weight` of
+// shape [Layers, ...].
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "common/dtype.h"
+
+namespace linnet::artifact {
+
+inline constexpr std::string_view kFormat = "linnet-artifact";
+// Raise it with every change a reader of the previous version would misread.
+inline constexpr int kSchemaVersion = 2;
+inline constexpr std::string_view kManifestFile = "manifest.json";
+
+// A manifest that cannot be read: the message names the file and says what to do.
+struct ManifestError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct TensorSpec {
+  std::string name;  // an input's parameter name, a param's or state's path
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  bool operator==(const TensorSpec&) const = default;
+};
+
+// An entry of the root block as declared: its parameter names in order.
+struct Signature {
+  std::string name;
+  std::vector<std::string> params;
+};
+
+// An entry compiled for one set of argument types.
+struct Entry {
+  std::string name;    // `decode`
+  std::string symbol;  // the C symbol to call (abi.h)
+  std::map<std::string, int64_t> generics;  // the entry's own, as bound
+  std::vector<TensorSpec> inputs, outputs;
+};
+
+struct Skipped {
+  std::string name, reason;
+};
+
+struct Manifest {
+  std::string package, target;
+  std::string library;  // the code's file in the folder; empty when none was built
+  std::string init;     // called once after loading (hoisted constants); may be empty
+  std::vector<std::pair<std::string, std::variant<int64_t, std::string>>> generics;
+  std::vector<TensorSpec> params, states;
+  std::vector<Signature> signatures;
+  std::vector<Entry> entries;
+  std::vector<Skipped> skipped;
+  double buildSeconds = 0;
+
+  const Entry* entry(std::string_view name) const;
+  const Signature* signature(std::string_view name) const;
+};
+
+// dir/manifest.json, written through a temporary file renamed into place.
+void write(const Manifest& manifest, const std::filesystem::path& dir);
+// Reads dir/manifest.json. Throws ManifestError for a missing or malformed
+// file and for another format or schema version.
+Manifest read(const std::filesystem::path& dir);
+// The same from text; `where` names it in messages.
+Manifest parse(std::string_view text, const std::string& where);
+std::string serialize(const Manifest& manifest);
+
+// `Tensor[2, 3; f32]`, as messages show types.
+std::string describe(DType dtype, const std::vector<int64_t>& shape);
+
+}  // namespace linnet::artifact

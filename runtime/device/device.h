@@ -1,0 +1,50 @@
+// The runtime's device layer (in the manner of IREE's HAL): where compiled
+// code runs and where its buffers live. linnet::nest's compiled backend is
+// written against this interface only; each device is a folder here with a
+// driver listed in registry.cpp (host/: this machine's CPU, through dlopen).
+//
+// Host memory crosses over through import/importOutput/read, which a device
+// that can address host memory (the host) implements without copying.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <span>
+
+#include "artifact/manifest.h"
+#include "device/buffer.h"
+#include "device/executable.h"
+
+namespace linnet::device {
+
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  // `bytes` of device memory, zeroed.
+  virtual BufferPtr allocate(std::size_t bytes) = 0;
+  // Host memory the device will read (inputs, params): used in place where
+  // the device can (the host, when `alignment`-aligned), else copied. `owner`
+  // keeps the bytes alive as long as the buffer; it may be null when the
+  // caller keeps them alive longer.
+  virtual BufferPtr import(std::span<const std::byte> bytes, std::shared_ptr<const void> owner,
+                           std::size_t alignment) = 0;
+  // Host memory the device will write (outputs): used in place where the
+  // device can, else a device buffer of that size for read() to copy back.
+  // The bytes must outlive the buffer.
+  virtual BufferPtr importOutput(std::span<std::byte> bytes) = 0;
+  // Host bytes into a buffer at `offset`.
+  virtual void write(Buffer& to, std::size_t offset, std::span<const std::byte> bytes) = 0;
+  // A buffer's bytes into host memory; nothing to copy when `into` is the
+  // buffer's own memory (an output imported in place).
+  virtual void read(const Buffer& from, std::span<std::byte> into) = 0;
+  virtual void zero(Buffer& buffer) = 0;
+
+  // Loads the code of the artifact folder `dir`, whose manifest is
+  // `manifest` (built for this device's target), and runs its init. Throws
+  // std::runtime_error naming the folder on failure.
+  virtual std::unique_ptr<Executable> load(const artifact::Manifest& manifest, const std::filesystem::path& dir) = 0;
+};
+
+}  // namespace linnet::device

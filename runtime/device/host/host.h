@@ -1,0 +1,15 @@
+// The host device: this machine's CPU and memory. Buffers are host memory
+// (allocated 64-byte aligned, or borrowed in place: a mapped checkpoint, a
+// caller's tensor); code is the CPU target's shared object, loaded with
+// dlopen and called through the ABI's one signature (runtime/artifact/abi.h).
+// No LLVM or MLIR in the process.
+#pragma once
+
+#include "device/registry.h"
+
+namespace linnet::device::host {
+
+// Backend "cpu", linnetc target "cpu".
+Driver driver();
+
+}  // namespace linnet::device::host

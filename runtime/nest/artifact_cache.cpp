@@ -1,0 +1,127 @@
+#include "nest/artifact_cache.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "artifact/manifest.h"
+#include "common/process.h"
+#include "nest/nest.h"
+
+#ifndef LINNET_LINNETC
+#define LINNET_LINNETC "linnetc"
+#endif
+
+namespace linnet::nest {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string readFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// FNV-1a, 64-bit: a stable key for the cache (std::hash is not stable across builds).
+uint64_t fnv(const std::string& s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// Every .linnet file under `dir`, in a stable order, with its contents.
+std::string sourcesOf(const fs::path& dir) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); ++it)
+    if (it->path().extension() == ".linnet" || it->path().filename() == "nest.toml" ||
+        it->path().filename() == "linnet.toml")
+      files.push_back(it->path());
+  std::sort(files.begin(), files.end());
+  std::string out;
+  for (const auto& f : files) out += f.lexically_relative(dir).string() + "\n" + readFile(f) + "\n";
+  return out;
+}
+
+// `--arg` text for an argument: `i32:1x8`; a literal is `int:` or `float:`.
+std::string argSpec(const Tensor& a) {
+  std::string dt = !a.weak ? linnet::name(a.dtype) : a.isFloat() ? "float" : "int";
+  return fmt::format("{}:{}", dt, fmt::join(a.shape, "x"));
+}
+
+}  // namespace
+
+ArtifactCache::ArtifactCache(CacheSettings settings) : settings_(std::move(settings)) {
+  if (settings_.linnetc.empty()) settings_.linnetc = std::getenv("LINNETC") ? std::getenv("LINNETC") : LINNET_LINNETC;
+  if (settings_.cacheDir.empty()) {
+    if (const char* c = std::getenv("LINNET_CACHE")) settings_.cacheDir = c;
+    else if (const char* h = std::getenv("HOME")) settings_.cacheDir = fs::path(h) / ".cache" / "linnet";
+    else settings_.cacheDir = fs::temp_directory_path() / "linnet-cache";
+  }
+  std::string key = fmt::format("{}\nschema {}\ntarget {}\n", settings_.linnetc, artifact::kSchemaVersion,
+                                settings_.target);
+  std::error_code ec;
+  auto stamp = fs::last_write_time(settings_.linnetc, ec);
+  if (!ec) key += std::to_string(stamp.time_since_epoch().count());
+  key += sourcesOf(settings_.package) + sourcesOf(settings_.stdlib);
+  for (const auto& s : settings_.sets) key += "\nset " + s;
+  key_ = fmt::format("{:016x}", fnv(key));
+}
+
+void ArtifactCache::build(const fs::path& dir, std::vector<std::string> extra, const std::string& what) {
+  fs::create_directories(settings_.cacheDir);
+  fs::path tmp = settings_.cacheDir / fmt::format(".tmp-{}-{}", ::getpid(), dir.filename().string());
+  std::vector<std::string> argv = {settings_.linnetc, "build", settings_.package, "--stdlib", settings_.stdlib,
+                                   "--target", settings_.target, "-o", tmp.string()};
+  for (const auto& s : settings_.sets) argv.insert(argv.end(), {"--set", s});
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  ProcessResult r;
+  try {
+    r = runProcess(argv);
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("{}: {}", what, e.what()));
+  }
+  if (r.exitCode != 0) {
+    fs::remove_all(tmp);
+    throw Error(what.empty() ? r.errors : fmt::format("{}:\n{}", what, r.errors));
+  }
+  std::error_code ec;
+  fs::rename(tmp, dir, ec);
+  if (ec) fs::remove_all(tmp);  // another process got there first
+}
+
+fs::path ArtifactCache::modelDir() {
+  fs::path dir = settings_.cacheDir / fmt::format("model-{}", key_);
+  // linnetc's diagnostics are the message, as the reference backend's are.
+  if (!fs::exists(dir / artifact::kManifestFile)) build(dir, {"--manifest-only"}, "");
+  return dir;
+}
+
+fs::path ArtifactCache::entryPath(const std::string& entry, const std::vector<Tensor>& args,
+                                  const std::map<std::string, int64_t>& generics) const {
+  std::string key = key_ + "|" + entry;
+  for (const auto& a : args) key += "|" + argSpec(a);
+  for (const auto& [k, v] : generics) key += fmt::format("|{}={}", k, v);
+  return settings_.cacheDir / fmt::format("{}-{:016x}", entry, fnv(key));
+}
+
+fs::path ArtifactCache::entryDir(const std::string& entry, const std::vector<Tensor>& args,
+                                 const std::map<std::string, int64_t>& generics) {
+  fs::path dir = entryPath(entry, args, generics);
+  if (fs::exists(dir / artifact::kManifestFile)) return dir;
+  std::vector<std::string> extra = {"--entry", entry};
+  for (const auto& [k, v] : generics) extra.insert(extra.end(), {"--generic", fmt::format("{}={}", k, v)});
+  for (const auto& a : args) extra.insert(extra.end(), {"--arg", argSpec(a)});
+  if (settings_.progress) fmt::print(stderr, "linnet: compiling `{}` for {} ...\n", entry, settings_.target);
+  build(dir, extra, fmt::format("entry `{}` could not be compiled for {}", entry, settings_.target));
+  return dir;
+}
+
+}  // namespace linnet::nest

@@ -1,0 +1,54 @@
+// Where a compiled backend's artifacts live, and how they get there: a
+// cache folder ($LINNET_CACHE, else ~/.cache/linnet) of artifact folders,
+// keyed by everything the code depends on (the compiler, the package's and
+// the stdlib's sources, the root generics, the target, the schema), each
+// written by running `linnetc build` once. A second run finds them and
+// compiles nothing; no LLVM, MLIR or front end in this process.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nest/tensor.h"
+
+namespace linnet::nest {
+
+struct CacheSettings {
+  std::string package;              // the package folder
+  std::string stdlib;               // the standard library folder
+  std::vector<std::string> sets;    // root generics, Name=Value
+  std::string target;               // linnetc --target
+  std::filesystem::path cacheDir;   // empty: $LINNET_CACHE, else ~/.cache/linnet
+  std::string linnetc;              // empty: $LINNETC, else the build's linnetc
+  bool progress = false;            // say on stderr when compiling
+};
+
+class ArtifactCache {
+ public:
+  explicit ArtifactCache(CacheSettings settings);
+
+  // The package's manifest without code (params, states, entry signatures),
+  // written by `linnetc build --manifest-only` when missing. Its failure
+  // (a package that does not check) is an Error holding linnetc's stderr.
+  std::filesystem::path modelDir();
+  // The artifact of `entry` for these argument types and entry generics,
+  // compiled first when missing.
+  std::filesystem::path entryDir(const std::string& entry, const std::vector<Tensor>& args,
+                                 const std::map<std::string, int64_t>& generics);
+  // Where that artifact lives, compiled or not (a tool that builds many
+  // entries with one linnetc run puts them there: tests/ops).
+  std::filesystem::path entryPath(const std::string& entry, const std::vector<Tensor>& args,
+                                  const std::map<std::string, int64_t>& generics) const;
+  const std::filesystem::path& root() const { return settings_.cacheDir; }
+
+ private:
+  // Runs linnetc build with `extra` arguments into a private folder renamed
+  // to `dir`, so a concurrent run never sees half an artifact.
+  void build(const std::filesystem::path& dir, std::vector<std::string> extra, const std::string& what);
+  CacheSettings settings_;
+  std::string key_;  // the sources' hash
+};
+
+}  // namespace linnet::nest

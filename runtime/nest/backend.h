@@ -1,0 +1,44 @@
+// What a linnet::nest::Model runs on, and the registry of them. Model and
+// load() name no backend: load() looks LoadOptions::backend up in backends().
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nest/nest.h"
+
+namespace linnet::nest {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // As Model::call; failures are nest::Error.
+  virtual std::vector<Tensor> call(const std::string& entry, const std::vector<Tensor>& args,
+                                   const std::map<std::string, int64_t>& generics) = 0;
+  // The root block's entries, in declaration order.
+  virtual std::vector<std::string> entries() const = 0;
+  // An entry's parameter names; nullptr when there is no such entry.
+  virtual const std::vector<std::string>* parameterNames(const std::string& entry) const = 0;
+  // Every param, per layer (`layers.3.mlp.up.weight`), as bindings.json names them.
+  virtual const std::vector<ParamInfo>& params() const = 0;
+  virtual void resetState() = 0;
+  virtual const std::string& modelName() const = 0;
+};
+
+struct BackendKind {
+  std::string name;     // LoadOptions::backend
+  std::string summary;  // one line, for messages
+  std::function<std::unique_ptr<Backend>(const std::string& package, const LoadOptions& options)> open;
+};
+
+// The reference backend first (the default), then compiled code on each
+// device of runtime/device's registry (nest/backends.cpp).
+const std::vector<BackendKind>& backends();
+
+// The standard library folder: LoadOptions::stdlib, else $LINNET_STDLIB, else the build's.
+std::string stdlibFor(const LoadOptions& options);
+
+}  // namespace linnet::nest

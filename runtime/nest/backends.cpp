@@ -1,0 +1,38 @@
+// The registry of backends: the reference backend, then one compiled
+// backend per device driver (a new device is listed in runtime/device, not here).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "device/registry.h"
+#include "nest/backend.h"
+#include "nest/compiled.h"
+#include "nest/reference_backend.h"
+
+#ifndef LINNET_STDLIB_DIR
+#define LINNET_STDLIB_DIR "stdlib"
+#endif
+
+namespace linnet::nest {
+
+const std::vector<BackendKind>& backends() {
+  static const std::vector<BackendKind> all = [] {
+    std::vector<BackendKind> out = {referenceBackend()};
+    for (const device::Driver& d : device::drivers()) out.push_back(compiledBackend(d));
+    return out;
+  }();
+  return all;
+}
+
+std::string backendNames() {
+  std::vector<std::string> names;
+  for (const auto& b : backends()) names.push_back(b.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+std::string stdlibFor(const LoadOptions& options) {
+  if (!options.stdlib.empty()) return options.stdlib;
+  if (const char* env = std::getenv("LINNET_STDLIB")) return env;
+  return LINNET_STDLIB_DIR;
+}
+
+}  // namespace linnet::nest

@@ -1,0 +1,99 @@
+#include "nest/params.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+
+#include "weights/bindings.h"
+#include "weights/safetensors.h"
+
+#ifdef LINNET_HAVE_GGUF
+#include "gguf/llama.h"
+#endif
+
+namespace linnet::nest {
+
+namespace {
+
+// A checkpoint from a safetensors file or index, or from a GGUF file: its
+// tensors are dequantized to f32 under their Hugging Face names and layout,
+// written to a temporary safetensors file that is mapped and then unlinked,
+// so that the same binding checks apply to both.
+weights::Checkpoint openCheckpoint(const std::string& path) {
+  if (!path.ends_with(".gguf")) return weights::Checkpoint::open(path);
+#ifdef LINNET_HAVE_GGUF
+  auto tensors = gguf::loadAsHuggingFace(std::filesystem::path(path));
+  auto temp = std::filesystem::temp_directory_path() /
+              fmt::format("linnet-{}-{}.safetensors", ::getpid(), std::filesystem::path(path).stem().string());
+  gguf::writeSafetensors(temp, tensors, {{"converted_from", path}});
+  weights::Checkpoint checkpoint = weights::Checkpoint::open(temp);
+  std::filesystem::remove(temp);  // the mapping stays valid
+  return checkpoint;
+#else
+  throw Error(fmt::format("{}: this build has no GGUF reader", path));
+#endif
+}
+
+// Seeded normal values (std 0.02; norm scales near 1, as trained models
+// have), rounded to each param's dtype; integer params stay zero.
+std::vector<ParamBytes> randomParams(const std::vector<ParamInfo>& params, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 0.02);
+  std::vector<ParamBytes> out;
+  for (const ParamInfo& p : params) {
+    auto t = std::make_shared<Tensor>(Tensor::zeros(p.dtype, p.shape));
+    bool norm = p.shape.size() == 1;
+    if (t->isFloat())
+      for (int64_t k = 0; k < t->size(); ++k) t->set(k, norm ? 1.0 + normal(rng) : normal(rng));
+    out.push_back({t->bytes(), t});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<ParamBytes> bindParams(const std::string& package, const std::vector<ParamInfo>& params,
+                                   const LoadOptions& options) {
+  if (options.randomWeights) return randomParams(params, options.seed);
+  if (options.weights.empty())
+    throw Error(fmt::format("{}: no weights given: pass a .safetensors file or index.json "
+                            "(--weights), or ask for random weights (--random-weights)",
+                            package));
+  try {
+    std::vector<weights::ParamSpec> specs;
+    for (const auto& p : params) specs.push_back({p.path, p.shape, p.dtype});
+    weights::Checkpoint checkpoint = openCheckpoint(options.weights);
+    std::filesystem::path bindingsPath = std::filesystem::path(package) / "bindings.json";
+    weights::BindOptions bindOptions;
+    if (options.convertDTypes && !specs.empty()) bindOptions.convertTo = specs.front().dtype;
+    // The bound weights keep the checkpoint's mapping (and converted copies) alive.
+    auto bound = std::make_shared<weights::BoundWeights>(
+        weights::bind(specs, weights::Bindings::load(bindingsPath), checkpoint, bindOptions));
+    std::vector<ParamBytes> out;
+    for (const auto& p : params) out.push_back({bound->at(p.path).data, bound});
+    return out;
+  } catch (const std::exception& e) {
+    // The library's hint names its own option; say what a loader user sets.
+    std::string message = e.what();
+    for (size_t at; (at = message.find("set BindOptions.convertTo = ")) != std::string::npos;) {
+      size_t end = message.find(' ', at + 28);
+      message.replace(at, end - at, "convert them (linnet --convert, LoadOptions::convertDTypes)");
+    }
+    throw Error(message);
+  }
+}
+
+Progress::Progress(const char* what, size_t total) : what_(what), total_(total), on_(isatty(2) && total > 0) {}
+
+void Progress::step() {
+  if (!on_) return;
+  ++done_;
+  int width = 30, filled = static_cast<int>(width * done_ / total_);
+  fmt::print(stderr, "\r{} [{}{}] {}/{}", what_, std::string(filled, '#'), std::string(width - filled, ' '), done_,
+             total_);
+  if (done_ == total_) fmt::print(stderr, "\r{}\r", std::string(std::string(what_).size() + width + 24, ' '));
+}
+
+}  // namespace linnet::nest

@@ -1,0 +1,41 @@
+// The bytes of a model's params, for every backend: from a checkpoint
+// (safetensors, an index, or GGUF) through the package's bindings.json with
+// all the checks of weights::bind, or seeded random values for benchmarks.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "nest/nest.h"
+
+namespace linnet::nest {
+
+// One param's elements (C order, little-endian, in its dtype), kept alive by
+// `owner` (the checkpoint's mapping or a copy). May be unaligned.
+struct ParamBytes {
+  std::span<const std::byte> bytes;
+  std::shared_ptr<const void> owner;
+};
+
+// For each of `params`, in order. Throws Error with the CLI's messages (no
+// weights given, binding problems listed together, an unreadable file).
+std::vector<ParamBytes> bindParams(const std::string& package, const std::vector<ParamInfo>& params,
+                                   const LoadOptions& options);
+
+// A one-line progress bar on stderr while params are bound, only when
+// stderr is a terminal (logs and pipes get nothing).
+class Progress {
+ public:
+  Progress(const char* what, size_t total);
+  void step();
+
+ private:
+  const char* what_;
+  size_t total_, done_ = 0;
+  bool on_;
+};
+
+}  // namespace linnet::nest
