@@ -87,7 +87,8 @@ Value divOrRemI(OpBuilder& b, Location l, Value x, Value y, bool rem) {
 Value divI(OpBuilder& b, Location l, Value x, Value y) { return divOrRemI(b, l, x, y, false); }
 Value remI(OpBuilder& b, Location l, Value x, Value y) { return divOrRemI(b, l, x, y, true); }
 
-// A shift by a negative amount or by the width or more gives 0.
+// A shift by a negative amount or by the width or more gives 0. `>>` is
+// logical: it shifts the unsigned bits (docs/language.md §7), so -1 >> 1 is MAX.
 Value shiftI(OpBuilder& b, Location l, Value x, Value y, bool left) {
   Type et = x.getType();
   Value zero = arith::ConstantIntOp::create(b, l, et, 0);
@@ -95,7 +96,7 @@ Value shiftI(OpBuilder& b, Location l, Value x, Value y, bool left) {
   Value bad = arith::OrIOp::create(b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, y, zero),
                                    arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, y, width));
   Value safe = arith::SelectOp::create(b, l, bad, zero, y);
-  Value r = left ? Value(arith::ShLIOp::create(b, l, x, safe)) : Value(arith::ShRSIOp::create(b, l, x, safe));
+  Value r = left ? Value(arith::ShLIOp::create(b, l, x, safe)) : Value(arith::ShRUIOp::create(b, l, x, safe));
   return arith::SelectOp::create(b, l, bad, zero, r);
 }
 Value shlI(OpBuilder& b, Location l, Value x, Value y) { return shiftI(b, l, x, y, true); }

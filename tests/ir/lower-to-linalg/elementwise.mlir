@@ -54,3 +54,18 @@ func.func @to_int(%a: tensor<4xf32>) -> tensor<4xi32> {
   %0 = linnet.cast %a : tensor<4xf32> -> tensor<4xi32>
   return %0 : tensor<4xi32>
 }
+
+// `>>` is logical (zeros shift in); a count outside 0 .. bits - 1 gives 0.
+// CHECK-LABEL: func.func @shr_i32
+// CHECK: ^bb0(%[[X:.*]]: i32, %[[Y:.*]]: i32, %{{.*}}: i32):
+// CHECK-DAG: %[[NEG:.*]] = arith.cmpi slt, %[[Y]]
+// CHECK-DAG: %[[BIG:.*]] = arith.cmpi sge, %[[Y]]
+// CHECK:     %[[BAD:.*]] = arith.ori
+// CHECK:     %[[SAFE:.*]] = arith.select %[[BAD]], %{{.*}}, %[[Y]]
+// CHECK-NOT: arith.shrsi
+// CHECK:     %[[R:.*]] = arith.shrui %[[X]], %[[SAFE]] : i32
+// CHECK:     arith.select %[[BAD]], %{{.*}}, %[[R]]
+func.func @shr_i32(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {
+  %0 = linnet.binary shr %a, %b : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
