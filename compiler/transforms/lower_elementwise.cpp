@@ -87,7 +87,8 @@ Value divOrRemI(OpBuilder& b, Location l, Value x, Value y, bool rem) {
 Value divI(OpBuilder& b, Location l, Value x, Value y) { return divOrRemI(b, l, x, y, false); }
 Value remI(OpBuilder& b, Location l, Value x, Value y) { return divOrRemI(b, l, x, y, true); }
 
-// A shift by a negative amount or by the width or more gives 0.
+// A shift by a negative amount or by the width or more gives 0. `>>` is
+// logical: it shifts the unsigned bits (docs/language.md §7), so -1 >> 1 is MAX.
 Value shiftI(OpBuilder& b, Location l, Value x, Value y, bool left) {
   Type et = x.getType();
   Value zero = arith::ConstantIntOp::create(b, l, et, 0);
@@ -95,7 +96,7 @@ Value shiftI(OpBuilder& b, Location l, Value x, Value y, bool left) {
   Value bad = arith::OrIOp::create(b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, y, zero),
                                    arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, y, width));
   Value safe = arith::SelectOp::create(b, l, bad, zero, y);
-  Value r = left ? Value(arith::ShLIOp::create(b, l, x, safe)) : Value(arith::ShRSIOp::create(b, l, x, safe));
+  Value r = left ? Value(arith::ShLIOp::create(b, l, x, safe)) : Value(arith::ShRUIOp::create(b, l, x, safe));
   return arith::SelectOp::create(b, l, bad, zero, r);
 }
 Value shlI(OpBuilder& b, Location l, Value x, Value y) { return shiftI(b, l, x, y, true); }
@@ -223,6 +224,38 @@ struct LowerSelect : OpConversionPattern<ir::SelectOp> {
   }
 };
 
+// Integer `x` (i32 or i64) rounded to `p` significant bits, ties to even,
+// in integers, as an f32: that value is exact in f32 and in bf16 (p = 8) or
+// f16 (p = 11), so whatever lowers the truncf after it (arith-expand's bf16
+// expansion, LLVM) cannot round again. sitofp to f32 then
+// truncf rounds twice: 2^24 + 2^16 + 1 becomes 2^24 + 2^16 in f32, a tie
+// that goes to 2^24, not to the nearest bf16, 2^24 + 2^17 (the reference's
+// intToFloat rounds the same way as this). f16 overflows in the truncf:
+// 65520 rounds to 65536 here, then to inf.
+Value roundToBits(OpBuilder& b, Location l, Value x, unsigned p) {
+  Type et = x.getType();
+  unsigned w = et.getIntOrFloatBitWidth();
+  auto c = [&](int64_t v) -> Value { return arith::ConstantIntOp::create(b, l, et, v); };
+  Value one = c(1);
+  Value a = math::AbsIOp::create(b, l, x);  // |MIN| wraps to MIN, 2^(w-1) as unsigned
+  Value bitsPastP = arith::SubIOp::create(b, l, c(w - p), math::CountLeadingZerosOp::create(b, l, a));
+  Value s = arith::MaxSIOp::create(b, l, bitsPastP, c(0));  // how many low bits go
+  Value unit = arith::ShLIOp::create(b, l, one, s);
+  Value low = arith::SubIOp::create(b, l, unit, one);
+  Value halfMinusOne = arith::SubIOp::create(b, l, arith::ShRUIOp::create(b, l, unit, one), one);
+  Value keptOdd = arith::AndIOp::create(b, l, arith::ShRUIOp::create(b, l, a, s), one);
+  // a + half - 1 + (kept part odd), low bits cleared: ties go to even. No
+  // unsigned overflow: a <= 2^(w-1) and half <= 2^(w-p-1).
+  Value biased = arith::AddIOp::create(b, l, arith::AddIOp::create(b, l, a, halfMinusOne), keptOdd);
+  Value r = arith::AndIOp::create(b, l, biased, arith::XOrIOp::create(b, l, low, c(-1)));
+  Value exact = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, s, c(0));
+  r = arith::SelectOp::create(b, l, exact, a, r);
+  // r <= 2^(w-1) can be MIN as a signed integer: convert unsigned, then negate.
+  Value f = arith::UIToFPOp::create(b, l, b.getF32Type(), r);
+  Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, x, c(0));
+  return arith::SelectOp::create(b, l, neg, arith::NegFOp::create(b, l, f), f);
+}
+
 // One element converted to `to`: floats round to nearest even; a float that
 // is not finite or out of the i64 range becomes 0, as the reference defines it.
 Value convert(OpBuilder& b, Location l, Value x, Type to) {
@@ -233,9 +266,10 @@ Value convert(OpBuilder& b, Location l, Value x, Type to) {
     return to.isF32() ? f : Value(arith::TruncFOp::create(b, l, to, f));
   }
   if (isa<IntegerType>(from) && isa<FloatType>(to)) {
-    Value f = from.isInteger(1) ? Value(arith::UIToFPOp::create(b, l, b.getF32Type(), x))
-                                : Value(arith::SIToFPOp::create(b, l, b.getF32Type(), x));
-    return fromF32(b, l, f, to);
+    if (from.isInteger(1)) return fromF32(b, l, arith::UIToFPOp::create(b, l, b.getF32Type(), x), to);
+    // sitofp to f32 rounds once; to bf16 or f16 the integer must round itself.
+    if (to.isF32()) return arith::SIToFPOp::create(b, l, to, x);
+    return fromF32(b, l, roundToBits(b, l, x, to.isBF16() ? 8 : 11), to);
   }
   if (isa<FloatType>(from)) {
     Value f = toF32(b, l, x);

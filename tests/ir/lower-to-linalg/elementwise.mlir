@@ -54,3 +54,57 @@ func.func @to_int(%a: tensor<4xf32>) -> tensor<4xi32> {
   %0 = linnet.cast %a : tensor<4xf32> -> tensor<4xi32>
   return %0 : tensor<4xi32>
 }
+
+// `>>` is logical (zeros shift in); a count outside 0 .. bits - 1 gives 0.
+// CHECK-LABEL: func.func @shr_i32
+// CHECK: ^bb0(%[[X:.*]]: i32, %[[Y:.*]]: i32, %{{.*}}: i32):
+// CHECK-DAG: %[[NEG:.*]] = arith.cmpi slt, %[[Y]]
+// CHECK-DAG: %[[BIG:.*]] = arith.cmpi sge, %[[Y]]
+// CHECK:     %[[BAD:.*]] = arith.ori
+// CHECK:     %[[SAFE:.*]] = arith.select %[[BAD]], %{{.*}}, %[[Y]]
+// CHECK-NOT: arith.shrsi
+// CHECK:     %[[R:.*]] = arith.shrui %[[X]], %[[SAFE]] : i32
+// CHECK:     arith.select %[[BAD]], %{{.*}}, %[[R]]
+func.func @shr_i32(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {
+  %0 = linnet.binary shr %a, %b : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// An integer to bf16 or f16 rounds once: it is rounded to 8 (bf16) or 11
+// (f16) significant bits in integers, which f32 and the dtype hold exactly
+// (sitofp to f32 then truncf would round twice).
+// CHECK-LABEL: func.func @i32_to_bf16
+// CHECK-NOT: arith.sitofp
+// CHECK: %[[A:.*]] = math.absi
+// CHECK: math.ctlz %[[A]] : i32
+// CHECK: arith.constant 24 : i32
+// CHECK: arith.select %{{.*}}, %[[A]], %{{.*}} : i32
+// CHECK: %[[F:.*]] = arith.uitofp %{{.*}} : i32 to f32
+// CHECK: %[[N:.*]] = arith.negf %[[F]]
+// CHECK: %[[S:.*]] = arith.select %{{.*}}, %[[N]], %[[F]] : f32
+// CHECK: arith.truncf %[[S]] : f32 to bf16
+func.func @i32_to_bf16(%a: tensor<4xi32>) -> tensor<4xbf16> {
+  %0 = linnet.cast %a : tensor<4xi32> -> tensor<4xbf16>
+  return %0 : tensor<4xbf16>
+}
+
+// CHECK-LABEL: func.func @i64_to_f16
+// CHECK-NOT: arith.sitofp
+// CHECK: math.ctlz %{{.*}} : i64
+// CHECK: arith.constant 53 : i64
+// CHECK: arith.uitofp %{{.*}} : i64 to f32
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+func.func @i64_to_f16(%a: tensor<4xi64>) -> tensor<4xf16> {
+  %0 = linnet.cast %a : tensor<4xi64> -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// To f32, sitofp alone rounds once, from i64 too.
+// CHECK-LABEL: func.func @i64_to_f32
+// CHECK: ^bb0(%[[X:.*]]: i64, %{{.*}}: f32):
+// CHECK-NEXT: %[[F:.*]] = arith.sitofp %[[X]] : i64 to f32
+// CHECK-NEXT: linalg.yield %[[F]] : f32
+func.func @i64_to_f32(%a: tensor<4xi64>) -> tensor<4xf32> {
+  %0 = linnet.cast %a : tensor<4xi64> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
