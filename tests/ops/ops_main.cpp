@@ -312,7 +312,8 @@ int countDirs(const fs::path& dir) {
   int n = 0;
   std::error_code ec;
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); ++it)
-    if (it->is_directory() && !it->is_symlink()) ++n;
+    // Entry artifacts only: a package's manifest (`model-*`) is the runtime's to make.
+    if (it->is_directory() && !it->is_symlink() && it->path().filename().string().rfind("model-", 0) != 0) ++n;
   return n;
 }
 
