@@ -118,24 +118,28 @@ void Checker::Impl::checkStmt(Ctx& ctx, const Stmt& s) {
   }
 }
 
-void Checker::Impl::checkLetStmt(Ctx& ctx, const Stmt& s) {
-  const auto& let = static_cast<const LetStmt&>(s);
-  Value v = checkExpr(ctx, *let.value);
+// `let` and `var`: the value, checked against a declared type if there is one.
+void Checker::Impl::checkBinding(Ctx& ctx, const Ident& name, const syntax::Expr& value, const TypeExpr* type,
+                                 bool isVar) {
+  Value v = checkExpr(ctx, value);
   Local l;
-  l.kind = Local::Let;
+  l.kind = isVar ? Local::Var : Local::Let;
   l.type = finalizeWeak(v.type);
-  if (v.type.kind == Type::Unit)
-    error(ctx, let.value->range, "this expression has no value");
-  if (let.type) {
-    Type declared = evalType(ctx, *let.type);
+  if (!isVar && v.type.kind == Type::Unit) error(ctx, value.range, "this expression has no value");
+  if (type) {
+    Type declared = evalType(ctx, *type);
     std::string why = mismatch(ctx, v.type, declared);
     if (!why.empty())
-      error(ctx, let.value->range, fmt::format("`{}` is declared `{}` but its value is `{}`: {}",
-                                               let.name.name, declared.str(), v.type.str(),
-                                               why));
+      error(ctx, value.range, fmt::format("`{}` is declared `{}` but its value is `{}`: {}", name.name,
+                                          declared.str(), v.type.str(), why));
     l.type = declared;
   }
-  declare(ctx, let.name, l);
+  declare(ctx, name, l);
+}
+
+void Checker::Impl::checkLetStmt(Ctx& ctx, const Stmt& s) {
+  const auto& let = static_cast<const LetStmt&>(s);
+  checkBinding(ctx, let.name, *let.value, let.type.get(), false);
 }
 
 void Checker::Impl::checkLetTupleStmt(Ctx& ctx, const Stmt& s) {
@@ -174,20 +178,7 @@ void Checker::Impl::checkComprehensionStmt(Ctx& ctx, const Stmt& s) {
 
 void Checker::Impl::checkVarStmt(Ctx& ctx, const Stmt& s) {
   const auto& var = static_cast<const VarStmt&>(s);
-  Value v = checkExpr(ctx, *var.value);
-  Local l;
-  l.kind = Local::Var;
-  l.type = finalizeWeak(v.type);
-  if (var.type) {
-    Type declared = evalType(ctx, *var.type);
-    std::string why = mismatch(ctx, v.type, declared);
-    if (!why.empty())
-      error(ctx, var.value->range, fmt::format("`{}` is declared `{}` but its value is `{}`: {}",
-                                               var.name.name, declared.str(), v.type.str(),
-                                               why));
-    l.type = declared;
-  }
-  declare(ctx, var.name, l);
+  checkBinding(ctx, var.name, *var.value, var.type.get(), true);
 }
 
 void Checker::Impl::checkAssignStmt(Ctx& ctx, const Stmt& s) {

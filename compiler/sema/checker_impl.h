@@ -147,6 +147,8 @@ struct Checker::Impl {
   void checkStmts(Ctx& ctx, const syntax::StmtList& stmts);
   void checkStmt(Ctx& ctx, const syntax::Stmt& s);
   // One rule per statement kind (check_body.cpp).
+  void checkBinding(Ctx& ctx, const syntax::Ident& name, const syntax::Expr& value, const syntax::TypeExpr* type,
+                    bool isVar);
   void checkLetStmt(Ctx& ctx, const syntax::Stmt& s);
   void checkLetTupleStmt(Ctx& ctx, const syntax::Stmt& s);
   void checkComprehensionStmt(Ctx& ctx, const syntax::Stmt& s);
