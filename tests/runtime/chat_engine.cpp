@@ -328,7 +328,8 @@ TEST_CASE("chat engine: runtime errors", "[chat][engine]") {
       R"({"messages": [1, 2]})");
     FAIL("no exception");
   } catch (const TemplateRaisedError& err) {
-    CHECK(std::string(err.what()) == "Only one message, got 2");
+    // what() says where: the template (its tokenizer_config.json or GGUF when loaded from one) and line.
+    CHECK(std::string(err.what()) == "t:1:47: raise_exception: Only one message, got 2");
     CHECK(err.message() == "Only one message, got 2");
     CHECK(err.kind() == "TemplateError");
     CHECK(err.line() == 1);
