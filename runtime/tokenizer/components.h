@@ -108,7 +108,17 @@ class PreTokenizer {
 class Decoder {
  public:
   virtual ~Decoder() = default;
-  virtual void decodeChain(std::vector<std::string>& tokens) const = 0;
+  // Decodes `tokens`; `inputBytes` is their total size before the first
+  // decoder. Throws Error naming this decoder if their total exceeds
+  // Normalizer::outputLimit(inputBytes) (chained Replace decoders).
+  void apply(std::vector<std::string>& tokens, size_t inputBytes) const;
+  void apply(std::vector<std::string>& tokens) const;
+  // For errors: the tokenizer.json, the JSON path and the type.
+  std::string file, path, type;
+
+ protected:
+  // May stop early once the tokens' total exceeds `limit` (apply then throws).
+  virtual void decodeChain(std::vector<std::string>& tokens, size_t inputBytes, size_t limit) const = 0;
 };
 
 class PostProcessor {

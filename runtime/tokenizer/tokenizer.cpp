@@ -278,7 +278,7 @@ struct TokenizerImpl {
       }
       return out;
     }
-    decoder->decodeChain(tokens);
+    decoder->apply(tokens);
     for (const std::string& t : tokens) out += t;
     return out;
   }

@@ -382,6 +382,24 @@ TEST_CASE("tokenizer: errors name the file, the JSON path and the problem", "[to
     // Modest growth is fine.
     CHECK_FALSE(tok.encode("b").empty());
   }
+  SECTION("decoders that grow the text without bound are stopped") {
+    json doc = smallBpe();
+    json items = json::array();
+    for (int i = 0; i < 8; ++i)
+      items.push_back({{"type", "Replace"}, {"pattern", {{"String", "a"}}}, {"content", "aaaa"}});
+    doc["decoder"] = {{"type", "Sequence"}, {"decoders", items}};
+    const Tokenizer tok = Tokenizer::fromJson(doc.dump(), "", "grow/tokenizer.json");
+    try {
+      tok.decode(Ids(100, 1));  // 100 x "a"
+      FAIL("no exception");
+    } catch (const tk::Error& e) {
+      const std::string what = e.what();
+      CHECK_THAT(what, Catch::Contains("grow/tokenizer.json"));
+      CHECK_THAT(what, Catch::Contains("/decoder/decoders/"));
+      CHECK_THAT(what, Catch::Contains("the Replace decoder grows the text beyond 5696 bytes"));
+    }
+    CHECK(tok.decode(Ids{2}) == "b");
+  }
   SECTION("config errors") {
     CHECK_THROWS_AS(Tokenizer::fromJson(smallBpe().dump(), "{not json"), tk::Error);
     CHECK_THROWS_AS(Tokenizer::fromJson(smallBpe().dump(), R"({"bos_token": 3})"), tk::Error);
