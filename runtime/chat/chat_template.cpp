@@ -191,18 +191,21 @@ std::string applyChatTemplate(const std::string& templateSource, const nlohmann:
 // ---------------------------------------------------------------------------
 // tokenizer_config.json
 
-const std::string& TokenizerChatConfig::select(const std::string& name, bool hasTools) const {
+namespace {
+std::map<std::string, std::string>::const_iterator selectTemplate(const TokenizerChatConfig& c,
+                                                                  const std::string& name, bool hasTools) {
+  const auto& templates = c.templates;
   if (!name.empty()) {
     auto it = templates.find(name);
     if (it == templates.end()) throw ChatTemplateError("no chat template named '" + name + "'");
-    return it->second;
+    return it;
   }
   if (hasTools) {
     auto it = templates.find("tool_use");
-    if (it != templates.end()) return it->second;
+    if (it != templates.end()) return it;
   }
   auto it = templates.find("default");
-  if (it != templates.end()) return it->second;
+  if (it != templates.end()) return it;
   if (templates.empty())
     throw ChatTemplateError(
         "Cannot use chat template functions because tokenizer.chat_template is not set and no template argument "
@@ -214,6 +217,17 @@ const std::string& TokenizerChatConfig::select(const std::string& name, bool has
       "name of the template you wish to use to the `chat_template` argument. Available template names are [" +
       names + "].");
 }
+}  // namespace
+
+const std::string& TokenizerChatConfig::select(const std::string& name, bool hasTools) const {
+  return selectTemplate(*this, name, hasTools)->second;
+}
+
+std::string TokenizerChatConfig::selectSource(const std::string& name, bool hasTools) const {
+  const std::string& key = selectTemplate(*this, name, hasTools)->first;
+  auto it = sources.find(key);
+  return it != sources.end() ? it->second : key;
+}
 
 TokenizerChatConfig parseTokenizerConfig(const nlohmann::ordered_json& config) {
   if (!config.is_object()) throw ChatTemplateError("tokenizer_config.json must hold a JSON object");
@@ -222,17 +236,20 @@ TokenizerChatConfig parseTokenizerConfig(const nlohmann::ordered_json& config) {
   if (ct != config.end() && !ct->is_null()) {
     if (ct->is_string()) {
       out.templates["default"] = ct->get<std::string>();
+      out.sources["default"] = "chat_template";
     } else if (ct->is_array()) {
       for (const auto& entry : *ct) {
         if (!entry.is_object() || !entry.contains("name") || !entry.contains("template") ||
             !entry["name"].is_string() || !entry["template"].is_string())
           throw ChatTemplateError("chat_template list entries must be {\"name\": ..., \"template\": ...} objects");
         out.templates[entry["name"].get<std::string>()] = entry["template"].get<std::string>();
+        out.sources[entry["name"].get<std::string>()] = "chat_template '" + entry["name"].get<std::string>() + "'";
       }
     } else if (ct->is_object()) {
       for (auto it = ct->begin(); it != ct->end(); ++it) {
         if (!it.value().is_string()) throw ChatTemplateError("chat_template values must be strings");
         out.templates[it.key()] = it.value().get<std::string>();
+        out.sources[it.key()] = "chat_template '" + it.key() + "'";
       }
     } else {
       throw ChatTemplateError("chat_template must be a string or a list of named templates");
@@ -262,6 +279,7 @@ TokenizerChatConfig loadTokenizerConfig(const std::string& path) {
     throw ChatTemplateError(path + ": " + e.what());
   }
   TokenizerChatConfig cfg = parseTokenizerConfig(j);
+  for (auto& [key, source] : cfg.sources) source = path + " (" + source + ")";
   if (cfg.templates.empty()) {
     auto slash = path.find_last_of('/');
     std::string dir = slash == std::string::npos ? std::string(".") : path.substr(0, slash);
@@ -270,6 +288,7 @@ TokenizerChatConfig loadTokenizerConfig(const std::string& path) {
       std::stringstream ss;
       ss << jf.rdbuf();
       cfg.templates["default"] = ss.str();
+      cfg.sources["default"] = dir + "/chat_template.jinja";
     }
   }
   return cfg;

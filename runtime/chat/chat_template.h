@@ -104,6 +104,12 @@ struct TokenizerChatConfig {
   // when tools are passed and it exists; else "default". Throws
   // ChatTemplateError when there is none.
   const std::string& select(const std::string& name = "", bool hasTools = false) const;
+  // Where each template came from, for errors: "chat_template",
+  // "chat_template 'tool_use'"; loadTokenizerConfig makes them
+  // "<path> (chat_template)" or the chat_template.jinja's path.
+  std::map<std::string, std::string> sources;
+  // The source of the template select() picks (its name when none is known).
+  std::string selectSource(const std::string& name = "", bool hasTools = false) const;
 };
 
 // `chat_template` may be a string or a list of {"name", "template"} objects.

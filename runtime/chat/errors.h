@@ -81,12 +81,19 @@ class TemplateRuntimeError : public ChatTemplateError {
   std::string kind_;
 };
 
-// Thrown by the template's own raise_exception(msg): what() is exactly msg, as
-// str() of the jinja2.exceptions.TemplateError transformers raises.
+// Thrown by the template's own raise_exception(msg): message() is exactly msg,
+// as str() of the jinja2.exceptions.TemplateError transformers raises; what()
+// adds where: "<template>:<line>:<column>: raise_exception: <msg>".
 class TemplateRaisedError : public TemplateRuntimeError {
  public:
   TemplateRaisedError(std::string templateName, size_t line, size_t column, std::string message)
-      : TemplateRuntimeError(std::move(templateName), line, column, std::move(message), "TemplateError", true) {}
+      : TemplateRuntimeError(templateName, line, column, message, "TemplateError", true),
+        what_(templateName + ":" + std::to_string(line) + ":" + std::to_string(column) +
+              ": raise_exception: " + message) {}
+  const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  std::string what_;
 };
 
 // A resource limit (output size, loop iterations, steps, recursion depth) was

@@ -620,11 +620,15 @@ Value fTojson(Interpreter& in, const Value& v, CallArgs& a) {
     o.keySeparator = seps[1].asString();
   }
   o.sortKeys = b.has(3) && b.get(3).truthy();
-  // Bound the work before building the string: indentation can multiply size.
+  // Bound the work while building the string: indentation can multiply size.
+  o.maxBytes = in.options().limits.maxOutputBytes;
   try {
     std::string s = jsonDumps(v, o);
     in.checkSize(s.size());
     return Value::string(std::move(s));
+  } catch (const JsonDumpTooLarge&) {
+    in.checkSize(o.maxBytes + 1);
+    throw;
   } catch (const std::invalid_argument& e) {
     in.fail("TypeError", e.what());
   }

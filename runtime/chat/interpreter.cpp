@@ -245,7 +245,12 @@ std::string Interpreter::run(const Value& context) {
   scope_ = templateScope_;
   std::string out;
   out_ = &out;
-  execBody(prog_.body);
+  ReprLimit reprLimit(opts_.limits.maxOutputBytes);
+  try {
+    execBody(prog_.body);
+  } catch (const ValueTooLarge&) {
+    limit("the text of a value exceeds the limit of " + std::to_string(opts_.limits.maxOutputBytes) + " bytes");
+  }
   return out;
 }
 

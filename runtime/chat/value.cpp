@@ -187,6 +187,18 @@ std::string pyFloatRepr(double d) {
   return out;
 }
 
+namespace {
+thread_local size_t gReprLimit = SIZE_MAX;
+
+void checkRepr(const std::string& out) {
+  if (out.size() > gReprLimit)
+    throw ValueTooLarge("the text of a value exceeds " + std::to_string(gReprLimit) + " bytes");
+}
+}  // namespace
+
+ReprLimit::ReprLimit(size_t maxBytes) : saved_(gReprLimit) { gReprLimit = maxBytes; }
+ReprLimit::~ReprLimit() { gReprLimit = saved_; }
+
 std::string Value::str() const {
   switch (kind()) {
     case Kind::Undefined: return {};
@@ -211,6 +223,7 @@ std::string Value::repr() const {
         for (size_t i = 0; i < l.items.size(); ++i) {
           if (i) out += ", ";
           out += l.items[i].repr();
+          checkRepr(out);
         }
         return out + "])";
       }
@@ -218,6 +231,7 @@ std::string Value::repr() const {
       for (size_t i = 0; i < l.items.size(); ++i) {
         if (i) out += ", ";
         out += l.items[i].repr();
+        checkRepr(out);
       }
       if (l.isTuple && l.items.size() == 1) out += ",";
       out += l.isTuple ? ")" : "]";
@@ -230,6 +244,7 @@ std::string Value::repr() const {
       for (size_t i = 0; i < d.items.size(); ++i) {
         if (i) out += ", ";
         out += d.items[i].first.repr() + ": " + d.items[i].second.repr();
+        checkRepr(out);
       }
       out += isDict() ? "}" : "}>";
       return out;
@@ -356,9 +371,16 @@ struct Dumper {
   const JsonDumpOptions& o;
   std::string out;
 
+  void check() const {
+    if (out.size() > o.maxBytes) throw JsonDumpTooLarge("the JSON text exceeds " + std::to_string(o.maxBytes) + " bytes");
+  }
+
   void newline(uint32_t level) {
     out.push_back('\n');
-    for (uint32_t i = 0; i < level; ++i) out += o.indent;
+    for (uint32_t i = 0; i < level; ++i) {
+      out += o.indent;
+      check();
+    }
   }
 
   std::string keyString(const Value& k) {
@@ -407,6 +429,7 @@ struct Dumper {
           if (i) out += o.itemSeparator;
           if (o.hasIndent) newline(level + 1);
           dump(items[i], level + 1);
+          check();
         }
         if (o.hasIndent) newline(level);
         out.push_back(']');
@@ -431,6 +454,7 @@ struct Dumper {
           jsonEscapeString(out, entries[i].first, o.ensureAscii);
           out += o.keySeparator;
           dump(*entries[i].second, level + 1);
+          check();
         }
         if (o.hasIndent) newline(level);
         out.push_back('}');
@@ -450,6 +474,7 @@ Value Value::fromJson(const nlohmann::ordered_json& j) { return fromJsonImpl(j, 
 std::string jsonDumps(const Value& v, const JsonDumpOptions& opts) {
   Dumper d{opts, {}};
   d.dump(v, 0);
+  d.check();
   return std::move(d.out);
 }
 

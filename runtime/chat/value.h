@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <variant>
@@ -149,10 +150,33 @@ struct JsonDumpOptions {
   std::string itemSeparator = ", ";
   std::string keySeparator = ": ";
   bool sortKeys = false;
+  // jsonDumps stops with JsonDumpTooLarge once the text exceeds this many
+  // bytes (an indent string can multiply the size).
+  size_t maxBytes = SIZE_MAX;
+};
+
+// A value's text (json.dumps, repr/str of a container) grew past its limit.
+struct ValueTooLarge : std::length_error {
+  using std::length_error::length_error;
+};
+using JsonDumpTooLarge = ValueTooLarge;
+
+// While alive, Value::repr()/str() of containers on this thread throw
+// ValueTooLarge once their text exceeds `maxBytes` (a list can hold one big
+// string many times over).
+class ReprLimit {
+ public:
+  explicit ReprLimit(size_t maxBytes);
+  ~ReprLimit();
+  ReprLimit(const ReprLimit&) = delete;
+  ReprLimit& operator=(const ReprLimit&) = delete;
+
+ private:
+  size_t saved_;
 };
 
 // json.dumps(value, ...). Throws std::invalid_argument (a TypeError in
-// Python) for values JSON cannot hold.
+// Python) for values JSON cannot hold, JsonDumpTooLarge past opts.maxBytes.
 std::string jsonDumps(const Value& v, const JsonDumpOptions& opts);
 
 }  // namespace linnet::chat::detail

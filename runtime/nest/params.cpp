@@ -28,8 +28,16 @@ weights::Checkpoint openCheckpoint(const std::string& path) {
   auto temp = std::filesystem::temp_directory_path() /
               fmt::format("linnet-{}-{}.safetensors", ::getpid(), std::filesystem::path(path).stem().string());
   gguf::writeSafetensors(temp, tensors, {{"converted_from", path}});
-  weights::Checkpoint checkpoint = weights::Checkpoint::open(temp);
+  weights::Checkpoint checkpoint;
+  try {
+    checkpoint = weights::Checkpoint::open(temp);
+  } catch (...) {
+    std::filesystem::remove(temp);
+    throw;
+  }
   std::filesystem::remove(temp);  // the mapping stays valid
+  // Messages name the GGUF, not the deleted temporary file.
+  checkpoint.setDescription(path);
   return checkpoint;
 #else
   throw Error(fmt::format("{}: this build has no GGUF reader", path));

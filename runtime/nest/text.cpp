@@ -23,6 +23,7 @@ TextModel loadText(const std::string& path) {
       nlohmann::json tokenizerJson = gguf::huggingFaceTokenizerJson(data);
       nlohmann::json config = gguf::huggingFaceTokenizerConfig(data);
       TextModel text{tokenizer::Tokenizer::fromJson(tokenizerJson.dump(), config.dump(), path), data.chatTemplate};
+      text.chatTemplateSource = path + " (tokenizer.chat_template)";
       for (const char* key : {"bos_token", "eos_token", "unk_token", "pad_token"})
         if (config.contains(key) && config[key].is_string()) text.specialTokens[key] = config[key];
       for (auto id : {data.eosId, data.eotId, data.eomId})
@@ -35,7 +36,10 @@ TextModel loadText(const std::string& path) {
     TextModel text{tokenizer::Tokenizer::load(file.string(), configPath), std::nullopt};
     if (!configPath.empty()) {
       chat::TokenizerChatConfig chat = chat::loadTokenizerConfig(configPath);
-      if (!chat.templates.empty()) text.chatTemplate = chat.select();
+      if (!chat.templates.empty()) {
+        text.chatTemplate = chat.select();
+        text.chatTemplateSource = chat.selectSource();
+      }
       text.specialTokens = chat.specialTokens;
     }
     if (auto eos = text.tokenizer.eosTokenId()) text.stopIds.push_back(*eos);
@@ -52,8 +56,8 @@ std::string renderChat(const TextModel& text, const nlohmann::ordered_json& mess
     throw Error(fmt::format("{} has no chat template; pass a tokenizer with one",
                             text.tokenizer.describe()));
   try {
-    return chat::applyChatTemplate(*text.chatTemplate, messages, /*addGenerationPrompt=*/true,
-                                   text.specialTokens);
+    return chat::applyChatTemplate(chat::ChatTemplate::parse(*text.chatTemplate, text.chatTemplateSource), messages,
+                                   /*addGenerationPrompt=*/true, text.specialTokens, chat::RenderOptions{});
   } catch (const std::exception& e) {
     throw Error(e.what());
   }

@@ -23,6 +23,9 @@ struct TextModel {
   std::optional<std::string> chatTemplate;
   nlohmann::ordered_json specialTokens = nlohmann::ordered_json::object();  // bos_token, eos_token, ...
   std::vector<int32_t> stopIds;  // the end-of-turn and end-of-text tokens
+  // Where chatTemplate came from, naming it in the template's errors:
+  // "a/tokenizer_config.json (chat_template)", "m.gguf (tokenizer.chat_template)".
+  std::string chatTemplateSource = "chat_template";
 };
 
 // From `path`: a tokenizer.json, a folder holding one, or a .gguf file.

@@ -210,6 +210,18 @@ BpeModel::BpeModel(std::vector<std::pair<std::string, int32_t>> vocab,
     vocab_.set(token, id);
     maxId_ = std::max(maxId_, id);
   }
+  // The id table is dense up to the largest id, so an id far beyond the
+  // number of entries would cost memory out of proportion to the file (one id
+  // of 10^9 asks for 32 GB). Real vocabularies have at most small gaps.
+  const int64_t idLimit = static_cast<int64_t>(kMaxIdGapFactor) * static_cast<int64_t>(vocab.size()) + kMaxIdSlack;
+  if (maxId_ >= idLimit) {
+    for (const auto& [token, id] : vocab) {
+      if (id == maxId_)
+        throw std::runtime_error(fmt::format(
+            "token {:?} has id {}, beyond the limit {} for a vocabulary of {} entries (ids must be below {} x entries + {})",
+            token, id, idLimit, vocab.size(), kMaxIdGapFactor, kMaxIdSlack));
+    }
+  }
   idToToken_.assign(static_cast<size_t>(maxId_ + 1), std::string());
   hasId_.assign(static_cast<size_t>(maxId_ + 1), false);
   for (auto& [token, id] : vocab) {

@@ -55,6 +55,10 @@ struct BpeOptions {
 
 class BpeModel {
  public:
+  // Ids must be below kMaxIdGapFactor * entries + kMaxIdSlack (the id table
+  // is dense by the largest id).
+  static constexpr int64_t kMaxIdGapFactor = 2;
+  static constexpr int64_t kMaxIdSlack = 65536;
   // `vocab`: (token, id) pairs; `merges`: (left, right) token pairs by rank.
   // Throws std::runtime_error naming the offending entry (the caller adds the
   // file and JSON path).

@@ -170,17 +170,18 @@ void Pattern::findMatches(std::string_view text, std::vector<std::tuple<size_t, 
   if (prev != text.size()) out.emplace_back(prev, text.size(), false);
 }
 
-std::string Pattern::replace(std::string_view text, std::string_view content) const {
+std::string Pattern::replace(std::string_view text, std::string_view content, size_t limit) const {
   std::vector<std::pair<size_t, size_t>> ranges;
   matchRanges(text, ranges);
   if (ranges.empty()) return std::string(text);
   std::string out;
-  out.reserve(text.size() + ranges.size() * content.size());
+  out.reserve(std::min(text.size() + ranges.size() * content.size(), limit + 1));
   size_t prev = 0;
   for (auto [s, e] : ranges) {
     out.append(text.substr(prev, s - prev));
     out.append(content);
     prev = e;
+    if (out.size() > limit) return out;
   }
   out.append(text.substr(prev));
   return out;

@@ -62,7 +62,8 @@ class Pattern {
   // (start, end, isMatch) ranges covering all of `text` (tokenizers' find_matches).
   void findMatches(std::string_view text, std::vector<std::tuple<size_t, size_t, bool>>& out) const;
   // Replaces every match with `content`.
-  std::string replace(std::string_view text, std::string_view content) const;
+  // Stops (returning more than `limit` bytes) once the output exceeds `limit`.
+  std::string replace(std::string_view text, std::string_view content, size_t limit = SIZE_MAX) const;
 
  private:
   void matchRanges(std::string_view text, std::vector<std::pair<size_t, size_t>>& out) const;
@@ -77,8 +78,25 @@ void splitPieces(Pieces& pieces, const Pattern& pattern, SplitBehavior behavior,
 
 class Normalizer {
  public:
+  // A normalizer's output may grow to kGrowth x the text given to the whole
+  // normalizer + kSlack bytes (chained Replace normalizers could otherwise
+  // grow it without bound).
+  static constexpr size_t kGrowth = 16;
+  static constexpr size_t kSlack = 4096;
+  static size_t outputLimit(size_t inputBytes) { return kGrowth * inputBytes + kSlack; }
+
   virtual ~Normalizer() = default;
-  virtual void normalize(std::string& s) const = 0;
+  // Normalizes `s`; `inputBytes` is the size of the text before the first
+  // normalizer. Throws Error naming this normalizer if the output exceeds
+  // outputLimit(inputBytes).
+  void apply(std::string& s, size_t inputBytes) const;
+  void apply(std::string& s) const { apply(s, s.size()); }
+  // For errors: the tokenizer.json, the JSON path and the type.
+  std::string file, path, type;
+
+ protected:
+  // May stop early once the output exceeds `limit` (apply then throws).
+  virtual void normalize(std::string& s, size_t inputBytes, size_t limit) const = 0;
 };
 
 class PreTokenizer {
@@ -90,7 +108,17 @@ class PreTokenizer {
 class Decoder {
  public:
   virtual ~Decoder() = default;
-  virtual void decodeChain(std::vector<std::string>& tokens) const = 0;
+  // Decodes `tokens`; `inputBytes` is their total size before the first
+  // decoder. Throws Error naming this decoder if their total exceeds
+  // Normalizer::outputLimit(inputBytes) (chained Replace decoders).
+  void apply(std::vector<std::string>& tokens, size_t inputBytes) const;
+  void apply(std::vector<std::string>& tokens) const;
+  // For errors: the tokenizer.json, the JSON path and the type.
+  std::string file, path, type;
+
+ protected:
+  // May stop early once the tokens' total exceeds `limit` (apply then throws).
+  virtual void decodeChain(std::vector<std::string>& tokens, size_t inputBytes, size_t limit) const = 0;
 };
 
 class PostProcessor {

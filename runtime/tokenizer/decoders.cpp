@@ -15,8 +15,8 @@ namespace {
 class SequenceDecoder : public Decoder {
  public:
   explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> items) : items_(std::move(items)) {}
-  void decodeChain(std::vector<std::string>& tokens) const override {
-    for (const auto& d : items_) d->decodeChain(tokens);
+  void decodeChain(std::vector<std::string>& tokens, size_t inputBytes, size_t) const override {
+    for (const auto& d : items_) d->apply(tokens, inputBytes);
   }
 
  private:
@@ -27,7 +27,7 @@ class SequenceDecoder : public Decoder {
 // outside the table keeps its UTF-8 bytes), then lossy UTF-8 of the whole.
 class ByteLevelDecoder : public Decoder {
  public:
-  void decodeChain(std::vector<std::string>& tokens) const override {
+  void decodeChain(std::vector<std::string>& tokens, size_t, size_t) const override {
     std::string bytes;
     for (const std::string& t : tokens) {
       const size_t mark = bytes.size();
@@ -52,7 +52,7 @@ class ByteLevelDecoder : public Decoder {
 class MetaspaceDecoder : public Decoder {
  public:
   MetaspaceDecoder(std::string replacement, bool stripFirst) : replacement_(std::move(replacement)), stripFirst_(stripFirst) {}
-  void decodeChain(std::vector<std::string>& tokens) const override {
+  void decodeChain(std::vector<std::string>& tokens, size_t, size_t) const override {
     for (size_t i = 0; i < tokens.size(); ++i) {
       std::string out;
       const std::string& t = tokens[i];
@@ -76,8 +76,15 @@ class MetaspaceDecoder : public Decoder {
 class ReplaceDecoder : public Decoder {
  public:
   ReplaceDecoder(Pattern pattern, std::string content) : pattern_(std::move(pattern)), content_(std::move(content)) {}
-  void decodeChain(std::vector<std::string>& tokens) const override {
-    for (std::string& t : tokens) t = pattern_.replace(t, content_);
+  void decodeChain(std::vector<std::string>& tokens, size_t, size_t limit) const override {
+    size_t total = 0;
+    for (const std::string& t : tokens) total += t.size();
+    for (std::string& t : tokens) {
+      total -= t.size();
+      t = pattern_.replace(t, content_, limit - std::min(total, limit));
+      total += t.size();
+      if (total > limit) return;
+    }
   }
 
  private:
@@ -102,7 +109,7 @@ int byteFallbackValue(const std::string& t) {
 
 class ByteFallbackDecoder : public Decoder {
  public:
-  void decodeChain(std::vector<std::string>& tokens) const override {
+  void decodeChain(std::vector<std::string>& tokens, size_t, size_t) const override {
     std::vector<std::string> out;
     out.reserve(tokens.size());
     std::string pending;
@@ -131,7 +138,7 @@ class ByteFallbackDecoder : public Decoder {
 
 class FuseDecoder : public Decoder {
  public:
-  void decodeChain(std::vector<std::string>& tokens) const override {
+  void decodeChain(std::vector<std::string>& tokens, size_t, size_t) const override {
     std::string all;
     for (const std::string& t : tokens) all += t;
     tokens.assign(1, std::move(all));
@@ -141,7 +148,7 @@ class FuseDecoder : public Decoder {
 class StripDecoder : public Decoder {
  public:
   StripDecoder(std::string content, size_t start, size_t stop) : content_(std::move(content)), start_(start), stop_(stop) {}
-  void decodeChain(std::vector<std::string>& tokens) const override {
+  void decodeChain(std::vector<std::string>& tokens, size_t, size_t) const override {
     for (std::string& t : tokens) {
       size_t begin = 0;
       for (size_t k = 0; k < start_ && t.compare(begin, content_.size(), content_) == 0; ++k) begin += content_.size();
@@ -162,7 +169,7 @@ class StripDecoder : public Decoder {
 class BpeSuffixDecoder : public Decoder {
  public:
   explicit BpeSuffixDecoder(std::string suffix) : suffix_(Pattern::literal(std::move(suffix))) {}
-  void decodeChain(std::vector<std::string>& tokens) const override {
+  void decodeChain(std::vector<std::string>& tokens, size_t, size_t) const override {
     for (size_t i = 0; i < tokens.size(); ++i)
       tokens[i] = suffix_.replace(tokens[i], i + 1 == tokens.size() ? "" : " ");
   }
@@ -174,7 +181,7 @@ class BpeSuffixDecoder : public Decoder {
 class WordPieceDecoder : public Decoder {
  public:
   WordPieceDecoder(std::string prefix, bool cleanup) : prefix_(std::move(prefix)), cleanup_(cleanup) {}
-  void decodeChain(std::vector<std::string>& tokens) const override {
+  void decodeChain(std::vector<std::string>& tokens, size_t, size_t) const override {
     static const std::pair<const char*, const char*> kCleanup[] = {
         {" .", "."},   {" ?", "?"},   {" !", "!"},   {" ,", ","},         {" ' ", "'"},  {" n't", "n't"},
         {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
@@ -196,8 +203,30 @@ class WordPieceDecoder : public Decoder {
 
 }  // namespace
 
-std::unique_ptr<Decoder> parseDecoder(const JsonContext& ctx, const json& v, const std::string& path) {
-  const std::string type = ctx.typeOf(v, path);
+namespace {
+size_t totalBytes(const std::vector<std::string>& tokens) {
+  size_t n = 0;
+  for (const std::string& t : tokens) n += t.size();
+  return n;
+}
+}  // namespace
+
+void Decoder::apply(std::vector<std::string>& tokens) const { apply(tokens, totalBytes(tokens)); }
+
+void Decoder::apply(std::vector<std::string>& tokens, size_t inputBytes) const {
+  const size_t limit = Normalizer::outputLimit(inputBytes);
+  decodeChain(tokens, inputBytes, limit);
+  if (totalBytes(tokens) > limit)
+    throw Error(file, path,
+                fmt::format("the {} decoder grows the text beyond {} bytes ({} x the tokens' {} bytes + {}); "
+                            "its output is refused",
+                            type, limit, Normalizer::kGrowth, inputBytes, Normalizer::kSlack));
+}
+
+namespace {
+
+std::unique_ptr<Decoder> makeDecoder(const JsonContext& ctx, const json& v, const std::string& path,
+                                     const std::string& type) {
   if (type == "Sequence") {
     const json& list = ctx.array(ctx.member(v, path, "decoders"), path + "/decoders");
     std::vector<std::unique_ptr<Decoder>> items;
@@ -239,6 +268,17 @@ std::unique_ptr<Decoder> parseDecoder(const JsonContext& ctx, const json& v, con
   }
   unsupported(ctx, path + "/type", "decoder", type,
               "Sequence, ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip, BPEDecoder, WordPiece");
+}
+
+}  // namespace
+
+std::unique_ptr<Decoder> parseDecoder(const JsonContext& ctx, const json& v, const std::string& path) {
+  const std::string type = ctx.typeOf(v, path);
+  std::unique_ptr<Decoder> d = makeDecoder(ctx, v, path, type);
+  d->file = ctx.file;
+  d->path = path;
+  d->type = type;
+  return d;
 }
 
 }  // namespace linnet::tokenizer::detail

@@ -15,8 +15,8 @@ namespace {
 class SequenceNormalizer : public Normalizer {
  public:
   explicit SequenceNormalizer(std::vector<std::unique_ptr<Normalizer>> items) : items_(std::move(items)) {}
-  void normalize(std::string& s) const override {
-    for (const auto& n : items_) n->normalize(s);
+  void normalize(std::string& s, size_t inputBytes, size_t) const override {
+    for (const auto& n : items_) n->apply(s, inputBytes);
   }
 
  private:
@@ -26,7 +26,7 @@ class SequenceNormalizer : public Normalizer {
 class UnicodeNormalizer : public Normalizer {
  public:
   explicit UnicodeNormalizer(unicode::NormalForm form) : form_(form) {}
-  void normalize(std::string& s) const override { s = unicode::normalize(s, form_); }
+  void normalize(std::string& s, size_t, size_t) const override { s = unicode::normalize(s, form_); }
 
  private:
   unicode::NormalForm form_;
@@ -34,13 +34,13 @@ class UnicodeNormalizer : public Normalizer {
 
 class LowercaseNormalizer : public Normalizer {
  public:
-  void normalize(std::string& s) const override { s = unicode::lowercase(s); }
+  void normalize(std::string& s, size_t, size_t) const override { s = unicode::lowercase(s); }
 };
 
 class ReplaceNormalizer : public Normalizer {
  public:
   ReplaceNormalizer(Pattern pattern, std::string content) : pattern_(std::move(pattern)), content_(std::move(content)) {}
-  void normalize(std::string& s) const override { s = pattern_.replace(s, content_); }
+  void normalize(std::string& s, size_t, size_t limit) const override { s = pattern_.replace(s, content_, limit); }
 
  private:
   Pattern pattern_;
@@ -50,7 +50,7 @@ class ReplaceNormalizer : public Normalizer {
 class PrependNormalizer : public Normalizer {
  public:
   explicit PrependNormalizer(std::string prepend) : prepend_(std::move(prepend)) {}
-  void normalize(std::string& s) const override {
+  void normalize(std::string& s, size_t, size_t) const override {
     if (!s.empty()) s = prefixed(prepend_, s);
   }
 
@@ -61,7 +61,7 @@ class PrependNormalizer : public Normalizer {
 class StripNormalizer : public Normalizer {
  public:
   StripNormalizer(bool left, bool right) : left_(left), right_(right) {}
-  void normalize(std::string& s) const override {
+  void normalize(std::string& s, size_t, size_t) const override {
     if (right_) {
       size_t end = s.size();
       while (end > 0) {
@@ -90,7 +90,7 @@ class StripNormalizer : public Normalizer {
 
 class StripAccentsNormalizer : public Normalizer {
  public:
-  void normalize(std::string& s) const override {
+  void normalize(std::string& s, size_t, size_t) const override {
     std::string out;
     out.reserve(s.size());
     for (size_t i = 0; i < s.size();) {
@@ -103,12 +103,12 @@ class StripAccentsNormalizer : public Normalizer {
 
 class ByteLevelNormalizer : public Normalizer {
  public:
-  void normalize(std::string& s) const override { s = byteLevelEncode(s); }
+  void normalize(std::string& s, size_t, size_t) const override { s = byteLevelEncode(s); }
 };
 
 class NmtNormalizer : public Normalizer {
  public:
-  void normalize(std::string& s) const override {
+  void normalize(std::string& s, size_t, size_t) const override {
     std::string out;
     out.reserve(s.size());
     for (size_t i = 0; i < s.size();) {
@@ -127,8 +127,20 @@ class NmtNormalizer : public Normalizer {
 
 }  // namespace
 
-std::unique_ptr<Normalizer> parseNormalizer(const JsonContext& ctx, const json& v, const std::string& path) {
-  const std::string type = ctx.typeOf(v, path);
+void Normalizer::apply(std::string& s, size_t inputBytes) const {
+  const size_t limit = outputLimit(inputBytes);
+  normalize(s, inputBytes, limit);
+  if (s.size() > limit)
+    throw Error(file, path,
+                fmt::format("the {} normalizer grows the text beyond {} bytes ({} x the input's {} bytes + {}); "
+                            "its output is refused",
+                            type, limit, kGrowth, inputBytes, kSlack));
+}
+
+namespace {
+
+std::unique_ptr<Normalizer> makeNormalizer(const JsonContext& ctx, const json& v, const std::string& path,
+                                           const std::string& type) {
   if (type == "Sequence") {
     const json& list = ctx.array(ctx.member(v, path, "normalizers"), path + "/normalizers");
     std::vector<std::unique_ptr<Normalizer>> items;
@@ -154,6 +166,17 @@ std::unique_ptr<Normalizer> parseNormalizer(const JsonContext& ctx, const json& 
   if (type == "Nmt") return std::make_unique<NmtNormalizer>();
   unsupported(ctx, path + "/type", "normalizer", type,
               "Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Replace, Prepend, Strip, StripAccents, ByteLevel, Nmt");
+}
+
+}  // namespace
+
+std::unique_ptr<Normalizer> parseNormalizer(const JsonContext& ctx, const json& v, const std::string& path) {
+  const std::string type = ctx.typeOf(v, path);
+  std::unique_ptr<Normalizer> n = makeNormalizer(ctx, v, path, type);
+  n->file = ctx.file;
+  n->path = path;
+  n->type = type;
+  return n;
 }
 
 }  // namespace linnet::tokenizer::detail

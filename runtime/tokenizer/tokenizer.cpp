@@ -232,7 +232,7 @@ struct TokenizerImpl {
         continue;
       }
       std::string norm(text.substr(seg.start, seg.end - seg.start));
-      if (normalizer) normalizer->normalize(norm);
+      if (normalizer) normalizer->apply(norm);
       splitAdded(norm, normalizedTrie, parseSpecial, sub);
       for (const Segment& s2 : sub) {
         if (s2.id >= 0) {
@@ -278,7 +278,7 @@ struct TokenizerImpl {
       }
       return out;
     }
-    decoder->decodeChain(tokens);
+    decoder->apply(tokens);
     for (const std::string& t : tokens) out += t;
     return out;
   }
@@ -419,7 +419,7 @@ void parseAddedTokens(TokenizerImpl& impl, const JsonContext& ctx, const json& r
     const AddedToken& a = impl.added[i];
     impl.addedIndexById[a.id] = i;
     std::string form = a.content;
-    if (a.normalized && impl.normalizer) impl.normalizer->normalize(form);
+    if (a.normalized && impl.normalizer) impl.normalizer->apply(form);
     impl.addedDecodeForm.push_back(form);
     if (a.normalized) {
       if (!form.empty()) impl.normalizedTrie.add(form, static_cast<int32_t>(i));

@@ -358,7 +358,7 @@ Scalar scalarOf(linnet::DType d) {
 
 Tensor input(const std::string& value) {
   if (!value.empty() && value[0] == '@') {
-    auto array = linnet::weights::readNpy(value.substr(1));
+    auto array = linnet::weights::readNpy(value.substr(1), {.languageTypesOnly = true});
     return Tensor::fromBytes(scalarOf(array.dtype), array.shape, array.data);
   }
   if (value == "true" || value == "false") return Tensor::scalarI(Scalar::Bool, value == "true");

@@ -165,7 +165,17 @@ std::optional<DType> dtypeFromDescr(const std::string& descr, std::string_view l
       {"i2", DType::I16}, {"i1", DType::I8},  {"u1", DType::U8},  {"b1", DType::Bool},
   };
   for (const auto& [k, t] : kMap)
-    if (kind == k) return t;
+    if (kind == k) {
+      if (opt.languageTypesOnly && !linnet::isLanguageType(t)) {
+        std::vector<std::string_view> names;
+        for (DType d : linnet::kAllDTypes)
+          if (linnet::isLanguageType(d)) names.push_back(linnet::name(d));
+        const bool isFloat = kind[0] == 'f';
+        throw refuse(fmt::format("({}) is a storage type, not a Linnet value type ({}); save a.astype('{}') instead",
+                                 linnet::name(t), fmt::join(names, ", "), isFloat ? "<f4" : "<i4"));
+      }
+      return t;
+    }
   if (kind == "u2" || kind == "V2") {
     if (opt.u2IsBF16) return DType::BF16;
     throw refuse(

@@ -46,6 +46,9 @@ struct NpyReadOptions {
   // Read '<u2' (and '<V2') arrays as bf16 bit patterns; set it when the
   // value read is known to be bf16 (e.g. an --input whose type is bf16).
   bool u2IsBF16 = false;
+  // Refuse storage-only dtypes ('<f8', '|u1', '|i1', '<i2'), naming the file
+  // and the fix, where the array becomes a value of the language.
+  bool languageTypesOnly = false;
 };
 
 // `label` names the data in messages (a path, or "--input tokens").

@@ -298,6 +298,11 @@ Checkpoint Checkpoint::open(const fs::path& path) {
       throw Error(fmt::format("{}: weight_map[\"{}\"] names the absolute path {}; shard names are relative to the "
                               "index's folder",
                               label, it.key(), shard));
+    const fs::path normal = fs::path(shard).lexically_normal();
+    if (normal.empty() || *normal.begin() == ".." || normal == ".")
+      throw Error(fmt::format("{}: weight_map[\"{}\"] names {}, which leaves the index's folder; shard names must "
+                              "be files in (or below) the folder of the index",
+                              label, it.key(), shard));
     wanted.emplace(it.key(), shard);
     if (std::find(shardNames.begin(), shardNames.end(), shard) == shardNames.end()) shardNames.push_back(shard);
   }
@@ -368,6 +373,7 @@ const TensorInfo& Checkpoint::at(std::string_view name) const {
 }
 
 std::string Checkpoint::description() const {
+  if (!description_.empty()) return description_;
   if (!state_) return "(empty)";
   if (state_->indexed)
     return fmt::format("{} ({} shard{})", state_->source.string(), state_->files.size(),

@@ -74,11 +74,15 @@ class Checkpoint {
   // What was opened, for messages: "a/model.safetensors" or
   // "a/model.safetensors.index.json (2 shards)".
   std::string description() const;
+  // Names the checkpoint in messages instead (e.g. the GGUF a temporary
+  // safetensors file was converted from).
+  void setDescription(std::string description) { description_ = std::move(description); }
 
   struct State;  // opaque; shared by copies
 
  private:
   std::shared_ptr<const State> state_;
+  std::string description_;
 };
 
 }  // namespace linnet::weights

@@ -44,7 +44,7 @@ int main() {
       o.clock = [] { std::tm tm{}; tm.tm_year = 125; tm.tm_mon = 2; tm.tm_mday = 9; tm.tm_hour = 14;
                      tm.tm_min = 5; tm.tm_sec = 7; tm.tm_wday = 0; tm.tm_yday = 67; return tm; };
       res["out"] = t.render(req["context"], o);
-    } catch (const TemplateRaisedError& e) { res["error"] = e.what(); res["kind"] = "TemplateError";
+    } catch (const TemplateRaisedError& e) { res["error"] = e.message(); res["kind"] = "TemplateError";
     } catch (const TemplateRuntimeError& e) { res["error"] = e.message(); res["kind"] = e.kind();
     } catch (const TemplateSyntaxError& e) { res["error"] = e.what(); res["kind"] = "TemplateSyntaxError";
     } catch (const std::exception& e) { res["error"] = e.what(); res["kind"] = "other"; }

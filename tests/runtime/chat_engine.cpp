@@ -6,6 +6,7 @@
 #include <string>
 
 #include "chat/chat_template.h"
+#include "chat/value.h"
 
 using linnet::chat::applyChatTemplate;
 using linnet::chat::buildChatContext;
@@ -327,7 +328,8 @@ TEST_CASE("chat engine: runtime errors", "[chat][engine]") {
       R"({"messages": [1, 2]})");
     FAIL("no exception");
   } catch (const TemplateRaisedError& err) {
-    CHECK(std::string(err.what()) == "Only one message, got 2");
+    // what() says where: the template (its tokenizer_config.json or GGUF when loaded from one) and line.
+    CHECK(std::string(err.what()) == "t:1:47: raise_exception: Only one message, got 2");
     CHECK(err.message() == "Only one message, got 2");
     CHECK(err.kind() == "TemplateError");
     CHECK(err.line() == 1);
@@ -379,6 +381,29 @@ TEST_CASE("chat engine: limits keep hostile templates bounded", "[chat][engine]"
   CHECK_THROWS_AS(R("{% set ns = namespace(s='xx') %}{% for i in range(100) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
                     "{}", o),
                   TemplateLimitError);
+  // tojson with a string indent is bounded while it builds its text (a deep
+  // value and a long indent used to build gigabytes before the check).
+  std::string deepList = "1";
+  for (int i = 0; i < 30; ++i) deepList = "[" + deepList + "]";
+  auto tj = runtimeError("{{ x|tojson(indent='" + std::string(100, 'y') + "') }}", "{\"x\": " + deepList + "}", o);
+  CHECK(tj.kind() == "LimitError");
+  CHECK_THAT(tj.message(), Catch::Contains("exceeds the limit of 4096"));
+  {
+    namespace d = linnet::chat::detail;
+    d::JsonDumpOptions jo;
+    jo.hasIndent = true;
+    jo.indent = std::string(100, 'y');
+    jo.maxBytes = 1000;
+    CHECK_THROWS_AS(d::jsonDumps(d::Value::fromJson(json::parse(deepList)), jo), d::ValueTooLarge);
+    // The repr of a list holding one string many times is bounded as it grows.
+    std::vector<d::Value> items(100, d::Value::string(std::string(100, 'x')));
+    const d::Value list = d::Value::list(std::move(items));
+    d::ReprLimit limit(1000);
+    CHECK_THROWS_AS(list.repr(), d::ValueTooLarge);
+  }
+  auto rp = runtimeError("{{ [('x' * 1000)] * 100 }}", "{}", o);
+  CHECK(rp.kind() == "LimitError");
+  CHECK_THAT(rp.message(), Catch::Contains("exceeds the limit of 4096 bytes"));
   // Steps bound work that produces no output.
   RenderOptions steps;
   steps.limits.maxSteps = 5000;

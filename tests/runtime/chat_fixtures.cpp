@@ -58,7 +58,7 @@ struct Outcome {
   bool threw = false;
   std::string output;
   std::string kind;     // exception kind for runtime errors
-  std::string message;  // what() for raised errors, message() for runtime errors
+  std::string message;  // message() for raised and runtime errors
 };
 
 Outcome renderCase(const json& spec, const json& c) {
@@ -86,7 +86,7 @@ Outcome renderCase(const json& spec, const json& c) {
   } catch (const TemplateRaisedError& e) {
     r.threw = true;
     r.kind = "TemplateError";
-    r.message = e.what();
+    r.message = e.message();
   } catch (const TemplateRuntimeError& e) {
     r.threw = true;
     r.kind = e.kind();
@@ -177,6 +177,18 @@ TEST_CASE("chat fixtures: tokenizer_config.json loading", "[chat][fixtures]") {
   CHECK(named.select("", true) == named.templates.at("tool_use"));
   CHECK(named.select("tool_use") == named.templates.at("tool_use"));
   CHECK_THROWS_AS(named.select("nope"), ChatTemplateError);
+  // Where each template came from, for the template's errors.
+  const std::string namedPath = dataPath("named_templates_tokenizer_config.json");
+  CHECK(named.selectSource("", true) == namedPath + " (chat_template 'tool_use')");
+  CHECK(cfg.selectSource() == dataPath("llama3/tokenizer_config.json") + " (chat_template)");
+  try {
+    ChatTemplate::parse("{{ raise_exception('bad role') }}", cfg.selectSource()).render(json::object());
+    FAIL("no exception");
+  } catch (const TemplateRaisedError& e) {
+    CHECK(e.message() == "bad role");
+    CHECK_THAT(std::string(e.what()), Catch::Contains("llama3/tokenizer_config.json (chat_template):1:"));
+    CHECK_THAT(std::string(e.what()), Catch::Contains("raise_exception: bad role"));
+  }
 
   linnet::chat::TokenizerChatConfig none;
   CHECK_THROWS_AS(none.select(), ChatTemplateError);

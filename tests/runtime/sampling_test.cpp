@@ -75,3 +75,28 @@ TEST_CASE("the repetition penalty discourages tokens in the context", "[sampling
   Tensor negative = row({-1.0, -1.5});
   CHECK(linnet::nest::sampleToken(negative, {.repetitionPenalty = 2.0}, rng, {0}) == 1);
 }
+
+#include <stdexcept>
+#include <string>
+
+#include "temp_dir.h"
+
+TEST_CASE("text: chat template errors name the tokenizer_config.json they came from", "[text]") {
+  linnet::test::TempDir dir;
+  dir.write("tokenizer.json", R"({"version": "1.0", "added_tokens": [], "normalizer": null, "pre_tokenizer": null,
+      "post_processor": null, "decoder": null,
+      "model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": []}})");
+  dir.write("tokenizer_config.json",
+            R"({"chat_template": "{% if messages|length > 1 %}{{ raise_exception('one message only') }}{% endif %}"})");
+  linnet::nest::TextModel text = linnet::nest::loadText(dir.path().string());
+  CHECK(text.chatTemplateSource == (dir.path() / "tokenizer_config.json").string() + " (chat_template)");
+  const auto messages = nlohmann::ordered_json::parse(R"([{"role": "user", "content": "a"},
+                                                          {"role": "user", "content": "b"}])");
+  try {
+    linnet::nest::renderChat(text, messages);
+    FAIL("no exception");
+  } catch (const std::exception& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("tokenizer_config.json (chat_template):1:") &&
+                                          Catch::Contains("raise_exception: one message only"));
+  }
+}

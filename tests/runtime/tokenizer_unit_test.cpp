@@ -346,6 +346,60 @@ TEST_CASE("tokenizer: errors name the file, the JSON path and the problem", "[to
         "type_id": 0}}], "pair": [], "special_tokens": {}})");
     CHECK(loadError(doc).find("/post_processor/single/0/SpecialToken/id") != std::string::npos);
   }
+  SECTION("ids far beyond the number of entries are refused") {
+    // One id of 10^9 used to size a dense table of 10^9 strings (32 GB); 10^6 here (32 MB if not refused).
+    json doc = smallBpe();
+    doc["model"]["vocab"]["c"] = 1000000;
+    const std::string what = loadError(doc);
+    CHECK_THAT(what, Catch::Contains("test.json"));
+    CHECK_THAT(what, Catch::Contains("/model/vocab"));
+    CHECK_THAT(what, Catch::Contains("token \"c\" has id 1000000,"));
+    CHECK_THAT(what, Catch::Contains("beyond the limit 65550"));
+    // Small gaps stay fine.
+    doc = smallBpe();
+    doc["model"]["vocab"]["c"] = 1000;
+    CHECK(loadError(doc) == "");
+  }
+  SECTION("normalizers that grow the text without bound are stopped") {
+    // Chained Replace "a" -> "aaaa" grow the text 4x each (12 of them: 16.7 MB per "a"); 8 here, so that
+    // the test stays small (6.5 MB) even if the limit failed.
+    json doc = smallBpe();
+    json items = json::array();
+    for (int i = 0; i < 8; ++i)
+      items.push_back({{"type", "Replace"}, {"pattern", {{"String", "a"}}}, {"content", "aaaa"}});
+    doc["normalizer"] = {{"type", "Sequence"}, {"normalizers", items}};
+    const Tokenizer tok = Tokenizer::fromJson(doc.dump(), "", "grow/tokenizer.json");
+    try {
+      tok.encode(std::string(100, 'a'));
+      FAIL("no exception");
+    } catch (const tk::Error& e) {
+      const std::string what = e.what();
+      CHECK(e.file() == "grow/tokenizer.json");
+      CHECK_THAT(what, Catch::Contains("grow/tokenizer.json"));
+      CHECK_THAT(what, Catch::Contains("/normalizer/normalizers/"));
+      CHECK_THAT(what, Catch::Contains("the Replace normalizer grows the text beyond 5696 bytes (16 x the input's 100 bytes + 4096)"));
+    }
+    // Modest growth is fine.
+    CHECK_FALSE(tok.encode("b").empty());
+  }
+  SECTION("decoders that grow the text without bound are stopped") {
+    json doc = smallBpe();
+    json items = json::array();
+    for (int i = 0; i < 8; ++i)
+      items.push_back({{"type", "Replace"}, {"pattern", {{"String", "a"}}}, {"content", "aaaa"}});
+    doc["decoder"] = {{"type", "Sequence"}, {"decoders", items}};
+    const Tokenizer tok = Tokenizer::fromJson(doc.dump(), "", "grow/tokenizer.json");
+    try {
+      tok.decode(Ids(100, 1));  // 100 x "a"
+      FAIL("no exception");
+    } catch (const tk::Error& e) {
+      const std::string what = e.what();
+      CHECK_THAT(what, Catch::Contains("grow/tokenizer.json"));
+      CHECK_THAT(what, Catch::Contains("/decoder/decoders/"));
+      CHECK_THAT(what, Catch::Contains("the Replace decoder grows the text beyond 5696 bytes"));
+    }
+    CHECK(tok.decode(Ids{2}) == "b");
+  }
   SECTION("config errors") {
     CHECK_THROWS_AS(Tokenizer::fromJson(smallBpe().dump(), "{not json"), tk::Error);
     CHECK_THROWS_AS(Tokenizer::fromJson(smallBpe().dump(), R"({"bos_token": 3})"), tk::Error);

@@ -93,6 +93,15 @@ TEST_CASE("arrays Linnet refuses say why and how to fix them", "[weights][npy][e
   CHECK_THROWS_WITH(readNpy(npyPath("big_endian")), Contains("'>f4' is big-endian") && Contains("astype('<f4')"));
   CHECK_THROWS_WITH(readNpy(npyPath("u4")), Contains("'<u4' (unsigned) is not a Linnet dtype"));
   CHECK_THROWS_WITH(readNpy(npyPath("complex")), Contains("'<c8' (complex) is not supported"));
+  // Storage-only dtypes, where a language value is wanted, are refused naming the file.
+  const NpyReadOptions language{.languageTypesOnly = true};
+  CHECK_THROWS_WITH(readNpy(npyPath("f64"), language),
+                    Contains("f64.npy: .npy dtype '<f8' (f64) is a storage type, not a Linnet value type") &&
+                        Contains("astype('<f4')"));
+  CHECK_THROWS_WITH(readNpy(npyPath("u8"), language),
+                    Contains("u8.npy: .npy dtype '|u1' (u8) is a storage type") && Contains("astype('<i4')"));
+  CHECK(readNpy(npyPath("f64")).dtype == DType::F64);
+  CHECK(readNpy(npyPath("f32"), language).dtype == DType::F32);
 }
 
 TEST_CASE("our writer produces numpy.save's bytes exactly", "[weights][npy]") {

@@ -354,6 +354,19 @@ TEST_CASE("shards must not share tensor names, and an index must match its shard
              Contains("tensor 'a' appears in two shards"));
   CHECK_THAT(idx("{\"weight_map\": "), Contains("not well-formed JSON"));
   CHECK_THAT(idx(""), Contains("not well-formed JSON"));
+  // Shard names may not leave the index's folder.
+  CHECK_THAT(idx(R"({"weight_map": {"a": "../s1.safetensors"}})"),
+             Contains("model.safetensors.index.json: weight_map[\"a\"] names ../s1.safetensors, which leaves the "
+                      "index's folder"));
+  CHECK_THAT(idx(R"({"weight_map": {"a": "sub/../../s1.safetensors"}})"), Contains("leaves the index's folder"));
+  CHECK_THAT(idx(R"({"weight_map": {"a": "s1.safetensors", "b": "./s3.safetensors"}})"), Contains("(no error)"));
+  // A checkpoint may be named otherwise in messages (a GGUF's temporary conversion).
+  {
+    Checkpoint c = Checkpoint::openFiles({s1});
+    c.setDescription("model.gguf");
+    CHECK(c.description() == "model.gguf");
+    CHECK_THROWS_WITH(c.at("nope"), Contains("checkpoint model.gguf: no tensor 'nope'"));
+  }
   // A corrupt shard is reported with its place in the index.
   dir.write("bad.safetensors", toBytes("xy"));
   CHECK_THAT(idx(R"({"weight_map": {"a": "s1.safetensors", "q": "bad.safetensors"}})"),
