@@ -322,6 +322,9 @@ Value Checker::Impl::checkExpr(Ctx& ctx, const syntax::Expr& e) {
     return Value::error();
   }
   Value v;
+  // Dimension arithmetic that leaves int64 anywhere below is reported at the
+  // innermost expression that computes it, never an abort.
+  try {
   switch (e.kind) {
     case ExprKind::IntLiteral:
       v.type = Type::scalar(DType::weakInt());
@@ -366,6 +369,10 @@ Value Checker::Impl::checkExpr(Ctx& ctx, const syntax::Expr& e) {
     case ExprKind::Spread:
       error(ctx, e.range, "`..L` is only allowed in a shape");
       break;
+  }
+  } catch (const dims::DimOverflow& o) {
+    error(ctx, e.range, overflowMessage(o));
+    v = Value::error();
   }
   --depth;
   return v;
@@ -522,7 +529,7 @@ Value Checker::Impl::checkBinary(Ctx& ctx, const BinaryExpr& e) {
         default: break;
       }
     } catch (const dims::DimOverflow& o) {
-      error(ctx, e.range, o.what());
+      error(ctx, e.range, overflowMessage(o));
     }
   }
   return out;

@@ -369,7 +369,7 @@ std::optional<Expr> Checker::Impl::evalDim(Ctx& ctx, const syntax::Expr& e) {
             break;
         }
       } catch (const dims::DimOverflow& o) {
-        error(ctx, e.range, o.what());
+        error(ctx, e.range, overflowMessage(o));
         return std::nullopt;
       }
       error(ctx, b.range, fmt::format("`{}` is not allowed in a dimension; use + - * / %",

@@ -15,6 +15,12 @@
 
 namespace linnet::sema {
 
+// The diagnostic for dimension arithmetic that leaves int64.
+inline std::string overflowMessage(const dims::DimOverflow& o) {
+  return std::string("dimension arithmetic overflows: ") + o.what() +
+         "; use smaller dimensions or generics";
+}
+
 // A fn's signature in its own terms: its block's and its own generics are
 // free names. Calls substitute their arguments into it.
 struct Signature {
@@ -121,6 +127,8 @@ struct Checker::Impl {
   // -- concrete instantiation
   bool bindGenericsFromPackage(const syntax::BlockDecl& block, const std::map<std::string, GenericValue>& values,
                                Bindings& out, SourceRange at);
+  void instantiateMember(const BlockSig& sig, const Bindings& b, const std::vector<std::string>& chain,
+                         const std::string& path, Summary* summary, const syntax::MemberDecl& mem);
   void instantiateBlock(const BlockSig& sig, const Bindings& b, const std::vector<std::string>& chain,
                         const std::string& path, Summary* summary);
   void checkFnInstance(const Signature& sig, const Bindings& b, std::vector<std::string> chain);
