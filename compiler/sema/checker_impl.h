@@ -167,6 +167,7 @@ struct Checker::Impl {
   Value checkExpr(Ctx& ctx, const syntax::Expr& e);
   Value checkName(Ctx& ctx, const syntax::NameExpr& e);
   Value checkUnary(Ctx& ctx, const syntax::UnaryExpr& e);
+  Value combineBinary(Ctx& ctx, const syntax::BinaryExpr& e, Value l, Value r);
   Value checkBinary(Ctx& ctx, const syntax::BinaryExpr& e);
   Value checkIndex(Ctx& ctx, const syntax::IndexExpr& e);
   Value checkReduce(Ctx& ctx, const syntax::ReduceExpr& e);

@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""Long flat operator chains: `return x + x + ... + x` with N terms must be
+checked (and `--emit ast` printed, output discarded) without overflowing the stack, and a flat
+chain is not nesting: it must not be rejected as "nests too deeply".
+Generated here rather than committed (700,000 terms is 3 MB).
+
+Usage: long_chain.py LINNETC [TERMS]"""
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def program(terms, op):
+    return ("module long_chain\n\n"
+            "pub fn f<N: Dim>(x: Tensor[N; f32]) -> Tensor[N; f32] {\n"
+            f"    return x{f' {op} x' * (terms - 1)}\n"
+            "}\n")
+
+
+def main():
+    linnetc = sys.argv[1]
+    terms = int(sys.argv[2]) if len(sys.argv) > 2 else 700000
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="linnet-long-chain-") as tmp:
+        for op in ["+", "*"]:
+            path = os.path.join(tmp, "long_chain.linnet")
+            with open(path, "w") as f:
+                f.write(program(terms, op))
+            for args in [["check", path], ["build", path, "--emit", "ast"]]:
+                proc = subprocess.run([linnetc] + args, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, text=True, timeout=600)
+                what = f"`{op}` x {terms}: linnetc {args[0]}{' --emit ast' if len(args) > 2 else ''}"
+                if proc.returncode != 0 or proc.stderr:
+                    print(f"FAIL {what}: exit {proc.returncode}\n{proc.stderr[:2000]}")
+                    failed += 1
+                else:
+                    print(f"ok   {what}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
