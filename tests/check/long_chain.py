@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Long flat operator chains: `return x + x + ... + x` with N terms must be
-checked (and `--emit ast` printed, output discarded) without overflowing the stack, and a flat
+checked, printed by `--emit ast` and, in a package's entry,
+elaborated and lowered by `--emit mlir` (output discarded) without overflowing the stack, and a flat
 chain is not nesting: it must not be rejected as "nests too deeply".
 Generated here rather than committed (700,000 terms is 3 MB).
 
@@ -18,6 +19,23 @@ def program(terms, op):
             "}\n")
 
 
+def package(root, terms, op):
+    """A package whose root block's entry returns the chain: elaborated and
+    lowered to MLIR by `linnetc build --emit mlir`."""
+    os.makedirs(os.path.join(root, "src"))
+    with open(os.path.join(root, "linnet.toml"), "w") as f:
+        f.write('[package]\nname = "chain"\nversion = "0.1.0"\nlanguage = "0.1"\n')
+    with open(os.path.join(root, "nest.toml"), "w") as f:
+        f.write('[source]\npath = "src/lib.linnet"\nroot = "Chain"\n[generics]\nN = 4\n')
+    with open(os.path.join(root, "src", "lib.linnet"), "w") as f:
+        f.write("module chain\n\n"
+                "pub block Chain<N: Dim> {\n"
+                "    pub entry f(x: Tensor[N; f32]) -> Tensor[N; f32] {\n"
+                f"        return x{f' {op} x' * (terms - 1)}\n"
+                "    }\n"
+                "}\n")
+
+
 def main():
     linnetc = sys.argv[1]
     terms = int(sys.argv[2]) if len(sys.argv) > 2 else 700000
@@ -27,10 +45,13 @@ def main():
             path = os.path.join(tmp, "long_chain.linnet")
             with open(path, "w") as f:
                 f.write(program(terms, op))
-            for args in [["check", path], ["build", path, "--emit", "ast"]]:
+            pkg = os.path.join(tmp, f"pkg{ord(op)}")
+            package(pkg, terms, op)
+            for args in [["check", path], ["build", path, "--emit", "ast"],
+                         ["build", pkg, "--emit", "mlir"]]:
                 proc = subprocess.run([linnetc] + args, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.PIPE, text=True, timeout=600)
-                what = f"`{op}` x {terms}: linnetc {args[0]}{' --emit ast' if len(args) > 2 else ''}"
+                what = f"`{op}` x {terms}: linnetc {' '.join(a for a in args if a not in (path, pkg))}"
                 if proc.returncode != 0 or proc.stderr:
                     print(f"FAIL {what}: exit {proc.returncode}\n{proc.stderr[:2000]}")
                     failed += 1
