@@ -135,6 +135,8 @@ struct Checker::Impl {
 
   // -- types
   Type evalType(Ctx& ctx, const syntax::TypeExpr& t);
+  std::optional<dims::Expr> combineDim(Ctx& ctx, const syntax::BinaryExpr& b, const dims::Expr& l,
+                                       const dims::Expr& r);
   std::optional<dims::Expr> evalDim(Ctx& ctx, const syntax::Expr& e);
   Shape evalShapeList(Ctx& ctx, const std::vector<syntax::ExprPtr>& dims, SourceRange range);
   std::optional<dims::Relation> evalRelation(Ctx& ctx, const syntax::Expr& e);
