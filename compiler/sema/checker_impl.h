@@ -128,7 +128,7 @@ struct Checker::Impl {
   bool bindGenericsFromPackage(const syntax::BlockDecl& block, const std::map<std::string, GenericValue>& values,
                                Bindings& out, SourceRange at);
   void instantiateMember(const BlockSig& sig, const Bindings& b, const std::vector<std::string>& chain,
-                         const std::string& path, Summary* summary, const syntax::MemberDecl& mem);
+                         const std::string& path, Summary* summary, const syntax::MemberDecl& mem, Ctx& ctx);
   void instantiateBlock(const BlockSig& sig, const Bindings& b, const std::vector<std::string>& chain,
                         const std::string& path, Summary* summary);
   void checkFnInstance(const Signature& sig, const Bindings& b, std::vector<std::string> chain);

@@ -155,13 +155,16 @@ void Checker::Impl::instantiateBlock(const BlockSig& sig, const Bindings& b,
   }
   for (const MemberDecl& mem : sig.block->members) {
     try {
-      instantiateMember(sig, b, chain, path, summary, mem);
+      instantiateMember(sig, b, chain, path, summary, mem, ctx);
     } catch (const dims::DimOverflow& o) {
       Diagnostic& d = diags.error(mem.range, overflowMessage(o));
       addContextNotes(ctx, d);
     }
   }
 }
+
+// The most elements an array of sub-blocks may have at instantiation.
+constexpr int64_t kMaxSubArray = 65536;
 
 // The sizes of a parameter or state tensor, checked: `count *= x` in plain
 // int64 would wrap (undefined behaviour) for a large enough shape.
@@ -178,7 +181,7 @@ static int64_t checkedSum(int64_t a, int64_t b) {
 
 void Checker::Impl::instantiateMember(const BlockSig& sig, const Bindings& b,
                                       const std::vector<std::string>& chain, const std::string& path,
-                                      Summary* summary, const MemberDecl& mem) {
+                                      Summary* summary, const MemberDecl& mem, Ctx& ctx) {
   {
     auto it = sig.members.find(mem.name.name);
     if (it == sig.members.end() || it->second.decl != &mem) return;
@@ -197,6 +200,16 @@ void Checker::Impl::instantiateMember(const BlockSig& sig, const Bindings& b,
         instantiateBlock(callee, args, next, memberPath, summary);
       } else {
         int64_t n = t.count.isConstant() ? t.count.constantValue() : 0;
+        // Each element is instantiated (and summed into the summary): a
+        // length like 10^12 would run for hours instead of failing.
+        if (n > kMaxSubArray) {
+          Diagnostic& d = diags.error(
+              mem.range, fmt::format("the array of sub-blocks `{}` has {} elements; at most {} are "
+                                     "allowed: give a smaller length",
+                                     memberPath, n, kMaxSubArray));
+          addContextNotes(ctx, d);
+          return;
+        }
         for (int64_t i = 0; i < n; ++i)
           instantiateBlock(callee, args, next, fmt::format("{}.{}", memberPath, i), summary);
       }
