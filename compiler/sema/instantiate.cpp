@@ -179,55 +179,55 @@ static int64_t checkedSum(int64_t a, int64_t b) {
   return r;
 }
 
+// One member of a block instance: a sub is instantiated, a param or state
+// counted into the summary.
 void Checker::Impl::instantiateMember(const BlockSig& sig, const Bindings& b,
                                       const std::vector<std::string>& chain, const std::string& path,
                                       Summary* summary, const MemberDecl& mem, Ctx& ctx) {
-  {
-    auto it = sig.members.find(mem.name.name);
-    if (it == sig.members.end() || it->second.decl != &mem) return;
-    Type t = substitute(it->second.type, b);
-    std::string memberPath = path.empty() ? mem.name.name : path + "." + mem.name.name;
-    if (t.isError()) return;
-    if (mem.kind == MemberKind::Sub) {
-      const BlockSig& callee = blockSig(t.block, program.moduleOf(t.block));
-      Bindings args;
-      args.dims = t.blockDims;
-      args.dtypes = t.blockDTypes;
-      if (!args.concrete()) return;
-      std::vector<std::string> next = chain;
-      next.push_back(fmt::format("in sub `{}`: {}", memberPath, Type(t).str()));
-      if (t.kind == Type::Block) {
-        instantiateBlock(callee, args, next, memberPath, summary);
-      } else {
-        int64_t n = t.count.isConstant() ? t.count.constantValue() : 0;
-        // Each element is instantiated (and summed into the summary): a
-        // length like 10^12 would run for hours instead of failing.
-        if (n > kMaxSubArray) {
-          Diagnostic& d = diags.error(
-              mem.range, fmt::format("the array of sub-blocks `{}` has {} elements; at most {} are "
-                                     "allowed: give a smaller length",
-                                     memberPath, n, kMaxSubArray));
-          addContextNotes(ctx, d);
-          return;
-        }
-        for (int64_t i = 0; i < n; ++i)
-          instantiateBlock(callee, args, next, fmt::format("{}.{}", memberPath, i), summary);
+  auto it = sig.members.find(mem.name.name);
+  if (it == sig.members.end() || it->second.decl != &mem) return;
+  Type t = substitute(it->second.type, b);
+  std::string memberPath = path.empty() ? mem.name.name : path + "." + mem.name.name;
+  if (t.isError()) return;
+  if (mem.kind == MemberKind::Sub) {
+    const BlockSig& callee = blockSig(t.block, program.moduleOf(t.block));
+    Bindings args;
+    args.dims = t.blockDims;
+    args.dtypes = t.blockDTypes;
+    if (!args.concrete()) return;
+    std::vector<std::string> next = chain;
+    next.push_back(fmt::format("in sub `{}`: {}", memberPath, Type(t).str()));
+    if (t.kind == Type::Block) {
+      instantiateBlock(callee, args, next, memberPath, summary);
+    } else {
+      int64_t n = t.count.isConstant() ? t.count.constantValue() : 0;
+      // Each element is instantiated (and summed into the summary): a
+      // length like 10^12 would run for hours instead of failing.
+      if (n > kMaxSubArray) {
+        Diagnostic& d = diags.error(
+            mem.range, fmt::format("the array of sub-blocks `{}` has {} elements; at most {} are "
+                                   "allowed: give a smaller length",
+                                   memberPath, n, kMaxSubArray));
+        addContextNotes(ctx, d);
+        return;
       }
-      return;
+      for (int64_t i = 0; i < n; ++i)
+        instantiateBlock(callee, args, next, fmt::format("{}.{}", memberPath, i), summary);
     }
-    if (summary && t.dtype.kind == DType::Concrete) {
-      ParamInfo p{memberPath, numbers(t.shape), t.dtype.scalar};
-      int64_t count = 1;
-      for (int64_t x : p.shape) count = checkedProduct(count, x);
-      int64_t bytes = checkedProduct(count, byteSize(p.dtype));
-      if (mem.kind == MemberKind::Param) {
-        summary->paramCount = checkedSum(summary->paramCount, count);
-        summary->paramBytes = checkedSum(summary->paramBytes, bytes);
-        summary->params.push_back(std::move(p));
-      } else {
-        summary->stateBytes = checkedSum(summary->stateBytes, bytes);
-        summary->states.push_back(std::move(p));
-      }
+    return;
+  }
+  if (summary && t.dtype.kind == DType::Concrete) {
+    ParamInfo p{memberPath, numbers(t.shape), t.dtype.scalar};
+    int64_t count = 1;
+    for (int64_t x : p.shape) count = checkedProduct(count, x);
+    int64_t bytes = checkedProduct(count, byteSize(p.dtype));
+    if (mem.kind == MemberKind::Param) {
+      summary->paramCount = checkedSum(summary->paramCount, count);
+      summary->paramBytes = checkedSum(summary->paramBytes, bytes);
+      summary->params.push_back(std::move(p));
+    } else {
+      summary->stateBytes = checkedSum(summary->stateBytes, bytes);
+      summary->states.push_back(std::move(p));
     }
   }
 }
