@@ -37,7 +37,13 @@ void Diagnostics::renderOne(const Diagnostic& d, std::string& out) const {
   LineCol lc = file.lineCol(d.range.begin);
   out += fmt::format("{}:{}:{}: {}: {}\n", file.path(), lc.line, lc.col, label, d.message);
   std::string_view line = file.lineText(lc.line);
-  out += fmt::format("    {}\n", line);
+  // A NUL byte shows as U+2400 (one column, like the byte it stands for).
+  std::string shown;
+  for (char c : line) {
+    if (c == '\0') shown += "\xE2\x90\x80";
+    else shown += c;
+  }
+  out += fmt::format("    {}\n", shown);
   // Caret under the first character, tildes under the rest of the range on this line.
   std::string marker(lc.col - 1, ' ');
   for (size_t i = 0; i < marker.size() && i < line.size(); ++i)

@@ -19,7 +19,9 @@ std::unique_ptr<CheckedPackage> checkPackage(const std::string& package, const s
     if (!c->diags.hasErrors()) c->summary = checker.instantiateRoot();
   }
   if (!c->diags.hasErrors()) return c;
-  fputs(c->diags.render().c_str(), stderr);
+  // By length: a NUL in a source line must not cut off the diagnostics after it.
+  std::string text = c->diags.render();
+  fwrite(text.data(), 1, text.size(), stderr);
   fmt::print(stderr, "{}: {} error{}\n", package, c->diags.errorCount(), c->diags.errorCount() == 1 ? "" : "s");
   return nullptr;
 }

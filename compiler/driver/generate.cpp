@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <map>
 
 namespace linnet::driver {
@@ -10,6 +13,15 @@ namespace linnet::driver {
 namespace {
 
 using sema::Scalar;
+
+// A whole decimal integer in int64, or std::nullopt: never saturated, wrapped
+// or cut short (std::stoll takes `12abc` as 12).
+std::optional<int64_t> parseInt64(const std::string& text) {
+  int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+  return v;
+}
 
 // `x=i32:1x8` -> (i32, [1, 8]); `pos=i32:` is a scalar; `pos=int:` a literal.
 ir::TensorSpec parseArg(const std::string& text) {
@@ -29,11 +41,12 @@ ir::TensorSpec parseArg(const std::string& text) {
   while (at < dims.size()) {
     size_t x = dims.find('x', at);
     std::string d = dims.substr(at, x == std::string::npos ? std::string::npos : x - at);
-    try {
-      s.shape.push_back(std::stoll(d));
-    } catch (...) {
-      throw std::runtime_error(fmt::format("--arg `{}`: `{}` is not a dimension", text, d));
-    }
+    auto n = parseInt64(d);
+    if (!n)
+      throw std::runtime_error(fmt::format("--arg `{}`: `{}` is not a dimension (an integer from "
+                                           "0 to {})",
+                                           text, d, INT64_MAX));
+    s.shape.push_back(*n);
     if (x == std::string::npos) break;
     at = x + 1;
   }
@@ -67,7 +80,12 @@ Generated generate(ir::MLIRGen& gen, const sema::Program& program, const BuildAr
   for (const auto& g : args.generics) {
     auto eq = g.find('=');
     if (eq == std::string::npos) throw std::runtime_error(fmt::format("--generic `{}`: expected NAME=VALUE", g));
-    generics[g.substr(0, eq)] = std::stoll(g.substr(eq + 1));
+    auto n = parseInt64(g.substr(eq + 1));
+    if (!n)
+      throw std::runtime_error(fmt::format("--generic `{}`: `{}` is not an integer in 64 bits "
+                                           "signed ({} to {})",
+                                           g, g.substr(eq + 1), INT64_MIN, INT64_MAX));
+    generics[g.substr(0, eq)] = *n;
   }
   std::vector<std::string> names = args.entries;
   if (names.empty())

@@ -29,22 +29,39 @@ Value Program::Builder::eval(Frame& f, const syntax::Expr& e) {
       return out;
     }
     case syntax::ExprKind::Binary: {
-      const auto& b = static_cast<const BinaryExpr&>(e);
-      Value l = eval(f, *b.lhs), r = eval(f, *b.rhs);
-      Value out = binary(f, sema::binaryKind(b.op), l, r, e.range);
-      if (l.staticInt && r.staticInt) {
-        int64_t x = *l.staticInt, y = *r.staticInt;
-        switch (b.op) {
-          case syntax::BinaryOp::Add: out.staticInt = x + y; break;
-          case syntax::BinaryOp::Sub: out.staticInt = x - y; break;
-          case syntax::BinaryOp::Mul: out.staticInt = x * y; break;
-          case syntax::BinaryOp::Div:
-            if (y > 0) out.staticInt = x / y;  // rounds toward zero, as the operator does
-            break;
-          default: break;
+      // A left-leaning chain (`x + ... + x`, maybe 700,000 deep) by a loop
+      // down its left spine, not recursion.
+      std::vector<const BinaryExpr*> spine{static_cast<const BinaryExpr*>(&e)};
+      while (spine.back()->lhs->kind == syntax::ExprKind::Binary)
+        spine.push_back(static_cast<const BinaryExpr*>(spine.back()->lhs.get()));
+      Value l = eval(f, *spine.back()->lhs);
+      for (auto it = spine.rbegin(); it != spine.rend(); ++it) {
+        const BinaryExpr& b = **it;
+        Value r = eval(f, *b.rhs);
+        Value out = binary(f, sema::binaryKind(b.op), l, r, b.range);
+        if (l.staticInt && r.staticInt) {
+          // Checked: a value that leaves int64 is just not static (the
+          // checker has reported it already).
+          int64_t x = *l.staticInt, y = *r.staticInt, v = 0;
+          switch (b.op) {
+            case syntax::BinaryOp::Add:
+              if (!__builtin_add_overflow(x, y, &v)) out.staticInt = v;
+              break;
+            case syntax::BinaryOp::Sub:
+              if (!__builtin_sub_overflow(x, y, &v)) out.staticInt = v;
+              break;
+            case syntax::BinaryOp::Mul:
+              if (!__builtin_mul_overflow(x, y, &v)) out.staticInt = v;
+              break;
+            case syntax::BinaryOp::Div:
+              if (y > 0) out.staticInt = x / y;  // rounds toward zero, as the operator does
+              break;
+            default: break;
+          }
         }
+        l = std::move(out);
       }
-      return out;
+      return l;
     }
     case syntax::ExprKind::Tuple: {
       Type t;
@@ -238,11 +255,24 @@ std::optional<int64_t> Program::Builder::extentOf(Frame& f, const syntax::Expr& 
         return eval(f, *ix.base).t().shape.at(k);  // its nodes stay unused in the arena
     }
   }
-  std::optional<int64_t> found;
-  forEachChild(e, [&](const syntax::Expr& c) {
-    if (!found) found = extentOf(f, c, var);
-  });
-  return found;
+  // Pre-order, left to right, with an explicit stack (a long operator chain
+  // in a comprehension's body must not recurse once per operand).
+  std::vector<const syntax::Expr*> stack;
+  std::vector<const syntax::Expr*> children;
+  forEachChild(e, [&](const syntax::Expr& c) { children.push_back(&c); });
+  stack.assign(children.rbegin(), children.rend());
+  while (!stack.empty()) {
+    const syntax::Expr& x = *stack.back();
+    stack.pop_back();
+    if (x.kind == syntax::ExprKind::Index) {
+      if (auto found = extentOf(f, x, var)) return found;  // its own children are pushed there
+      continue;
+    }
+    children.clear();
+    forEachChild(x, [&](const syntax::Expr& c) { children.push_back(&c); });
+    stack.insert(stack.end(), children.rbegin(), children.rend());
+  }
+  return std::nullopt;
 }
 
 // `body` over the grid of `names`: the index variables take leading axes

@@ -26,23 +26,44 @@ int64_t evalDim(const Env& env, const StaticInts& statics, const Expr& e) {
       if (auto it = env.dims.find(n); it != env.dims.end()) return it->second;
       throw GenericError(e.range, fmt::format("`{}` has no value here", n));
     }
-    case ExprKind::Unary: return -evalDim(env, statics, *static_cast<const UnaryExpr&>(e).operand);
+    case ExprKind::Unary: {
+      int64_t v = evalDim(env, statics, *static_cast<const UnaryExpr&>(e).operand), neg = 0;
+      if (__builtin_sub_overflow(int64_t{0}, v, &neg))
+        throw GenericError(e.range, fmt::format("dimension arithmetic overflows: -({}) leaves int64", v));
+      return neg;
+    }
     case ExprKind::Binary: {
-      const auto& b = static_cast<const BinaryExpr&>(e);
-      int64_t l = evalDim(env, statics, *b.lhs), r = evalDim(env, statics, *b.rhs);
-      switch (b.op) {
-        case BinaryOp::Add: return l + r;
-        case BinaryOp::Sub: return l - r;
-        case BinaryOp::Mul: return l * r;
-        case BinaryOp::Div:
-          if (r <= 0) throw GenericError(e.range, "division by a non-positive dimension");
-          return l >= 0 ? l / r : -((-l + r - 1) / r);
-        case BinaryOp::Rem:
-          if (r <= 0) throw GenericError(e.range, "remainder by a non-positive dimension");
-          return ((l % r) + r) % r;
-        default: break;
+      // A left-leaning chain by a loop down its left spine, not recursion;
+      // each step checked: a value that leaves int64 is an error, not UB.
+      std::vector<const BinaryExpr*> spine{static_cast<const BinaryExpr*>(&e)};
+      while (spine.back()->lhs->kind == ExprKind::Binary)
+        spine.push_back(static_cast<const BinaryExpr*>(spine.back()->lhs.get()));
+      int64_t l = evalDim(env, statics, *spine.back()->lhs);
+      for (auto it = spine.rbegin(); it != spine.rend(); ++it) {
+        const BinaryExpr& b = **it;
+        int64_t r = evalDim(env, statics, *b.rhs), v = 0;
+        bool overflow = false;
+        switch (b.op) {
+          case BinaryOp::Add: overflow = __builtin_add_overflow(l, r, &v); break;
+          case BinaryOp::Sub: overflow = __builtin_sub_overflow(l, r, &v); break;
+          case BinaryOp::Mul: overflow = __builtin_mul_overflow(l, r, &v); break;
+          case BinaryOp::Div:
+            if (r <= 0) throw GenericError(b.range, "division by a non-positive dimension");
+            v = l >= 0 ? l / r : -((-l + r - 1) / r);
+            break;
+          case BinaryOp::Rem:
+            if (r <= 0) throw GenericError(b.range, "remainder by a non-positive dimension");
+            v = ((l % r) + r) % r;
+            break;
+          default: throw GenericError(b.range, "not a dimension expression");
+        }
+        if (overflow)
+          throw GenericError(b.range, fmt::format("dimension arithmetic overflows: {} {} {} leaves int64 "
+                                                  "({} to {}); use smaller dimensions or generics",
+                                                  l, spelling(b.op), r, INT64_MIN, INT64_MAX));
+        l = v;
       }
-      break;
+      return l;
     }
     default: break;
   }

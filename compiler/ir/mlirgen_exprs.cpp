@@ -122,9 +122,18 @@ Val MLIRGen::Impl::eval(Frame& f, const elab::Expr& e) {
       return Val::of(UnaryOp::create(b, loc, type(), toIR(e.unary), x));
     }
     case ExprKind::Binary: {
-      mlir::Value x = tensor(f, e, 0), y = tensor(f, e, 1);
-      at();
-      return Val::of(BinaryOp_::create(b, loc, type(), toIR(e.binary), x, y));
+      // A left-leaning chain (`x + ... + x`, maybe 700,000 deep) by a loop
+      // down its left spine, not recursion.
+      std::vector<const elab::Expr*> spine{&e};
+      while (spine.back()->operand(0)->kind == ExprKind::Binary) spine.push_back(spine.back()->operand(0));
+      mlir::Value x = tensor(f, *spine.back(), 0);
+      for (auto it = spine.rbegin(); it != spine.rend(); ++it) {
+        const elab::Expr& n = **it;
+        mlir::Value y = tensor(f, n, 1);
+        loc = locOf(n.range);
+        x = BinaryOp_::create(b, loc, tensorType(n.type.tensor), toIR(n.binary), x, y);
+      }
+      return Val::of(x);
     }
     case ExprKind::Select: {
       mlir::Value c = tensor(f, e, 0), x = tensor(f, e, 1), y = tensor(f, e, 2);

@@ -313,6 +313,9 @@ Value Checker::Impl::checkExpr(Ctx& ctx, const syntax::Expr& e) {
     return Value::error();
   }
   Value v;
+  // Dimension arithmetic that leaves int64 anywhere below is reported at the
+  // innermost expression that computes it, never an abort.
+  try {
   switch (e.kind) {
     case ExprKind::IntLiteral:
       v.type = Type::scalar(DType::weakInt());
@@ -357,6 +360,10 @@ Value Checker::Impl::checkExpr(Ctx& ctx, const syntax::Expr& e) {
     case ExprKind::Spread:
       error(ctx, e.range, "`..L` is only allowed in a shape");
       break;
+  }
+  } catch (const dims::DimOverflow& o) {
+    error(ctx, e.range, overflowMessage(o));
+    v = Value::error();
   }
   --depth;
   return v;
@@ -435,9 +442,27 @@ Value Checker::Impl::checkUnary(Ctx& ctx, const UnaryExpr& e) {
   return out;
 }
 
+// A left-leaning chain (`x + x + ... + x`, 700,000 terms deep) is walked
+// with a loop down its left spine, not by recursion: it neither overflows the
+// stack nor counts as nesting for checkExpr's depth limit.
 Value Checker::Impl::checkBinary(Ctx& ctx, const BinaryExpr& e) {
-  Value l = checkExpr(ctx, *e.lhs);
-  Value r = checkExpr(ctx, *e.rhs);
+  std::vector<const BinaryExpr*> spine{&e};
+  while (spine.back()->lhs->kind == ExprKind::Binary)
+    spine.push_back(static_cast<const BinaryExpr*>(spine.back()->lhs.get()));
+  Value l = checkExpr(ctx, *spine.back()->lhs);
+  for (auto it = spine.rbegin(); it != spine.rend(); ++it) {
+    Value r = checkExpr(ctx, *(*it)->rhs);
+    try {
+      l = combineBinary(ctx, **it, std::move(l), std::move(r));
+    } catch (const dims::DimOverflow& o) {
+      error(ctx, (*it)->range, overflowMessage(o));
+      l = Value::error();
+    }
+  }
+  return l;
+}
+
+Value Checker::Impl::combineBinary(Ctx& ctx, const BinaryExpr& e, Value l, Value r) {
   if (l.type.isError() || r.type.isError()) return Value::error();
   const char* op = spelling(e.op);
   if (l.type.kind != Type::Tensor || r.type.kind != Type::Tensor) {
@@ -513,7 +538,7 @@ Value Checker::Impl::checkBinary(Ctx& ctx, const BinaryExpr& e) {
         default: break;
       }
     } catch (const dims::DimOverflow& o) {
-      error(ctx, e.range, o.what());
+      error(ctx, e.range, overflowMessage(o));
     }
   }
   return out;

@@ -329,6 +329,36 @@ std::optional<DType> Checker::Impl::evalDType(Ctx& ctx, const syntax::Expr& e) {
   return std::nullopt;
 }
 
+// One step of evalDim's chain: `l op r` for the operator of b.
+std::optional<Expr> Checker::Impl::combineDim(Ctx& ctx, const BinaryExpr& b, const Expr& l,
+                                              const Expr& r) {
+  try {
+    switch (b.op) {
+      case BinaryOp::Add: return l + r;
+      case BinaryOp::Sub: return l - r;
+      case BinaryOp::Mul: return l * r;
+      case BinaryOp::Div:
+      case BinaryOp::Rem: {
+        Relation positive{r, Rel::Gt, Expr::constant(0)};
+        if (!prove(ctx, positive)) {
+          unproven(ctx, b.rhs->range, positive,
+                   fmt::format("the divisor of `{}` must be positive", spelling(b.op)));
+          return std::nullopt;
+        }
+        return b.op == BinaryOp::Div ? Expr::floorDiv(l, r) : Expr::mod(l, r);
+      }
+      default:
+        break;
+    }
+  } catch (const dims::DimOverflow& o) {
+    error(ctx, b.range, overflowMessage(o));
+    return std::nullopt;
+  }
+  error(ctx, b.range, fmt::format("`{}` is not allowed in a dimension; use + - * / %",
+                                  spelling(b.op)));
+  return std::nullopt;
+}
+
 std::optional<Expr> Checker::Impl::evalDim(Ctx& ctx, const syntax::Expr& e) {
   switch (e.kind) {
     case ExprKind::IntLiteral:
@@ -346,35 +376,16 @@ std::optional<Expr> Checker::Impl::evalDim(Ctx& ctx, const syntax::Expr& e) {
       return std::nullopt;
     }
     case ExprKind::Binary: {
-      const auto& b = static_cast<const BinaryExpr&>(e);
-      auto l = evalDim(ctx, *b.lhs);
-      auto r = evalDim(ctx, *b.rhs);
-      if (!l || !r) return std::nullopt;
-      try {
-        switch (b.op) {
-          case BinaryOp::Add: return *l + *r;
-          case BinaryOp::Sub: return *l - *r;
-          case BinaryOp::Mul: return *l * *r;
-          case BinaryOp::Div:
-          case BinaryOp::Rem: {
-            Relation positive{*r, Rel::Gt, Expr::constant(0)};
-            if (!prove(ctx, positive)) {
-              unproven(ctx, b.rhs->range, positive,
-                       fmt::format("the divisor of `{}` must be positive", spelling(b.op)));
-              return std::nullopt;
-            }
-            return b.op == BinaryOp::Div ? Expr::floorDiv(*l, *r) : Expr::mod(*l, *r);
-          }
-          default:
-            break;
-        }
-      } catch (const dims::DimOverflow& o) {
-        error(ctx, e.range, o.what());
-        return std::nullopt;
+      // A left-leaning chain by a loop down its left spine, not recursion.
+      std::vector<const BinaryExpr*> spine{static_cast<const BinaryExpr*>(&e)};
+      while (spine.back()->lhs->kind == ExprKind::Binary)
+        spine.push_back(static_cast<const BinaryExpr*>(spine.back()->lhs.get()));
+      auto l = evalDim(ctx, *spine.back()->lhs);
+      for (auto it = spine.rbegin(); it != spine.rend(); ++it) {
+        auto r = evalDim(ctx, *(*it)->rhs);
+        l = l && r ? combineDim(ctx, **it, *l, *r) : std::nullopt;
       }
-      error(ctx, b.range, fmt::format("`{}` is not allowed in a dimension; use + - * / %",
-                                      spelling(b.op)));
-      return std::nullopt;
+      return l;
     }
     case ExprKind::Unary: {
       const auto& u = static_cast<const UnaryExpr&>(e);

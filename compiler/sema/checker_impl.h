@@ -15,6 +15,12 @@
 
 namespace linnet::sema {
 
+// The diagnostic for dimension arithmetic that leaves int64.
+inline std::string overflowMessage(const dims::DimOverflow& o) {
+  return std::string("dimension arithmetic overflows: ") + o.what() +
+         "; use smaller dimensions or generics";
+}
+
 // A fn's signature in its own terms: its block's and its own generics are
 // free names. Calls substitute their arguments into it.
 struct Signature {
@@ -121,12 +127,16 @@ struct Checker::Impl {
   // -- concrete instantiation
   bool bindGenericsFromPackage(const syntax::BlockDecl& block, const std::map<std::string, GenericValue>& values,
                                Bindings& out, SourceRange at);
+  void instantiateMember(const BlockSig& sig, const Bindings& b, const std::vector<std::string>& chain,
+                         const std::string& path, Summary* summary, const syntax::MemberDecl& mem, Ctx& ctx);
   void instantiateBlock(const BlockSig& sig, const Bindings& b, const std::vector<std::string>& chain,
                         const std::string& path, Summary* summary);
   void checkFnInstance(const Signature& sig, const Bindings& b, std::vector<std::string> chain);
 
   // -- types
   Type evalType(Ctx& ctx, const syntax::TypeExpr& t);
+  std::optional<dims::Expr> combineDim(Ctx& ctx, const syntax::BinaryExpr& b, const dims::Expr& l,
+                                       const dims::Expr& r);
   std::optional<dims::Expr> evalDim(Ctx& ctx, const syntax::Expr& e);
   Shape evalShapeList(Ctx& ctx, const std::vector<syntax::ExprPtr>& dims, SourceRange range);
   std::optional<dims::Relation> evalRelation(Ctx& ctx, const syntax::Expr& e);
@@ -161,6 +171,7 @@ struct Checker::Impl {
   Value checkExpr(Ctx& ctx, const syntax::Expr& e);
   Value checkName(Ctx& ctx, const syntax::NameExpr& e);
   Value checkUnary(Ctx& ctx, const syntax::UnaryExpr& e);
+  Value combineBinary(Ctx& ctx, const syntax::BinaryExpr& e, Value l, Value r);
   Value checkBinary(Ctx& ctx, const syntax::BinaryExpr& e);
   Value checkIndex(Ctx& ctx, const syntax::IndexExpr& e);
   Value checkReduce(Ctx& ctx, const syntax::ReduceExpr& e);

@@ -131,8 +131,15 @@ void Checker::Impl::instantiateBlock(const BlockSig& sig, const Bindings& b,
   if (firstTime) {
     dims::Facts none;
     for (size_t i = 0; i < sig.where.size(); ++i) {
-      Relation r{sig.where[i].lhs.substitute(b.dims), sig.where[i].op,
-                 sig.where[i].rhs.substitute(b.dims)};
+      Relation r;
+      try {
+        r = Relation{sig.where[i].lhs.substitute(b.dims), sig.where[i].op,
+                     sig.where[i].rhs.substitute(b.dims)};
+      } catch (const dims::DimOverflow& o) {
+        Diagnostic& d = diags.error(sig.whereRanges[i], overflowMessage(o));
+        addContextNotes(ctx, d);
+        return;
+      }
       if (!none.prove(r)) {
         Diagnostic& d = diags.error(
             sig.whereRanges[i],
@@ -147,40 +154,80 @@ void Checker::Impl::instantiateBlock(const BlockSig& sig, const Bindings& b,
     }
   }
   for (const MemberDecl& mem : sig.block->members) {
-    auto it = sig.members.find(mem.name.name);
-    if (it == sig.members.end() || it->second.decl != &mem) continue;
-    Type t = substitute(it->second.type, b);
-    std::string memberPath = path.empty() ? mem.name.name : path + "." + mem.name.name;
-    if (t.isError()) continue;
-    if (mem.kind == MemberKind::Sub) {
-      const BlockSig& callee = blockSig(t.block, program.moduleOf(t.block));
-      Bindings args;
-      args.dims = t.blockDims;
-      args.dtypes = t.blockDTypes;
-      if (!args.concrete()) continue;
-      std::vector<std::string> next = chain;
-      next.push_back(fmt::format("in sub `{}`: {}", memberPath, Type(t).str()));
-      if (t.kind == Type::Block) {
-        instantiateBlock(callee, args, next, memberPath, summary);
-      } else {
-        int64_t n = t.count.isConstant() ? t.count.constantValue() : 0;
-        for (int64_t i = 0; i < n; ++i)
-          instantiateBlock(callee, args, next, fmt::format("{}.{}", memberPath, i), summary);
-      }
-      continue;
+    try {
+      instantiateMember(sig, b, chain, path, summary, mem, ctx);
+    } catch (const dims::DimOverflow& o) {
+      Diagnostic& d = diags.error(mem.range, overflowMessage(o));
+      addContextNotes(ctx, d);
     }
-    if (summary && t.dtype.kind == DType::Concrete) {
-      ParamInfo p{memberPath, numbers(t.shape), t.dtype.scalar};
-      int64_t count = 1;
-      for (int64_t x : p.shape) count *= x;
-      if (mem.kind == MemberKind::Param) {
-        summary->paramCount += count;
-        summary->paramBytes += count * byteSize(p.dtype);
-        summary->params.push_back(std::move(p));
-      } else {
-        summary->stateBytes += count * byteSize(p.dtype);
-        summary->states.push_back(std::move(p));
+  }
+}
+
+// The most elements an array of sub-blocks may have at instantiation.
+constexpr int64_t kMaxSubArray = 65536;
+
+// The sizes of a parameter or state tensor, checked: `count *= x` in plain
+// int64 would wrap (undefined behaviour) for a large enough shape.
+static int64_t checkedProduct(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) throw dims::DimOverflow(a, '*', b);
+  return r;
+}
+static int64_t checkedSum(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) throw dims::DimOverflow(a, '+', b);
+  return r;
+}
+
+// One member of a block instance: a sub is instantiated, a param or state
+// counted into the summary.
+void Checker::Impl::instantiateMember(const BlockSig& sig, const Bindings& b,
+                                      const std::vector<std::string>& chain, const std::string& path,
+                                      Summary* summary, const MemberDecl& mem, Ctx& ctx) {
+  auto it = sig.members.find(mem.name.name);
+  if (it == sig.members.end() || it->second.decl != &mem) return;
+  Type t = substitute(it->second.type, b);
+  std::string memberPath = path.empty() ? mem.name.name : path + "." + mem.name.name;
+  if (t.isError()) return;
+  if (mem.kind == MemberKind::Sub) {
+    const BlockSig& callee = blockSig(t.block, program.moduleOf(t.block));
+    Bindings args;
+    args.dims = t.blockDims;
+    args.dtypes = t.blockDTypes;
+    if (!args.concrete()) return;
+    std::vector<std::string> next = chain;
+    next.push_back(fmt::format("in sub `{}`: {}", memberPath, Type(t).str()));
+    if (t.kind == Type::Block) {
+      instantiateBlock(callee, args, next, memberPath, summary);
+    } else {
+      int64_t n = t.count.isConstant() ? t.count.constantValue() : 0;
+      // Each element is instantiated (and summed into the summary): a
+      // length like 10^12 would run for hours instead of failing.
+      if (n > kMaxSubArray) {
+        Diagnostic& d = diags.error(
+            mem.range, fmt::format("the array of sub-blocks `{}` has {} elements; at most {} are "
+                                   "allowed: give a smaller length",
+                                   memberPath, n, kMaxSubArray));
+        addContextNotes(ctx, d);
+        return;
       }
+      for (int64_t i = 0; i < n; ++i)
+        instantiateBlock(callee, args, next, fmt::format("{}.{}", memberPath, i), summary);
+    }
+    return;
+  }
+  if (summary && t.dtype.kind == DType::Concrete) {
+    ParamInfo p{memberPath, numbers(t.shape), t.dtype.scalar};
+    int64_t count = 1;
+    for (int64_t x : p.shape) count = checkedProduct(count, x);
+    int64_t bytes = checkedProduct(count, byteSize(p.dtype));
+    if (mem.kind == MemberKind::Param) {
+      summary->paramCount = checkedSum(summary->paramCount, count);
+      summary->paramBytes = checkedSum(summary->paramBytes, bytes);
+      summary->params.push_back(std::move(p));
+    } else {
+      summary->stateBytes = checkedSum(summary->stateBytes, bytes);
+      summary->states.push_back(std::move(p));
     }
   }
 }

@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <toml++/toml.h>
 
 #include "syntax/parser.h"
@@ -14,13 +18,29 @@ namespace linnet::sema {
 Program::Program(SourceManager& sources, Diagnostics& diags, std::string stdlibDir)
     : sources_(sources), diags_(diags), stdlibDir_(std::move(stdlibDir)) {}
 
-static GenericValue parseGenericValue(const std::string& text, std::string origin) {
+// `--set Name=Value`: an integer (range-checked, never saturated) or an
+// element type name. Errors go to `error` and give std::nullopt.
+static std::optional<GenericValue> parseGenericValue(const std::string& text, std::string origin,
+                                                     std::string& error) {
   GenericValue v;
   v.origin = std::move(origin);
-  char* end = nullptr;
-  long long n = std::strtoll(text.c_str(), &end, 10);
-  if (!text.empty() && end && *end == '\0') v.number = n;
-  else v.dtype = text;
+  size_t digits = text.size() > 1 && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+  bool integer = digits < text.size() &&
+                 std::all_of(text.begin() + digits, text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!integer) {
+    v.dtype = text;
+    return v;
+  }
+  int64_t n = 0;
+  const char* first = text.data() + (text[0] == '+' ? 1 : 0);
+  auto [ptr, ec] = std::from_chars(first, text.data() + text.size(), n);
+  if (ec != std::errc() || ptr != text.data() + text.size()) {
+    error = fmt::format("{}: `{}` does not fit in 64 bits signed (the range is {} to {}); give a "
+                        "value in that range",
+                        v.origin, text, INT64_MIN, INT64_MAX);
+    return std::nullopt;
+  }
+  v.number = n;
   return v;
 }
 
@@ -83,7 +103,13 @@ bool Program::setGeneric(const std::string& assignment) {
                                  assignment));
     return false;
   }
-  GenericValue v = parseGenericValue(assignment.substr(eq + 1), "--set " + assignment);
+  std::string problem;
+  auto parsed = parseGenericValue(assignment.substr(eq + 1), "--set " + assignment, problem);
+  if (!parsed) {
+    diags_.error({}, problem);
+    return false;
+  }
+  GenericValue v = *parsed;
   package_.overrides[assignment.substr(0, eq)] = v;
   package_.generics[assignment.substr(0, eq)] = v;
   return true;

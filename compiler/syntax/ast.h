@@ -49,6 +49,13 @@ struct Expr {
 };
 using ExprPtr = std::unique_ptr<Expr>;
 
+// Destroys e's child expressions with an explicit stack instead of recursion:
+// `x + x + ... + x` with 700,000 terms is a left-leaning chain that deep, and
+// unique_ptr's nested destructors would overflow the stack. Every node with
+// children calls it from its destructor, so the children it reaches are
+// already empty when they are destroyed.
+void destroyChildren(Expr& e) noexcept;
+
 struct IntLiteralExpr : Expr {
   IntLiteralExpr(SourceRange r, int64_t v) : Expr(ExprKind::IntLiteral, r), value(v) {}
   int64_t value;
@@ -70,12 +77,14 @@ struct UnaryExpr : Expr {
       : Expr(ExprKind::Unary, r), op(o), operand(std::move(e)) {}
   UnaryOp op;
   ExprPtr operand;
+  ~UnaryExpr() override { destroyChildren(*this); }
 };
 struct BinaryExpr : Expr {
   BinaryExpr(SourceRange r, BinaryOp o, ExprPtr l, ExprPtr rr)
       : Expr(ExprKind::Binary, r), op(o), lhs(std::move(l)), rhs(std::move(rr)) {}
   BinaryOp op;
   ExprPtr lhs, rhs;
+  ~BinaryExpr() override { destroyChildren(*this); }
 };
 struct Argument {
   Ident name;  // empty name: positional
@@ -88,12 +97,14 @@ struct CallExpr : Expr {
   bool hasGenerics = false;
   std::vector<ExprPtr> generics;  // dimension expressions or dtype names
   std::vector<Argument> args;
+  ~CallExpr() override { destroyChildren(*this); }
 };
 struct MemberExpr : Expr {
   MemberExpr(SourceRange r, ExprPtr b, Ident m)
       : Expr(ExprKind::Member, r), base(std::move(b)), member(std::move(m)) {}
   ExprPtr base;
   Ident member;
+  ~MemberExpr() override { destroyChildren(*this); }
 };
 // One subscript: `i`, `:`, `lo:hi`, `:hi`, `lo:`.
 struct IndexItem {
@@ -106,15 +117,18 @@ struct IndexExpr : Expr {
   IndexExpr(SourceRange r, ExprPtr b) : Expr(ExprKind::Index, r), base(std::move(b)) {}
   ExprPtr base;
   std::vector<IndexItem> items;
+  ~IndexExpr() override { destroyChildren(*this); }
 };
 struct TupleExpr : Expr {
   TupleExpr(SourceRange r) : Expr(ExprKind::Tuple, r) {}
   std::vector<ExprPtr> elems;
+  ~TupleExpr() override { destroyChildren(*this); }
 };
 // `[B, S * H]`: a list of dimensions (reshape, fill) or of axes (permute).
 struct ListExpr : Expr {
   ListExpr(SourceRange r) : Expr(ExprKind::List, r) {}
   std::vector<ExprPtr> elems;
+  ~ListExpr() override { destroyChildren(*this); }
 };
 // `..L` inside a list or a tensor type: the dimensions of pack L.
 struct SpreadExpr : Expr {
@@ -128,6 +142,7 @@ struct ReduceExpr : Expr {
   Ident op;  // all, any, sum, prod, max, min
   std::vector<Ident> binders;
   ExprPtr body;
+  ~ReduceExpr() override { destroyChildren(*this); }
 };
 
 // ---------------------------------------------------------------------- types

@@ -48,8 +48,15 @@ class Printer {
  private:
   const SourceManager& sources_;
 
+  // Indentation stops at kMaxIndent levels (then the depth is written), so a
+  // deep tree prints in size linear in its nodes.
+  static constexpr int kMaxIndent = 40;
+
   void line(int depth, const std::string& text, SourceRange r) {
-    out += std::string(depth * 2, ' ') + text;
+    if (depth > kMaxIndent)
+      out += std::string(kMaxIndent * 2, ' ') + fmt::format("[depth {}] ", depth) + text;
+    else
+      out += std::string(depth * 2, ' ') + text;
     if (r.valid()) {
       LineCol lc = sources_.file(r.file).lineCol(r.begin);
       out += fmt::format("  @{}:{}", lc.line, lc.col);
@@ -189,10 +196,17 @@ class Printer {
         return expr(d + 1, *u.operand);
       }
       case ExprKind::Binary: {
-        const auto& b = static_cast<const BinaryExpr&>(e);
-        line(d, head + " " + spelling(b.op), e.range);
-        expr(d + 1, *b.lhs);
-        return expr(d + 1, *b.rhs);
+        // A left-leaning chain by a loop down its left spine, not recursion
+        // (`x + ... + x` may be 700,000 deep): heads top-down, then the
+        // leftmost operand, then the right operands bottom-up.
+        std::vector<const BinaryExpr*> spine{static_cast<const BinaryExpr*>(&e)};
+        while (spine.back()->lhs->kind == ExprKind::Binary)
+          spine.push_back(static_cast<const BinaryExpr*>(spine.back()->lhs.get()));
+        for (size_t i = 0; i < spine.size(); ++i)
+          line(d + static_cast<int>(i), head + " " + spelling(spine[i]->op), spine[i]->range);
+        expr(d + static_cast<int>(spine.size()), *spine.back()->lhs);
+        for (size_t i = spine.size(); i-- > 0;) expr(d + static_cast<int>(i) + 1, *spine[i]->rhs);
+        return;
       }
       case ExprKind::Call: {
         const auto& c = static_cast<const CallExpr&>(e);

@@ -145,6 +145,15 @@ class Lexer {
       default:
         break;
     }
+    // A control byte (NUL above all) would not print: name it by its code.
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      ++pos_;
+      Token t = make(TokenKind::Error, start);
+      diags_.error(t.range, fmt::format("unexpected {} byte 0x{:02X} in the source; a source file "
+                                        "is text: remove it",
+                                        c == '\0' ? "NUL" : "control", static_cast<unsigned>(c)));
+      return t;
+    }
     // One UTF-8 sequence at a time, so the message quotes a whole character.
     ++pos_;
     while (pos_ < text_.size() && (static_cast<unsigned char>(text_[pos_]) & 0xC0) == 0x80) ++pos_;

@@ -8,6 +8,14 @@
 
 namespace linnet::dims {
 
+DimOverflow::DimOverflow(int64_t a, char op, int64_t b) {
+  __int128 exact = op == '+' ? __int128(a) + b : op == '*' ? __int128(a) * b : -__int128(a);
+  message = std::to_string(a) + " " + op + " " + std::to_string(b) + " is " +
+            (exact < 0 ? "below " + std::to_string(INT64_MIN) + ", the smallest"
+                       : "above " + std::to_string(INT64_MAX) + ", the largest") +
+            " dimension value (int64)";
+}
+
 namespace {
 
 using Factors = std::vector<Factor>;
@@ -16,13 +24,13 @@ using Factors = std::vector<Factor>;
 
 int64_t addC(int64_t a, int64_t b) {
   int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) throw DimOverflow();
+  if (__builtin_add_overflow(a, b, &r)) throw DimOverflow(a, '+', b);
   return r;
 }
 
 int64_t mulC(int64_t a, int64_t b) {
   int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) throw DimOverflow();
+  if (__builtin_mul_overflow(a, b, &r)) throw DimOverflow(a, '*', b);
   return r;
 }
 
@@ -30,7 +38,7 @@ int64_t negC(int64_t a) { return mulC(a, -1); }
 
 // Floor division and modulo with the divisor's sign; b != 0.
 int64_t floorDivInt(int64_t a, int64_t b) {
-  if (a == INT64_MIN && b == -1) throw DimOverflow();
+  if (a == INT64_MIN && b == -1) throw DimOverflow(a, '/', b);
   int64_t q = a / b;
   if (a % b != 0 && ((a < 0) != (b < 0))) --q;
   return q;

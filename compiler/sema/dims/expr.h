@@ -48,8 +48,12 @@ struct Term {
 
 // Thrown by Expr arithmetic when a coefficient leaves int64. Facts never
 // throws it: an overflowing fact is dropped, an overflowing goal unproven.
+// what() names the operation and its values: "1099511627776 * 1099511627776
+// is above 9223372036854775807, the largest dimension value (int64)".
 struct DimOverflow : std::exception {
-  const char* what() const noexcept override { return "dimension arithmetic overflows int64"; }
+  DimOverflow(int64_t a, char op, int64_t b);
+  const char* what() const noexcept override { return message.c_str(); }
+  std::string message;
 };
 
 class Expr {
