@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -146,7 +147,7 @@ CLI::Option* addInt(CLI::App* cmd, const std::string& name, std::function<void(i
                      name,
                      [name, set, least](const std::string& v) {
                        int64_t n = parseInt(v, name);
-                       if (least && n < *least) throw Usage(fmt::format("{} must be at least {}", name, *least));
+                       if (least && n < *least) throw Usage(fmt::format("{} `{}`: must be at least {}", name, v, *least));
                        set(n);
                      },
                      help))
@@ -158,19 +159,28 @@ CLI::Option* addInt(CLI::App* cmd, const std::string& name, int64_t& into, const
   return addInt(cmd, name, [&into](int64_t n) { into = n; }, help, least);
 }
 
-// A number flag, >= 0.
-CLI::Option* addNonNegative(CLI::App* cmd, const std::string& name, double& into, const std::string& help) {
+// A finite number flag in [least, most] (nan, inf and junk refused); with
+// `aboveLeast`, strictly above `least`.
+CLI::Option* addNumber(CLI::App* cmd, const std::string& name, double& into, const std::string& help,
+                       double least, std::optional<double> most = std::nullopt, bool aboveLeast = false) {
+  std::string expected = most ? fmt::format("a number in {}{}, {}]", aboveLeast ? "(" : "[", least, *most)
+                              : fmt::format("a number {} {}", aboveLeast ? ">" : ">=", least);
   return once(cmd->add_option_function<std::string>(
                      name,
-                     [name, &into](const std::string& v) {
+                     [name, &into, least, most, aboveLeast, expected](const std::string& v) {
                        char* end = nullptr;
                        double d = std::strtod(v.c_str(), &end);
-                       if (v.empty() || *end != '\0' || d < 0)
-                         throw Usage(fmt::format("{} `{}`: expected a number >= 0", name, v));
+                       bool ok = !v.empty() && *end == '\0' && std::isfinite(d) &&
+                                 (aboveLeast ? d > least : d >= least) && (!most || d <= *most);
+                       if (!ok) throw Usage(fmt::format("{} `{}`: expected {}", name, v, expected));
                        into = d;
                      },
                      help))
       ->type_name("NUMBER");
+}
+
+CLI::Option* addNonNegative(CLI::App* cmd, const std::string& name, double& into, const std::string& help) {
+  return addNumber(cmd, name, into, help, 0);
 }
 
 // --backend: where entries run. Kept on its own: how a backend is chosen
@@ -261,16 +271,18 @@ void addTokenizerOption(CLI::App* cmd, Args& a) {
 
 void addPromptOptions(CLI::App* cmd, Args& a) {
   once(cmd->add_option("--prompt", a.prompt, "The prompt as text (needs a tokenizer)"))->type_name("TEXT");
-  addInt(cmd, "--max-new", a.maxNew, "Tokens to produce at most (default 16)");
+  addInt(cmd, "--max-new", a.maxNew, "Tokens to produce at most (default 16)", 1);
   addTokenizerOption(cmd, a);
 }
 
 void addSamplingOptions(CLI::App* cmd, Args& a) {
   addNonNegative(cmd, "--temperature", a.temperature, "0: greedy (the default)");
-  addInt(cmd, "--top-k", a.topK, "Sample from the K most likely tokens (0: all)");
-  addNonNegative(cmd, "--top-p", a.topP, "Sample from the most likely tokens of total probability P");
-  addNonNegative(cmd, "--min-p", a.minP, "Drop tokens less likely than P times the most likely one");
-  addNonNegative(cmd, "--repetition-penalty", a.repetitionPenalty, "Penalty on tokens already in the context");
+  addInt(cmd, "--top-k", a.topK, "Sample from the K most likely tokens (0: all)", 0);
+  addNumber(cmd, "--top-p", a.topP, "Sample from the most likely tokens of total probability P", 0, 1.0,
+            /*aboveLeast=*/true);
+  addNumber(cmd, "--min-p", a.minP, "Drop tokens less likely than P times the most likely one", 0, 1.0);
+  addNumber(cmd, "--repetition-penalty", a.repetitionPenalty, "Penalty on tokens already in the context", 0,
+            std::nullopt, /*aboveLeast=*/true);
   addInt(cmd, "--seed", a.seed, "Seed of the sampler");
 }
 
@@ -552,7 +564,6 @@ int runGenerate(Args& a) {
   std::mt19937_64 rng(a.seed);
 #endif
   if (a.promptIds.empty()) throw Usage("generate needs --prompt-ids (or --prompt)");
-  if (a.maxNew < 1) throw Usage("--max-new must be at least 1");
   auto model = linnet::nest::load(a.package, a.load);
   int64_t S = static_cast<int64_t>(a.promptIds.size());
   Tensor tokens = Tensor::fromInts(Scalar::I32, {1, S}, a.promptIds);
