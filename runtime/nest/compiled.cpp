@@ -51,6 +51,8 @@ class CompiledBackend : public Backend {
     fs::path dir = cache_.modelDir();
     model_ = readManifest(dir);
     params_ = perLayer(model_.params);
+    for (const auto& [k, v] : model_.generics)
+      if (auto* n = std::get_if<int64_t>(&v)) dims_[k] = *n;
     std::vector<ParamBytes> bytes = bindParams(package, params_, options);
     for (size_t k = 0; k < params_.size(); ++k) hostParams_.emplace(params_[k].path, bytes[k]);
     for (const TensorSpec& s : model_.states) states_.push_back(device_->allocate(byteCount(s)));
@@ -117,6 +119,7 @@ class CompiledBackend : public Backend {
     for (auto& s : states_) device_->zero(*s);
   }
   const std::string& modelName() const override { return model_.package; }
+  const std::map<std::string, int64_t>& dims() const override { return dims_; }
 
  private:
   struct Loaded {
@@ -235,6 +238,7 @@ class CompiledBackend : public Backend {
   std::vector<ParamInfo> params_;                  // per layer, as bound
   std::map<std::string, ParamBytes> hostParams_;   // bound, not yet on the device
   std::map<std::string, DeviceParam> deviceParams_;  // by manifest path, stacked ones included
+  std::map<std::string, int64_t> dims_;
   std::vector<device::BufferPtr> states_;          // in the manifest's order
   std::map<std::string, std::unique_ptr<Loaded>> loaded_;  // by artifact folder
 };

@@ -59,6 +59,8 @@ class ReferenceBackend : public Backend {
     if (diags_.hasErrors()) throw Error(diags_.render());
     if (!summary) throw Error(fmt::format("{}: no root block to run (nest.toml [source] root)", package));
     name_ = program_->package().name;
+    for (const auto& [k, v] : program_->package().generics)
+      if (v.number) dims_[k] = *v.number;
     const sema::Item* item = program_->lookup(*program_->root(), program_->package().rootBlock);
     for (const auto& fn : item->block->fns) {
       if (!fn->isEntry) continue;
@@ -102,6 +104,7 @@ class ReferenceBackend : public Backend {
   const std::vector<ParamInfo>& params() const override { return params_; }
   void resetState() override { model_->resetState(); }
   const std::string& modelName() const override { return name_; }
+  const std::map<std::string, int64_t>& dims() const override { return dims_; }
 
  private:
   SourceManager sources_;
@@ -109,6 +112,7 @@ class ReferenceBackend : public Backend {
   std::unique_ptr<sema::Program> program_;
   std::unique_ptr<reference::Model> model_;
   std::string name_;
+  std::map<std::string, int64_t> dims_;
   std::vector<std::string> entries_;
   std::map<std::string, std::vector<std::string>> parameterNames_;
   std::vector<ParamInfo> params_;
