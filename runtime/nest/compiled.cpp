@@ -81,6 +81,13 @@ class CompiledBackend : public Backend {
     for (size_t k = 0; k < args.size(); ++k) {
       const Tensor* a = &args[k];
       if (a->dtype != e.inputs[k].dtype) {
+        // A literal must fit its parameter's dtype: no wrapping, no truncation.
+        std::string misfit = a->size() != 1  ? std::string()
+                             : a->isFloat() ? literalMisfit(e.inputs[k].dtype, a->asDouble(0))
+                                            : literalMisfit(e.inputs[k].dtype, a->asInt(0));
+        if (!misfit.empty())
+          throw Error(fmt::format("entry `{}`: argument `{}` is {}, but the literal {}", entry, e.inputs[k].name,
+                                  linnet::name(e.inputs[k].dtype), misfit));
         converted.push_back(Tensor::zeros(e.inputs[k].dtype, a->shape));
         for (int64_t i = 0; i < a->size(); ++i) {
           if (a->isFloat()) converted.back().set(i, a->asDouble(i));
