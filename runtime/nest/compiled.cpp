@@ -9,6 +9,7 @@
 
 #include "artifact/manifest.h"
 #include "nest/artifact_cache.h"
+#include "nest/memory.h"
 #include "nest/params.h"
 
 namespace linnet::nest {
@@ -53,9 +54,16 @@ class CompiledBackend : public Backend {
     params_ = perLayer(model_.params);
     for (const auto& [k, v] : model_.generics)
       if (auto* n = std::get_if<int64_t>(&v)) dims_[k] = *n;
-    std::vector<ParamBytes> bytes = bindParams(package, params_, options);
-    for (size_t k = 0; k < params_.size(); ++k) hostParams_.emplace(params_[k].path, bytes[k]);
-    for (const TensorSpec& s : model_.states) states_.push_back(device_->allocate(byteCount(s)));
+    Footprint footprint{params_, {}, dims_};
+    for (const TensorSpec& s : model_.states) footprint.states.push_back({s.name, s.shape, s.dtype});
+    checkFootprint(footprint);
+    try {
+      std::vector<ParamBytes> bytes = bindParams(package, params_, options);
+      for (size_t k = 0; k < params_.size(); ++k) hostParams_.emplace(params_[k].path, bytes[k]);
+      for (const TensorSpec& s : model_.states) states_.push_back(device_->allocate(byteCount(s)));
+    } catch (const std::bad_alloc&) {
+      throw allocationFailure(footprint, "binding params and allocating state");
+    }
   }
 
   std::vector<Tensor> call(const std::string& entry, const std::vector<Tensor>& args,

@@ -5,6 +5,7 @@
 
 #include "nest/backend.h"
 #include "nest/conventions.h"
+#include "nest/memory.h"
 
 namespace linnet::nest {
 
@@ -35,7 +36,14 @@ Model load(const std::string& package, const LoadOptions& options) {
   for (const auto& [k, v] : options.generics)
     if (auto* n = std::get_if<int64_t>(&v.value)) given[k] = *n;
   checkLimits(textLimits(given));
-  impl->backend = kind->open(package, options);
+  try {
+    impl->backend = kind->open(package, options);
+  } catch (const std::bad_alloc&) {
+    // Where a backend could not say more (nest/memory.h words the rest).
+    throw Error(fmt::format("out of memory loading {} on the {} backend (this machine has {} of memory); try "
+                            "smaller generics (--set)",
+                            package, kind->name, formatBytes(physicalMemory())));
+  }
   checkLimits(textLimits(impl->backend->dims()));
   impl->backendName = kind->name;
   return Model(std::move(impl));

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "base/diagnostics.h"
+#include "nest/memory.h"
 #include "nest/params.h"
 #include "sema/checker.h"
 #include "sema/program.h"
@@ -74,13 +75,21 @@ class ReferenceBackend : public Backend {
       throw Error(e.what());
     }
     for (const auto& p : model_->params()) params_.push_back({p.path, p.shape, p.dtype});
-    std::vector<ParamBytes> bytes = bindParams(package, params_, options);
-    Progress progress("linnet: binding weights", options.randomWeights ? 0 : params_.size());
-    size_t k = 0;
-    model_->bind([&](const reference::ParamSpec& spec) {
-      progress.step();
-      return fromBytes(spec.dtype, spec.shape, bytes[k++].bytes);
-    });
+    Footprint footprint{params_, {}, dims_};
+    for (const auto& s : model_->states()) footprint.states.push_back({s.path, s.shape, s.dtype});
+    checkFootprint(footprint);
+    try {
+      std::vector<ParamBytes> bytes = bindParams(package, params_, options);
+      Progress progress("linnet: binding weights", options.randomWeights ? 0 : params_.size());
+      size_t k = 0;
+      model_->bind([&](const reference::ParamSpec& spec) {
+        progress.step();
+        return fromBytes(spec.dtype, spec.shape, bytes[k++].bytes);
+      });
+    } catch (const std::bad_alloc&) {
+      // The reference backend holds every value as a double or an int64.
+      throw allocationFailure(footprint, "binding params and zeroing state on the reference backend (8 bytes a value)");
+    }
   }
 
   std::vector<Tensor> call(const std::string& entry, const std::vector<Tensor>& args,

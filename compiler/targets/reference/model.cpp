@@ -218,6 +218,13 @@ std::vector<ParamSpec> Model::params() const {
   return out;
 }
 
+std::vector<ParamSpec> Model::states() const {
+  std::vector<ParamSpec> out;
+  for (const elab::Instance* inst : impl_->program.instances())
+    for (const elab::Member& m : inst->states) out.push_back({inst->pathOf(m.name), m.type.shape, m.type.dtype});
+  return out;
+}
+
 void Model::bind(const ParamSource& source) {
   for (const elab::Instance* inst : impl_->program.instances())
     for (const elab::Member& m : inst->params) {
