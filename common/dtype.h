@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace linnet {
@@ -34,5 +35,13 @@ std::optional<DType> languageDTypeNamed(std::string_view name);
 std::size_t byteSize(DType t);
 bool isFloat(DType t);  // f32, bf16, f16, f64
 bool isInt(DType t);    // i32, i64, i8, u8, i16 (not bool)
+
+// Why a literal (a number written on a command line, a weak scalar) cannot
+// become an element of `to` unchanged, for a message after "the literal":
+// "4294967296 is outside the range of i32 (-2147483648..2147483647)",
+// "1.5 is not an integer (i32)", "1e+06 is beyond the largest f16 (65504)".
+// Empty when it fits (a float literal may round to the nearest float).
+std::string literalMisfit(DType to, int64_t value);
+std::string literalMisfit(DType to, double value);
 
 }  // namespace linnet

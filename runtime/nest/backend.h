@@ -26,6 +26,8 @@ class Backend {
   virtual const std::vector<ParamInfo>& params() const = 0;
   virtual void resetState() = 0;
   virtual const std::string& modelName() const = 0;
+  // The root block's dimension generics as bound (nest.toml, then --set).
+  virtual const std::map<std::string, int64_t>& dims() const = 0;
 };
 
 struct BackendKind {

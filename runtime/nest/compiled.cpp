@@ -9,6 +9,7 @@
 
 #include "artifact/manifest.h"
 #include "nest/artifact_cache.h"
+#include "nest/memory.h"
 #include "nest/params.h"
 
 namespace linnet::nest {
@@ -51,9 +52,18 @@ class CompiledBackend : public Backend {
     fs::path dir = cache_.modelDir();
     model_ = readManifest(dir);
     params_ = perLayer(model_.params);
-    std::vector<ParamBytes> bytes = bindParams(package, params_, options);
-    for (size_t k = 0; k < params_.size(); ++k) hostParams_.emplace(params_[k].path, bytes[k]);
-    for (const TensorSpec& s : model_.states) states_.push_back(device_->allocate(byteCount(s)));
+    for (const auto& [k, v] : model_.generics)
+      if (auto* n = std::get_if<int64_t>(&v)) dims_[k] = *n;
+    Footprint footprint{params_, {}, dims_};
+    for (const TensorSpec& s : model_.states) footprint.states.push_back({s.name, s.shape, s.dtype});
+    checkFootprint(footprint);
+    try {
+      std::vector<ParamBytes> bytes = bindParams(package, params_, options);
+      for (size_t k = 0; k < params_.size(); ++k) hostParams_.emplace(params_[k].path, bytes[k]);
+      for (const TensorSpec& s : model_.states) states_.push_back(device_->allocate(byteCount(s)));
+    } catch (const std::bad_alloc&) {
+      throw allocationFailure(footprint, "binding params and allocating state");
+    }
   }
 
   std::vector<Tensor> call(const std::string& entry, const std::vector<Tensor>& args,
@@ -79,6 +89,13 @@ class CompiledBackend : public Backend {
     for (size_t k = 0; k < args.size(); ++k) {
       const Tensor* a = &args[k];
       if (a->dtype != e.inputs[k].dtype) {
+        // A literal must fit its parameter's dtype: no wrapping, no truncation.
+        std::string misfit = a->size() != 1  ? std::string()
+                             : a->isFloat() ? literalMisfit(e.inputs[k].dtype, a->asDouble(0))
+                                            : literalMisfit(e.inputs[k].dtype, a->asInt(0));
+        if (!misfit.empty())
+          throw Error(fmt::format("entry `{}`: argument `{}` is {}, but the literal {}", entry, e.inputs[k].name,
+                                  linnet::name(e.inputs[k].dtype), misfit));
         converted.push_back(Tensor::zeros(e.inputs[k].dtype, a->shape));
         for (int64_t i = 0; i < a->size(); ++i) {
           if (a->isFloat()) converted.back().set(i, a->asDouble(i));
@@ -117,6 +134,7 @@ class CompiledBackend : public Backend {
     for (auto& s : states_) device_->zero(*s);
   }
   const std::string& modelName() const override { return model_.package; }
+  const std::map<std::string, int64_t>& dims() const override { return dims_; }
 
  private:
   struct Loaded {
@@ -235,6 +253,7 @@ class CompiledBackend : public Backend {
   std::vector<ParamInfo> params_;                  // per layer, as bound
   std::map<std::string, ParamBytes> hostParams_;   // bound, not yet on the device
   std::map<std::string, DeviceParam> deviceParams_;  // by manifest path, stacked ones included
+  std::map<std::string, int64_t> dims_;
   std::vector<device::BufferPtr> states_;          // in the manifest's order
   std::map<std::string, std::unique_ptr<Loaded>> loaded_;  // by artifact folder
 };

@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include "nest/backend.h"
+#include "nest/conventions.h"
+#include "nest/memory.h"
 
 namespace linnet::nest {
 
@@ -29,13 +31,28 @@ Model load(const std::string& package, const LoadOptions& options) {
     if (b.name == options.backend) kind = &b;
   if (!kind) throw Error(fmt::format("unknown backend `{}` (this build has: {})", options.backend, backendNames()));
   auto impl = std::make_unique<Model::Impl>();
-  impl->backend = kind->open(package, options);
+  // --set Vocab=0 and the like, before anything is built or allocated.
+  std::map<std::string, int64_t> given;
+  for (const auto& [k, v] : options.generics)
+    if (auto* n = std::get_if<int64_t>(&v.value)) given[k] = *n;
+  checkLimits(textLimits(given));
+  try {
+    impl->backend = kind->open(package, options);
+  } catch (const std::bad_alloc&) {
+    // Where a backend could not say more (nest/memory.h words the rest).
+    throw Error(fmt::format("out of memory loading {} on the {} backend (this machine has {} of memory); try "
+                            "smaller generics (--set)",
+                            package, kind->name, formatBytes(physicalMemory())));
+  }
+  checkLimits(textLimits(impl->backend->dims()));
   impl->backendName = kind->name;
   return Model(std::move(impl));
 }
 
 std::vector<Tensor> Model::call(const std::string& entry, const std::vector<Tensor>& args,
                                 const std::map<std::string, int64_t>& generics) {
+  if (const auto* names = impl_->backend->parameterNames(entry))
+    checkCall(textLimits(impl_->backend->dims()), entry, *names, args);
   return impl_->backend->call(entry, args, generics);
 }
 
@@ -50,5 +67,6 @@ std::vector<ParamInfo> Model::params() const { return impl_->backend->params(); 
 void Model::resetState() { impl_->backend->resetState(); }
 const std::string& Model::name() const { return impl_->backend->modelName(); }
 const std::string& Model::backend() const { return impl_->backendName; }
+const std::map<std::string, int64_t>& Model::dims() const { return impl_->backend->dims(); }
 
 }  // namespace linnet::nest

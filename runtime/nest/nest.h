@@ -78,7 +78,9 @@ class Model {
   ~Model();
 
   // Runs an entry; a tuple result is several tensors. `generics` gives entry
-  // generics the arguments do not determine (`generate<Steps>`).
+  // generics the arguments do not determine (`generate<Steps>`). Token ids
+  // and positions are checked against Vocab and MaxSeq first
+  // (nest/conventions.h).
   std::vector<Tensor> call(const std::string& entry, const std::vector<Tensor>& args,
                            const std::map<std::string, int64_t>& generics = {});
   std::vector<std::string> entries() const;
@@ -90,6 +92,9 @@ class Model {
   const std::string& name() const;
   // The backend entries run on.
   const std::string& backend() const;
+  // The root block's dimension generics as bound (nest.toml's [generics],
+  // then LoadOptions::generics), e.g. {"MaxSeq", 8192}.
+  const std::map<std::string, int64_t>& dims() const;
 
   struct Impl;
   explicit Model(std::unique_ptr<Impl> impl);

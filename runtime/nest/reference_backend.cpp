@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "base/diagnostics.h"
+#include "nest/memory.h"
 #include "nest/params.h"
 #include "sema/checker.h"
 #include "sema/program.h"
@@ -59,6 +60,8 @@ class ReferenceBackend : public Backend {
     if (diags_.hasErrors()) throw Error(diags_.render());
     if (!summary) throw Error(fmt::format("{}: no root block to run (nest.toml [source] root)", package));
     name_ = program_->package().name;
+    for (const auto& [k, v] : program_->package().generics)
+      if (v.number) dims_[k] = *v.number;
     const sema::Item* item = program_->lookup(*program_->root(), program_->package().rootBlock);
     for (const auto& fn : item->block->fns) {
       if (!fn->isEntry) continue;
@@ -72,13 +75,21 @@ class ReferenceBackend : public Backend {
       throw Error(e.what());
     }
     for (const auto& p : model_->params()) params_.push_back({p.path, p.shape, p.dtype});
-    std::vector<ParamBytes> bytes = bindParams(package, params_, options);
-    Progress progress("linnet: binding weights", options.randomWeights ? 0 : params_.size());
-    size_t k = 0;
-    model_->bind([&](const reference::ParamSpec& spec) {
-      progress.step();
-      return fromBytes(spec.dtype, spec.shape, bytes[k++].bytes);
-    });
+    Footprint footprint{params_, {}, dims_};
+    for (const auto& s : model_->states()) footprint.states.push_back({s.path, s.shape, s.dtype});
+    checkFootprint(footprint);
+    try {
+      std::vector<ParamBytes> bytes = bindParams(package, params_, options);
+      Progress progress("linnet: binding weights", options.randomWeights ? 0 : params_.size());
+      size_t k = 0;
+      model_->bind([&](const reference::ParamSpec& spec) {
+        progress.step();
+        return fromBytes(spec.dtype, spec.shape, bytes[k++].bytes);
+      });
+    } catch (const std::bad_alloc&) {
+      // The reference backend holds every value as a double or an int64.
+      throw allocationFailure(footprint, "binding params and zeroing state on the reference backend (8 bytes a value)");
+    }
   }
 
   std::vector<Tensor> call(const std::string& entry, const std::vector<Tensor>& args,
@@ -102,6 +113,7 @@ class ReferenceBackend : public Backend {
   const std::vector<ParamInfo>& params() const override { return params_; }
   void resetState() override { model_->resetState(); }
   const std::string& modelName() const override { return name_; }
+  const std::map<std::string, int64_t>& dims() const override { return dims_; }
 
  private:
   SourceManager sources_;
@@ -109,6 +121,7 @@ class ReferenceBackend : public Backend {
   std::unique_ptr<sema::Program> program_;
   std::unique_ptr<reference::Model> model_;
   std::string name_;
+  std::map<std::string, int64_t> dims_;
   std::vector<std::string> entries_;
   std::map<std::string, std::vector<std::string>> parameterNames_;
   std::vector<ParamInfo> params_;

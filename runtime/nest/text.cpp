@@ -63,8 +63,20 @@ std::string renderChat(const TextModel& text, const nlohmann::ordered_json& mess
   }
 }
 
+void validate(const Sampling& s) {
+  if (!std::isfinite(s.temperature) || s.temperature < 0)
+    throw Error(fmt::format("sampling: temperature {} must be a finite number >= 0", s.temperature));
+  if (s.topK < 0) throw Error(fmt::format("sampling: top-k {} must be >= 0 (0: all tokens)", s.topK));
+  if (!(s.topP > 0 && s.topP <= 1)) throw Error(fmt::format("sampling: top-p {} must be in (0, 1]", s.topP));
+  if (!(s.minP >= 0 && s.minP <= 1)) throw Error(fmt::format("sampling: min-p {} must be in [0, 1]", s.minP));
+  if (!std::isfinite(s.repetitionPenalty) || !(s.repetitionPenalty > 0))
+    throw Error(fmt::format("sampling: repetition penalty {} must be a finite number > 0", s.repetitionPenalty));
+}
+
 int32_t sampleToken(const Tensor& logits, const Sampling& s, std::mt19937_64& rng,
                     const std::vector<int64_t>& context) {
+  validate(s);
+  if (logits.size() == 0) throw Error("sampling: the logits are empty (a model with Vocab = 0?)");
   std::vector<double> v = logits.toFloats();
   // Repetition penalty (CTRL, as transformers applies it): each token seen
   // once is penalised once, dividing a positive logit, multiplying a negative one.

@@ -45,6 +45,11 @@ struct Sampling {
   uint64_t seed = 0;
 };
 
+// Throws Error naming the first setting out of range: a temperature or
+// penalty that is not finite, top-k < 0, top-p outside (0, 1], min-p outside
+// [0, 1], a repetition penalty <= 0. sampleToken checks it too.
+void validate(const Sampling& sampling);
+
 // The next token from a row of logits. `context` holds the tokens so far
 // (prompt and generated), for the repetition penalty.
 int32_t sampleToken(const Tensor& logits, const Sampling& sampling, std::mt19937_64& rng,

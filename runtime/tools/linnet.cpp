@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "nest/conventions.h"
 #include "nest/nest.h"
 #include "tools/bench.h"
 #include "weights/npy.h"
@@ -146,7 +148,7 @@ CLI::Option* addInt(CLI::App* cmd, const std::string& name, std::function<void(i
                      name,
                      [name, set, least](const std::string& v) {
                        int64_t n = parseInt(v, name);
-                       if (least && n < *least) throw Usage(fmt::format("{} must be at least {}", name, *least));
+                       if (least && n < *least) throw Usage(fmt::format("{} `{}`: must be at least {}", name, v, *least));
                        set(n);
                      },
                      help))
@@ -158,19 +160,28 @@ CLI::Option* addInt(CLI::App* cmd, const std::string& name, int64_t& into, const
   return addInt(cmd, name, [&into](int64_t n) { into = n; }, help, least);
 }
 
-// A number flag, >= 0.
-CLI::Option* addNonNegative(CLI::App* cmd, const std::string& name, double& into, const std::string& help) {
+// A finite number flag in [least, most] (nan, inf and junk refused); with
+// `aboveLeast`, strictly above `least`.
+CLI::Option* addNumber(CLI::App* cmd, const std::string& name, double& into, const std::string& help,
+                       double least, std::optional<double> most = std::nullopt, bool aboveLeast = false) {
+  std::string expected = most ? fmt::format("a number in {}{}, {}]", aboveLeast ? "(" : "[", least, *most)
+                              : fmt::format("a number {} {}", aboveLeast ? ">" : ">=", least);
   return once(cmd->add_option_function<std::string>(
                      name,
-                     [name, &into](const std::string& v) {
+                     [name, &into, least, most, aboveLeast, expected](const std::string& v) {
                        char* end = nullptr;
                        double d = std::strtod(v.c_str(), &end);
-                       if (v.empty() || *end != '\0' || d < 0)
-                         throw Usage(fmt::format("{} `{}`: expected a number >= 0", name, v));
+                       bool ok = !v.empty() && *end == '\0' && std::isfinite(d) &&
+                                 (aboveLeast ? d > least : d >= least) && (!most || d <= *most);
+                       if (!ok) throw Usage(fmt::format("{} `{}`: expected {}", name, v, expected));
                        into = d;
                      },
                      help))
       ->type_name("NUMBER");
+}
+
+CLI::Option* addNonNegative(CLI::App* cmd, const std::string& name, double& into, const std::string& help) {
+  return addNumber(cmd, name, into, help, 0);
 }
 
 // --backend: where entries run. Kept on its own: how a backend is chosen
@@ -261,16 +272,18 @@ void addTokenizerOption(CLI::App* cmd, Args& a) {
 
 void addPromptOptions(CLI::App* cmd, Args& a) {
   once(cmd->add_option("--prompt", a.prompt, "The prompt as text (needs a tokenizer)"))->type_name("TEXT");
-  addInt(cmd, "--max-new", a.maxNew, "Tokens to produce at most (default 16)");
+  addInt(cmd, "--max-new", a.maxNew, "Tokens to produce at most (default 16)", 1);
   addTokenizerOption(cmd, a);
 }
 
 void addSamplingOptions(CLI::App* cmd, Args& a) {
   addNonNegative(cmd, "--temperature", a.temperature, "0: greedy (the default)");
-  addInt(cmd, "--top-k", a.topK, "Sample from the K most likely tokens (0: all)");
-  addNonNegative(cmd, "--top-p", a.topP, "Sample from the most likely tokens of total probability P");
-  addNonNegative(cmd, "--min-p", a.minP, "Drop tokens less likely than P times the most likely one");
-  addNonNegative(cmd, "--repetition-penalty", a.repetitionPenalty, "Penalty on tokens already in the context");
+  addInt(cmd, "--top-k", a.topK, "Sample from the K most likely tokens (0: all)", 0);
+  addNumber(cmd, "--top-p", a.topP, "Sample from the most likely tokens of total probability P", 0, 1.0,
+            /*aboveLeast=*/true);
+  addNumber(cmd, "--min-p", a.minP, "Drop tokens less likely than P times the most likely one", 0, 1.0);
+  addNumber(cmd, "--repetition-penalty", a.repetitionPenalty, "Penalty on tokens already in the context", 0,
+            std::nullopt, /*aboveLeast=*/true);
   addInt(cmd, "--seed", a.seed, "Seed of the sampler");
 }
 
@@ -404,8 +417,10 @@ int runCall(Args& a) {
 }
 
 #ifdef LINNET_HAVE_TEXT
+std::string tokenizerPath(const Args& a) { return !a.tokenizer.empty() ? a.tokenizer : a.load.weights; }
+
 linnet::nest::TextModel text(const Args& a) {
-  std::string path = !a.tokenizer.empty() ? a.tokenizer : a.load.weights;
+  std::string path = tokenizerPath(a);
   if (path.empty() || (a.tokenizer.empty() && !path.ends_with(".gguf")))
     throw Usage("no tokenizer: pass --tokenizer (a tokenizer.json, or a .gguf file)");
   return linnet::nest::loadText(path);
@@ -422,8 +437,10 @@ linnet::nest::Sampling sampling(const Args& a) {
 class Chat {
  public:
   Chat(linnet::nest::Model& model, linnet::nest::TextModel& text, const Args& a)
-      : model_(model), text_(text), args_(a), rng_(a.seed) {
+      : model_(model), text_(text), args_(a), rng_(a.seed), limits_(linnet::nest::textLimits(model.dims())) {
     if (!a.system.empty()) system_ = {{"role", "system"}, {"content", a.system}};
+    linnet::nest::checkTokenizer(limits_, static_cast<int64_t>(text.tokenizer.vocabSize()),
+                                 fmt::format("the tokenizer {}", tokenizerPath(a)));
   }
   void reset() {
     messages_ = nlohmann::ordered_json::array();
@@ -433,9 +450,7 @@ class Chat {
   std::string answer(const std::string& user) {
     if (messages_.empty() && !system_.is_null()) messages_.push_back(system_);
     messages_.push_back({{"role", "user"}, {"content", user}});
-    std::string rendered = linnet::nest::renderChat(text_, messages_);
-    std::vector<int32_t> ids = text_.tokenizer.encode(rendered, /*addSpecialTokens=*/false);
-    std::vector<int64_t> wide(ids.begin(), ids.end());
+    std::vector<int64_t> wide = fitHistory();
     // Reuse the caches when the new rendering extends what they hold.
     if (cached_.size() > wide.size() || !std::equal(cached_.begin(), cached_.end(), wide.begin())) reset();
     std::vector<int64_t> fresh(wide.begin() + cached_.size(), wide.end());
@@ -466,6 +481,42 @@ class Chat {
     return reply;
   }
 
+  // The conversation's token ids, kept within the context: while the
+  // rendering and --max-new tokens do not fit in MaxSeq, the oldest turns
+  // (after the system message) are dropped, with a note on stderr; when the
+  // newest message alone does not fit, it is refused (and forgotten).
+  std::vector<int64_t> fitHistory() {
+    size_t first = !messages_.empty() && messages_[0].value("role", "") == "system" ? 1 : 0;
+    size_t dropped = 0;
+    while (true) {
+      std::string rendered = linnet::nest::renderChat(text_, messages_);
+      std::vector<int32_t> ids = text_.tokenizer.encode(rendered, /*addSpecialTokens=*/false);
+      std::vector<int64_t> wide(ids.begin(), ids.end());
+      int64_t needed = static_cast<int64_t>(wide.size()) + args_.maxNew - 1;
+      if (!limits_.maxSeq || needed <= *limits_.maxSeq) {
+        if (dropped)
+          fmt::print(stderr, "linnet: dropped the {} oldest message{} to keep the conversation within {} = {}\n",
+                     dropped, dropped == 1 ? "" : "s", linnet::nest::kContextGeneric, *limits_.maxSeq);
+        linnet::nest::checkTokenIds(limits_, wide, "the conversation");
+        return wide;
+      }
+      if (messages_.size() <= first + 1) {
+        messages_.erase(messages_.end() - 1);
+        std::string what = first ? "the system message and the newest message" : "the newest message";
+        linnet::nest::checkGeneration(limits_, static_cast<int64_t>(wide.size()), args_.maxNew, what);
+        throw linnet::nest::Error(fmt::format("{} does not fit in {} = {}", what, linnet::nest::kContextGeneric,
+                                              *limits_.maxSeq));
+      }
+      // A whole turn: the user's message and the reply to it.
+      messages_.erase(messages_.begin() + first);
+      ++dropped;
+      if (messages_.size() > first + 1 && messages_[first].value("role", "") == "assistant") {
+        messages_.erase(messages_.begin() + first);
+        ++dropped;
+      }
+    }
+  }
+
   // Truncates `reply` at the first stop string; whether there was one.
   bool cutAtStop(std::string& reply) const {
     size_t cut = std::string::npos;
@@ -494,6 +545,7 @@ class Chat {
   nlohmann::ordered_json system_;
   nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();
   std::vector<int64_t> cached_;  // the tokens the caches hold, in order
+  linnet::nest::TextLimits limits_;
 };
 
 int runChat(Args& a) {
@@ -514,7 +566,11 @@ int runChat(Args& a) {
       continue;
     }
     if (line.empty()) continue;
-    chat.answer(line);
+    try {
+      chat.answer(line);
+    } catch (const linnet::nest::Error& e) {
+      fmt::print(stderr, "linnet: {}\n", e.what());
+    }
   }
   return 0;
 }
@@ -552,9 +608,17 @@ int runGenerate(Args& a) {
   std::mt19937_64 rng(a.seed);
 #endif
   if (a.promptIds.empty()) throw Usage("generate needs --prompt-ids (or --prompt)");
-  if (a.maxNew < 1) throw Usage("--max-new must be at least 1");
   auto model = linnet::nest::load(a.package, a.load);
+  // The whole generation against the model's Vocab and MaxSeq before anything runs.
+  linnet::nest::TextLimits limits = linnet::nest::textLimits(model.dims());
+#ifdef LINNET_HAVE_TEXT
+  if (tokenizer)
+    linnet::nest::checkTokenizer(limits, static_cast<int64_t>(tokenizer->tokenizer.vocabSize()),
+                                 fmt::format("the tokenizer {}", tokenizerPath(a)));
+#endif
+  linnet::nest::checkTokenIds(limits, a.promptIds, "the prompt");
   int64_t S = static_cast<int64_t>(a.promptIds.size());
+  linnet::nest::checkGeneration(limits, S, a.maxNew, "the prompt");
   Tensor tokens = Tensor::fromInts(Scalar::I32, {1, S}, a.promptIds);
   std::vector<int64_t> produced;
   Tensor logits = model.call("prefill", {tokens, Tensor::scalarI(Scalar::I32, 0)})[0];

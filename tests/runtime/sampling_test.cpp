@@ -100,3 +100,19 @@ TEST_CASE("text: chat template errors name the tokenizer_config.json they came f
                                           Catch::Contains("raise_exception: one message only"));
   }
 }
+
+TEST_CASE("settings out of range are refused, not sampled with", "[sampling]") {
+  std::mt19937_64 rng(1);
+  Tensor logits = row({0.1, 3.0});
+  CHECK_THROWS_WITH(linnet::nest::sampleToken(logits, {.temperature = std::nan("")}, rng),
+                    Catch::Contains("temperature nan must be a finite number >= 0"));
+  CHECK_THROWS_WITH(linnet::nest::sampleToken(logits, {.temperature = 1, .topK = -5}, rng),
+                    Catch::Contains("top-k -5 must be >= 0"));
+  CHECK_THROWS_WITH(linnet::nest::sampleToken(logits, {.temperature = 1, .topP = 5}, rng),
+                    Catch::Contains("top-p 5 must be in (0, 1]"));
+  CHECK_THROWS_WITH(linnet::nest::sampleToken(logits, {.minP = 2}, rng), Catch::Contains("min-p 2"));
+  CHECK_THROWS_WITH(linnet::nest::sampleToken(logits, {.repetitionPenalty = 0}, rng),
+                    Catch::Contains("repetition penalty 0 must be"));
+  CHECK_THROWS_WITH(linnet::nest::sampleToken(Tensor::zeros(DType::F32, {1, 0}), {}, rng),
+                    Catch::Contains("the logits are empty"));
+}

@@ -218,6 +218,13 @@ std::vector<ParamSpec> Model::params() const {
   return out;
 }
 
+std::vector<ParamSpec> Model::states() const {
+  std::vector<ParamSpec> out;
+  for (const elab::Instance* inst : impl_->program.instances())
+    for (const elab::Member& m : inst->states) out.push_back({inst->pathOf(m.name), m.type.shape, m.type.dtype});
+  return out;
+}
+
 void Model::bind(const ParamSource& source) {
   for (const elab::Instance* inst : impl_->program.instances())
     for (const elab::Member& m : inst->params) {
@@ -252,7 +259,16 @@ std::vector<Tensor> Model::call(const std::string& entry, const std::vector<Tens
   std::vector<elab::TensorType> types;
   for (const Tensor& t : args) types.push_back({t.dtype, t.shape, t.weak});
   elab::EntryInstance inst = impl_->program.entry(entry, types, generics);
-  // A literal argument takes its parameter's dtype.
+  // A literal argument takes its parameter's dtype, when it fits unchanged.
+  for (size_t k = 0; k < args.size(); ++k) {
+    const Tensor& a = args[k];
+    if (a.dtype == inst.inputs[k].dtype || !a.weak || a.size() != 1) continue;
+    std::string misfit = a.isFloat() ? literalMisfit(inst.inputs[k].dtype, a.f[0])
+                                     : literalMisfit(inst.inputs[k].dtype, a.i[0]);
+    if (!misfit.empty())
+      throw EvalError(fmt::format("entry `{}`: argument `{}` is {}, but the literal {}", entry,
+                                  inst.fn->decl->params[k].name.name, linnet::name(inst.inputs[k].dtype), misfit));
+  }
   std::vector<RValue> values;
   for (size_t k = 0; k < args.size(); ++k)
     values.push_back(RValue::of(args[k].dtype == inst.inputs[k].dtype ? args[k] : cast(args[k], inst.inputs[k].dtype)));

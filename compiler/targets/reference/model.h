@@ -35,6 +35,8 @@ class Model {
 
   // Every param of the instance tree, in declaration order.
   std::vector<ParamSpec> params() const;
+  // Every state member, likewise (before bind(), nothing is allocated).
+  std::vector<ParamSpec> states() const;
   // Binds every param; state starts zeroed.
   void bind(const ParamSource& source);
   void resetState();

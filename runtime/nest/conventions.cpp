@@ -1,0 +1,97 @@
+#include "nest/conventions.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "nest/nest.h"
+
+namespace linnet::nest {
+
+TextLimits textLimits(const std::map<std::string, int64_t>& dims) {
+  TextLimits l;
+  if (auto it = dims.find(kContextGeneric); it != dims.end()) l.maxSeq = it->second;
+  if (auto it = dims.find(kVocabGeneric); it != dims.end()) l.vocab = it->second;
+  return l;
+}
+
+void checkLimits(const TextLimits& l) {
+  if (l.vocab && *l.vocab < 1)
+    throw Error(fmt::format("{} = {}: a model needs at least one token id; --set {}=N with N >= 1", kVocabGeneric,
+                            *l.vocab, kVocabGeneric));
+  if (l.maxSeq && *l.maxSeq < 1)
+    throw Error(fmt::format("{} = {}: the context must hold at least one position; --set {}=N with N >= 1",
+                            kContextGeneric, *l.maxSeq, kContextGeneric));
+}
+
+void checkTokenIds(const TextLimits& l, const std::vector<int64_t>& ids, const std::string& what) {
+  if (!l.vocab) return;
+  std::vector<std::string> bad;
+  size_t count = 0;
+  for (size_t k = 0; k < ids.size(); ++k)
+    if (ids[k] < 0 || ids[k] >= *l.vocab) {
+      if (++count <= 4) bad.push_back(fmt::format("{} (at {})", ids[k], k));
+    }
+  if (count == 0) return;
+  throw Error(fmt::format("{}: token id{} {}{} outside the vocabulary: {} = {} takes ids 0..{}", what,
+                          count == 1 ? "" : "s", fmt::join(bad, ", "), count > 4 ? fmt::format(" and {} more", count - 4) : "",
+                          kVocabGeneric, *l.vocab, *l.vocab - 1));
+}
+
+void checkCall(const TextLimits& l, const std::string& entry, const std::vector<std::string>& names,
+               const std::vector<Tensor>& args) {
+  const Tensor* tokens = nullptr;
+  const Tensor* pos = nullptr;
+  for (size_t k = 0; k < names.size() && k < args.size(); ++k) {
+    bool ids = (names[k] == "tokens" || names[k] == "token") && isInt(args[k].dtype) && args[k].rank() >= 1;
+    if (ids) {
+      std::vector<int64_t> v(static_cast<size_t>(args[k].size()));
+      for (int64_t i = 0; i < args[k].size(); ++i) v[i] = args[k].asInt(i);
+      checkTokenIds(l, v, fmt::format("entry `{}`, argument `{}`", entry, names[k]));
+      tokens = &args[k];
+    }
+    if (names[k] == "pos" && args[k].rank() == 0) pos = &args[k];
+  }
+  if (!l.maxSeq || !pos || !tokens || (entry != "prefill" && entry != "decode")) return;
+  int64_t S = tokens->shape.back();
+  // A float literal is checked for integrality where it is converted; here its value as given.
+  double p = pos->isFloat() ? pos->asDouble(0) : static_cast<double>(pos->asInt(0));
+  int64_t maxSeq = *l.maxSeq;
+  if (!(p >= 0))
+    throw Error(fmt::format("entry `{}`: pos {} is negative: positions run 0..{} ({} = {})", entry,
+                            pos->isFloat() ? fmt::format("{}", p) : std::to_string(pos->asInt(0)), maxSeq - 1,
+                            kContextGeneric, maxSeq));
+  int64_t at = pos->isFloat() ? static_cast<int64_t>(std::min(p, 9.2e18)) : pos->asInt(0);
+  if (at <= maxSeq - S) return;
+  std::string where = S == 1 ? fmt::format("pos {} is past the context", at)
+                             : fmt::format("{} tokens at pos {} run past the context", S, at);
+  // Positions are i32 in the card: a context beyond that is no fix.
+  std::string fix = at <= INT32_MAX - S ? fmt::format(", or load with --set {}={} or more", kContextGeneric, at + S) : "";
+  throw Error(fmt::format("entry `{}`: {}: {} = {} holds positions 0..{}; start over (a shorter prompt, fewer "
+                          "tokens: --max-new){}",
+                          entry, where, kContextGeneric, maxSeq, maxSeq - 1, fix));
+}
+
+void checkGeneration(const TextLimits& l, int64_t promptLen, int64_t maxNew, const std::string& what) {
+  if (!l.maxSeq) return;
+  int64_t maxSeq = *l.maxSeq;
+  if (promptLen > maxSeq)
+    throw Error(fmt::format("{} is {} tokens, longer than the context: {} = {}; shorten it or load with --set {}={}",
+                            what, promptLen, kContextGeneric, maxSeq, kContextGeneric, promptLen + maxNew - 1));
+  int64_t needed = promptLen + maxNew - 1;  // the last token produced is not fed back
+  if (needed > maxSeq)
+    throw Error(fmt::format("{} of {} tokens and --max-new {} need {} positions, but {} = {}: pass --max-new {} or "
+                            "less, a shorter prompt, or --set {}={}",
+                            what, promptLen, maxNew, needed, kContextGeneric, maxSeq, maxSeq - promptLen + 1,
+                            kContextGeneric, needed));
+}
+
+void checkTokenizer(const TextLimits& l, int64_t tokenizerVocab, const std::string& tokenizer) {
+  if (!l.vocab || tokenizerVocab <= *l.vocab) return;
+  throw Error(fmt::format("{} has {} tokens, but the model's {} = {}: ids from {} on would be clamped; pass the "
+                          "model's own tokenizer, or --set {}={} if the checkpoint has that many",
+                          tokenizer, tokenizerVocab, kVocabGeneric, *l.vocab, *l.vocab, kVocabGeneric, tokenizerVocab));
+}
+
+}  // namespace linnet::nest
