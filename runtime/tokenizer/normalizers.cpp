@@ -62,26 +62,8 @@ class StripNormalizer : public Normalizer {
  public:
   StripNormalizer(bool left, bool right) : left_(left), right_(right) {}
   void normalize(std::string& s, size_t, size_t) const override {
-    if (right_) {
-      size_t end = s.size();
-      while (end > 0) {
-        size_t start = end - 1;
-        while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
-        size_t i = start;
-        if (!unicode::isWhitespace(unicode::nextCodePoint(s, i))) break;
-        end = start;
-      }
-      s.resize(end);
-    }
-    if (left_) {
-      size_t i = 0;
-      while (i < s.size()) {
-        size_t j = i;
-        if (!unicode::isWhitespace(unicode::nextCodePoint(s, j))) break;
-        i = j;
-      }
-      s.erase(0, i);
-    }
+    if (right_) s.resize(unicode::trailingWhitespaceStart(s));
+    if (left_) s.erase(0, unicode::leadingWhitespaceEnd(s));
   }
 
  private:

@@ -24,9 +24,12 @@ class SequencePreTokenizer : public PreTokenizer {
   std::vector<std::unique_ptr<PreTokenizer>> items_;
 };
 
+// Splits at a pattern's matches: a `Split` pre-tokenizer, and the built-in
+// ones whose pattern is a character class (tokenizers' `Fn(char) -> bool`
+// patterns: every matching character is one match).
 class SplitPreTokenizer : public PreTokenizer {
  public:
-  SplitPreTokenizer(Pattern pattern, SplitBehavior behavior, bool invert)
+  SplitPreTokenizer(Pattern pattern, SplitBehavior behavior, bool invert = false)
       : pattern_(std::move(pattern)), behavior_(behavior), invert_(invert) {}
   void preTokenize(Pieces& pieces) const override { splitPieces(pieces, pattern_, behavior_, invert_); }
 
@@ -81,27 +84,13 @@ class MetaspacePreTokenizer : public PreTokenizer {
   Pattern spaces_, splitter_;
 };
 
-// Splits with a single-character class pattern (tokenizers' `Fn(char) -> bool`
-// patterns: every matching character is one match).
-class CharClassPreTokenizer : public PreTokenizer {
- public:
-  CharClassPreTokenizer(Pattern pattern, SplitBehavior behavior, bool invert = false)
-      : pattern_(std::move(pattern)), behavior_(behavior), invert_(invert) {}
-  void preTokenize(Pieces& pieces) const override { splitPieces(pieces, pattern_, behavior_, invert_); }
-
- private:
-  Pattern pattern_;
-  SplitBehavior behavior_;
-  bool invert_;
-};
-
 std::unique_ptr<PreTokenizer> whitespacePreTokenizer() {
-  return std::make_unique<CharClassPreTokenizer>(
+  return std::make_unique<SplitPreTokenizer>(
       Pattern::regex(Regex("\\w+|[^\\w\\s]+", RegexFlavor::RustRegex)), SplitBehavior::Removed, true);
 }
 
 std::unique_ptr<PreTokenizer> whitespaceSplitPreTokenizer() {
-  return std::make_unique<CharClassPreTokenizer>(Pattern::regex(Regex("\\s", RegexFlavor::RustRegex)),
+  return std::make_unique<SplitPreTokenizer>(Pattern::regex(Regex("\\s", RegexFlavor::RustRegex)),
                                                  SplitBehavior::Removed);
 }
 
@@ -148,7 +137,7 @@ std::unique_ptr<PreTokenizer> parsePreTokenizer(const JsonContext& ctx, const js
   }
   if (type == "Digits") {
     const bool individual = boolOr(ctx, v, path, "individual_digits", false);
-    return std::make_unique<CharClassPreTokenizer>(Pattern::regex(Regex("\\p{N}", RegexFlavor::RustRegex)),
+    return std::make_unique<SplitPreTokenizer>(Pattern::regex(Regex("\\p{N}", RegexFlavor::RustRegex)),
                                                    individual ? SplitBehavior::Isolated : SplitBehavior::Contiguous);
   }
   if (type == "Whitespace") return whitespacePreTokenizer();
@@ -156,18 +145,18 @@ std::unique_ptr<PreTokenizer> parsePreTokenizer(const JsonContext& ctx, const js
   if (type == "Punctuation") {
     SplitBehavior behavior = SplitBehavior::Isolated;
     if (const json* b = ctx.optionalMember(v, "behavior")) behavior = parseBehavior(ctx, *b, path + "/behavior");
-    return std::make_unique<CharClassPreTokenizer>(Pattern::regex(Regex(kPunctuation, RegexFlavor::RustRegex)),
+    return std::make_unique<SplitPreTokenizer>(Pattern::regex(Regex(kPunctuation, RegexFlavor::RustRegex)),
                                                    behavior);
   }
   if (type == "BertPreTokenizer") {
     std::vector<std::unique_ptr<PreTokenizer>> items;
     items.push_back(whitespaceSplitPreTokenizer());
-    items.push_back(std::make_unique<CharClassPreTokenizer>(
+    items.push_back(std::make_unique<SplitPreTokenizer>(
         Pattern::regex(Regex(kPunctuation, RegexFlavor::RustRegex)), SplitBehavior::Isolated));
     return std::make_unique<SequencePreTokenizer>(std::move(items));
   }
   if (type == "CharDelimiterSplit")
-    return std::make_unique<CharClassPreTokenizer>(
+    return std::make_unique<SplitPreTokenizer>(
         Pattern::literal(ctx.character(ctx.member(v, path, "delimiter"), path + "/delimiter")),
         SplitBehavior::Removed);
   unsupported(ctx, path + "/type", "pre-tokenizer", type,

@@ -149,26 +149,6 @@ struct TokenizerImpl {
   }
   bool startsWithWord(std::string_view s) const { return !s.empty() && isWordChar(s, 0); }
 
-  static size_t spaceLeftmostAtEnd(std::string_view s) {
-    size_t end = s.size();
-    while (end > 0) {
-      size_t start = end - 1;
-      while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
-      size_t i = start;
-      if (!unicode::isWhitespace(unicode::nextCodePoint(s, i))) break;
-      end = start;
-    }
-    return end;
-  }
-  static size_t spaceRightmostAtStart(std::string_view s) {
-    size_t i = 0;
-    while (i < s.size()) {
-      size_t j = i;
-      if (!unicode::isWhitespace(unicode::nextCodePoint(s, j))) break;
-      i = j;
-    }
-    return i;
-  }
 
   // AddedVocabulary::find_matches.
   void splitAdded(std::string_view s, const AddedTrie& trie, bool parseSpecial, std::vector<Segment>& out) const {
@@ -200,8 +180,8 @@ struct TokenizerImpl {
         const bool stopSpace = stop == s.size() || !startsWithWord(s.substr(stop));
         if (!startSpace || !stopSpace) continue;
       }
-      if (t.lstrip) start = std::max(spaceLeftmostAtEnd(s.substr(0, start)), startOffset);
-      if (t.rstrip) stop += spaceRightmostAtStart(s.substr(stop));
+      if (t.lstrip) start = std::max(unicode::trailingWhitespaceStart(s.substr(0, start)), startOffset);
+      if (t.rstrip) stop += unicode::leadingWhitespaceEnd(s.substr(stop));
       start = std::max(start, startOffset);
       if (startOffset < start) out.push_back({startOffset, start, -1});
       out.push_back({start, stop, t.id});

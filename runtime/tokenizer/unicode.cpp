@@ -273,6 +273,28 @@ bool isWhitespace(char32_t cp) {
   }
 }
 
+size_t trailingWhitespaceStart(std::string_view s) {
+  size_t end = s.size();
+  while (end > 0) {
+    size_t start = end - 1;
+    while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+    size_t i = start;
+    if (!isWhitespace(nextCodePoint(s, i))) break;
+    end = start;
+  }
+  return end;
+}
+
+size_t leadingWhitespaceEnd(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t j = i;
+    if (!isWhitespace(nextCodePoint(s, j))) break;
+    i = j;
+  }
+  return i;
+}
+
 bool isStripAccentMark(char32_t cp) {
   if (cp < 0x300) return false;
   const CodeRange* it = std::upper_bound(std::begin(kStripMarks), std::end(kStripMarks), cp,

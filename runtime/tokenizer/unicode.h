@@ -52,6 +52,10 @@ std::string lowercase(std::string_view s);
 
 // White_Space property (Rust's char::is_whitespace).
 bool isWhitespace(char32_t cp);
+// Where the trailing whitespace of valid UTF-8 `s` begins (s.size() when
+// there is none), and where its leading whitespace ends (0 when none).
+size_t trailingWhitespaceStart(std::string_view s);
+size_t leadingWhitespaceEnd(std::string_view s);
 
 // Canonical combining class (0 for starters).
 uint8_t combiningClass(char32_t cp);
