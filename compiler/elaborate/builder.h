@@ -54,7 +54,7 @@ struct Program::Builder {
 
   // -- the instance tree (program.cpp)
   std::unique_ptr<Instance> instantiate(const syntax::BlockDecl* block, const sema::Module* module,
-                                        Env env, std::string path, const Instance* parent);
+                                        Env env, std::string path);
 
   // -- dimensions and dtypes under a frame's generics and static ints
   StaticInts staticsOf(Frame& f);
@@ -84,6 +84,7 @@ struct Program::Builder {
                             Env env, const std::vector<Value>& args);
   void body(Frame& f, const syntax::StmtList& stmts);
   void statement(Frame& f, const syntax::Stmt& s);
+  void letSlot(Frame& f, const syntax::Ident& name, const Value& v, bool isVar, SourceRange at);
   void staticFor(Frame& f, const syntax::StaticForStmt& l);
   std::vector<SlotId> varsInScope(Frame& f);
   void bind(Frame& f, const std::string& n, Value v) { f.scopes.back()[n] = std::move(v); }

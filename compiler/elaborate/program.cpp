@@ -10,12 +10,6 @@ namespace linnet::elab {
 
 using namespace syntax;
 
-int64_t TensorType::count() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 std::string TensorType::str() const { return fmt::format("{}[{}]", sema::name(dtype), fmt::join(shape, ", ")); }
 
 std::string Type::key() const {
@@ -76,7 +70,7 @@ Scalar Program::Builder::dtypeOf(Frame& f, const syntax::Expr& e) {
   return guarded([&] { return evalDType(f.env, e); });
 }
 Scalar Program::Builder::declaredDType(Frame& f, const TypeExpr& t) {
-  return dtypeOf(f, t.kind == TypeKind::Tensor || t.elem ? t.elem->name.name : t.name.name, t.range);
+  return dtypeOf(f, t.elem ? t.elem->name.name : t.name.name, t.range);
 }
 TensorType Program::Builder::declared(Frame& f, const ParamDecl& p) {
   const TypeExpr& t = *p.type;
@@ -173,13 +167,12 @@ Value* Program::Builder::lookup(Frame& f, const std::string& n) {
 // ------------------------------------------------------------ the instance tree
 
 std::unique_ptr<Instance> Program::Builder::instantiate(const BlockDecl* block, const sema::Module* module, Env env,
-                                                        std::string path, const Instance* parent) {
+                                                        std::string path) {
   auto inst = std::make_unique<Instance>();
   inst->block = block;
   inst->module = module;
   inst->env = std::move(env);
   inst->path = std::move(path);
-  inst->parent = parent;
   inst->id = static_cast<int>(program.instances_.size());
   program.instances_.push_back(inst.get());
   Frame f;
@@ -210,11 +203,11 @@ std::unique_ptr<Instance> Program::Builder::instantiate(const BlockDecl* block, 
     }
     std::string memberPath = inst->pathOf(m.name.name);
     if (count < 0) {
-      inst->subs[m.name.name] = instantiate(callee, item->module, args, memberPath, inst.get());
+      inst->subs[m.name.name] = instantiate(callee, item->module, args, memberPath);
     } else {
       auto& list = inst->arrays[m.name.name];
       for (int64_t k = 0; k < count; ++k)
-        list.push_back(instantiate(callee, item->module, args, fmt::format("{}.{}", memberPath, k), inst.get()));
+        list.push_back(instantiate(callee, item->module, args, fmt::format("{}.{}", memberPath, k)));
     }
   }
   return inst;
@@ -233,7 +226,7 @@ Program::Program(const sema::Program& program) : source_(program) {
     else
       env.dtypes[g.name.name] = it != pkg.generics.end() ? *sema::scalarNamed(it->second.dtype) : b.dtypeOf(b.empty, *g.defaultValue);
   }
-  root_ = b.instantiate(item->block, item->module, env, "", nullptr);
+  root_ = b.instantiate(item->block, item->module, env, "");
 }
 
 Program::~Program() = default;

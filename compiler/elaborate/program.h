@@ -45,7 +45,6 @@ struct TensorType {
   // dtype. Only the elaborator reads it; backends see the casts it made.
   bool weak = false;
   int rank() const { return static_cast<int>(shape.size()); }
-  int64_t count() const;
   std::string str() const;  // `f32[2, 3]`
   bool operator==(const TensorType& o) const { return dtype == o.dtype && shape == o.shape; }
 };
@@ -83,7 +82,6 @@ struct Instance {
   Env env;
   std::string path;            // empty for the root
   int id = 0;                  // preorder index in the tree
-  const Instance* parent = nullptr;
   std::vector<Member> params;  // declaration order
   std::vector<Member> states;
   std::map<std::string, std::unique_ptr<Instance>> subs;
@@ -199,8 +197,6 @@ struct FnInstance {
   std::vector<Slot> slots;
   Body body;
   Type result;
-  // Whether the body assigns a state (its receiver's, or through a call a sub-block's).
-  bool writesState = false;
   std::vector<std::unique_ptr<Expr>> exprs;  // the arena of body's expressions
   std::vector<std::unique_ptr<Stmt>> stmts;
 };

@@ -57,6 +57,15 @@ std::vector<SlotId> Program::Builder::varsInScope(Frame& f) {
   return out;
 }
 
+// A new slot holding `v`, its `Let`, and `name` bound to it.
+void Program::Builder::letSlot(Frame& f, const Ident& name, const Value& v, bool isVar, SourceRange at) {
+  elab::Stmt* st = stmt(f, elab::StmtKind::Let, at);
+  st->slot = newSlot(f, name.name, v.type, isVar);
+  st->value = v.expr;
+  st->binds = &name;
+  bind(f, name.name, local(f, st->slot, name.range));
+}
+
 void Program::Builder::statement(Frame& f, const syntax::Stmt& s) {
   switch (s.kind) {
     case syntax::StmtKind::Let:
@@ -72,12 +81,7 @@ void Program::Builder::statement(Frame& f, const syntax::Stmt& s) {
         if (declaredType && v.t().weak) v = cast(f, v, declaredDType(f, *declaredType), declaredType->range);
         v = finalize(v);
       }
-      SlotId slot = newSlot(f, n.name, v.type, isVar);
-      elab::Stmt* st = stmt(f, elab::StmtKind::Let, s.range);
-      st->slot = slot;
-      st->value = v.expr;
-      st->binds = &n;
-      bind(f, n.name, local(f, slot, n.range));
+      letSlot(f, n, v, isVar, s.range);
       return;
     }
     case syntax::StmtKind::LetTuple: {
@@ -97,13 +101,7 @@ void Program::Builder::statement(Frame& f, const syntax::Stmt& s) {
     }
     case syntax::StmtKind::Comprehension: {
       const auto& c = static_cast<const ComprehensionStmt&>(s);
-      Value v = finalize(comprehension(f, c.indices, *c.body, std::nullopt, c.range));
-      SlotId slot = newSlot(f, c.name.name, v.type);
-      elab::Stmt* st = stmt(f, elab::StmtKind::Let, s.range);
-      st->slot = slot;
-      st->value = v.expr;
-      st->binds = &c.name;
-      bind(f, c.name.name, local(f, slot, c.name.range));
+      letSlot(f, c.name, finalize(comprehension(f, c.indices, *c.body, std::nullopt, c.range)), false, s.range);
       return;
     }
     case syntax::StmtKind::Assign: {
@@ -128,7 +126,6 @@ void Program::Builder::statement(Frame& f, const syntax::Stmt& s) {
       elab::Stmt* st = stmt(f, elab::StmtKind::AssignState, s.range);
       st->name = a.target.name;
       st->value = v.expr;
-      f.fn->writesState = true;
       return;
     }
     case syntax::StmtKind::Return: {
@@ -241,7 +238,6 @@ Value Program::Builder::callFn(Frame& caller, const FnDecl& fn, const Value* rec
   for (const Value& a : args) operands.push_back(a.expr);
   Expr* e = node(caller, ExprKind::Call, inst->result, call.range, std::move(operands));
   e->callee = inst;
-  if (inst->writesState) caller.fn->writesState = true;
   return tensorValue(e);
 }
 
