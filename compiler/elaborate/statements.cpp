@@ -13,9 +13,11 @@ FnInstance* Program::Builder::instantiateFn(const FnDecl& fn, const sema::Module
                                 self ? fmt::format("{}<{}>", self->block->name.name, self->env.key()) : "", env.key());
   for (const Value& a : args) key += "|" + a.type.key();
   if (auto it = program.fns_.find(key); it != program.fns_.end()) return it->second.get();
+  // Cached only once its body is complete: a body that fails to elaborate
+  // leaves nothing behind for a later call to find half built (fns cannot
+  // recurse, so nothing needs the instance before then).
   auto owned = std::make_unique<FnInstance>();
   FnInstance* inst = owned.get();
-  program.fns_[key] = std::move(owned);
   inst->decl = &fn;
   inst->module = module;
   inst->self = self;
@@ -35,6 +37,7 @@ FnInstance* Program::Builder::instantiateFn(const FnDecl& fn, const sema::Module
   }
   inst->result = Type::unit();
   body(f, fn.body);
+  program.fns_[key] = std::move(owned);
   return inst;
 }
 
