@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -118,8 +119,13 @@ std::pair<std::string, std::string> splitAssignment(const std::string& s, const 
 
 int64_t parseInt(const std::string& s, const std::string& what) {
   char* end = nullptr;
+  errno = 0;
   long long v = std::strtoll(s.c_str(), &end, 10);
   if (s.empty() || *end != '\0') throw Usage(fmt::format("{}: `{}` is not an integer", what, s));
+  // strtoll saturates out-of-range text to INT64_MIN/MAX: refuse it instead.
+  if (errno == ERANGE)
+    throw Usage(fmt::format("{}: `{}` does not fit in 64 bits signed (the range is {} to {}); give a value in that range",
+                            what, s, INT64_MIN, INT64_MAX));
   return v;
 }
 
@@ -207,10 +213,10 @@ void addLoadOptions(CLI::App* cmd, linnet::nest::LoadOptions& load) {
                     [&load](const std::vector<std::string>& sets) {
                       for (const auto& s : sets) {
                         auto [k, val] = splitAssignment(s, "--set");
-                        char* end = nullptr;
-                        long long n = std::strtoll(val.c_str(), &end, 10);
-                        // The last --set of a name wins, as with linnetc.
-                        if (!val.empty() && *end == '\0') load.generics.insert_or_assign(k, static_cast<int64_t>(n));
+                        // An integer (range-checked) or an element type name; the
+                        // last --set of a name wins, as with linnetc.
+                        bool integer = !val.empty() && val.find_first_not_of("+-0123456789") == std::string::npos;
+                        if (integer) load.generics.insert_or_assign(k, parseInt(val, "--set " + s));
                         else load.generics.insert_or_assign(k, val);
                       }
                     },
@@ -369,15 +375,15 @@ Scalar scalarOf(linnet::DType d) {
   return d;
 }
 
-Tensor input(const std::string& value) {
+Tensor input(const std::string& name, const std::string& value) {
   if (!value.empty() && value[0] == '@') {
     auto array = linnet::weights::readNpy(value.substr(1), {.languageTypesOnly = true});
     return Tensor::fromBytes(scalarOf(array.dtype), array.shape, array.data);
   }
   if (value == "true" || value == "false") return Tensor::scalarI(Scalar::Bool, value == "true");
+  bool integer = !value.empty() && value.find_first_not_of("+-0123456789") == std::string::npos;
+  if (integer) return Tensor::scalarI(Scalar::I64, parseInt(value, fmt::format("--input {}={}", name, value)), /*weak=*/true);
   char* end = nullptr;
-  long long n = std::strtoll(value.c_str(), &end, 10);
-  if (!value.empty() && *end == '\0') return Tensor::scalarI(Scalar::I64, n, /*weak=*/true);
   double d = std::strtod(value.c_str(), &end);
   if (!value.empty() && *end == '\0') return Tensor::scalarF(Scalar::F32, d, /*weak=*/true);
   throw Usage(fmt::format("input value `{}` is neither @file.npy nor a number", value));
@@ -394,7 +400,7 @@ int runCall(Args& a) {
       if (it == names.end())
         throw Usage(fmt::format("entry `{}` has no parameter `{}` (it takes {})", g.entry, name,
                                 fmt::join(names, ", ")));
-      args[it - names.begin()] = input(value);
+      args[it - names.begin()] = input(name, value);
     }
     std::vector<Tensor> given;
     for (size_t k = 0; k < names.size(); ++k) {
