@@ -39,12 +39,32 @@ void checkTokenIds(const TextLimits& l, const std::vector<int64_t>& ids, const s
                           kVocabGeneric, *l.vocab, *l.vocab - 1));
 }
 
+// A tensor of positions (the batched entries' `positions`): each in 0..MaxSeq-1.
+static void checkPositions(int64_t maxSeq, const std::string& entry, const std::string& name, const Tensor& t) {
+  std::vector<std::string> bad;
+  int64_t count = 0;
+  for (int64_t i = 0; i < t.size(); ++i)
+    if (int64_t p = t.asInt(i); p < 0 || p >= maxSeq) {
+      if (++count <= 4) bad.push_back(fmt::format("{} (at {})", p, i));
+    }
+  if (count == 0) return;
+  throw Error(fmt::format("entry `{}`, argument `{}`: position{} {}{} outside the context: {} = {} holds positions "
+                          "0..{}",
+                          entry, name, count == 1 ? "" : "s", fmt::join(bad, ", "),
+                          count > 4 ? fmt::format(" and {} more", count - 4) : "", kContextGeneric, maxSeq,
+                          maxSeq - 1));
+}
+
 void checkCall(const TextLimits& l, const std::string& entry, const std::vector<std::string>& names,
                const std::vector<Tensor>& args) {
   const Tensor* tokens = nullptr;
   const Tensor* pos = nullptr;
   for (size_t k = 0; k < names.size() && k < args.size(); ++k) {
-    bool ids = (names[k] == "tokens" || names[k] == "token") && isInt(args[k].dtype) && args[k].rank() >= 1;
+    bool ids = (names[k] == "tokens" || names[k] == "token" || names[k] == "step_tokens") &&
+               isInt(args[k].dtype) && args[k].rank() >= 1;
+    bool positions = (names[k] == "positions" || names[k] == "step_positions") && isInt(args[k].dtype) &&
+                     args[k].rank() >= 1;
+    if (positions && l.maxSeq) checkPositions(*l.maxSeq, entry, names[k], args[k]);
     if (ids) {
       std::vector<int64_t> v(static_cast<size_t>(args[k].size()));
       for (int64_t i = 0; i < args[k].size(); ++i) v[i] = args[k].asInt(i);

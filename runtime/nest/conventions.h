@@ -6,7 +6,9 @@
 //     it (the cache write would land on a clamped row);
 //   - the root generic `Vocab` is the number of token ids: the embedding
 //     gather clamps ids outside 0 .. Vocab-1 without a word;
-//   - an entry's integer tensor argument named `tokens` or `token` holds ids;
+//   - an entry's integer tensor argument named `tokens`, `token` or
+//     `step_tokens` holds ids, one named `positions` or `step_positions`
+//     positions (the batched and paged entries);
 //   - the entries `prefill` and `decode` take (tokens [Batch, S], pos) and
 //     write positions pos .. pos+S-1.
 // Model::call checks every call against these; linnet generate and chat
