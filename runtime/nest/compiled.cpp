@@ -58,7 +58,7 @@ class CompiledBackend : public Backend {
     for (const TensorSpec& s : model_.states) footprint.states.push_back({s.name, s.shape, s.dtype});
     checkFootprint(footprint);
     try {
-      std::vector<ParamBytes> bytes = bindParams(package, params_, options);
+      std::vector<ParamBytes> bytes = bindParams(package, params_, dims_, options);
       for (size_t k = 0; k < params_.size(); ++k) hostParams_.emplace(params_[k].path, bytes[k]);
       for (const TensorSpec& s : model_.states) states_.push_back(device_->allocate(byteCount(s)));
     } catch (const std::bad_alloc&) {

@@ -9,6 +9,15 @@
 
 namespace linnet::nest {
 
+const std::vector<GgufShapeKey>& ggufShapeKeys() {
+  static const std::vector<GgufShapeKey> keys = {{"Layers", "block_count"},
+                                                 {"H", "embedding_length"},
+                                                 {"Heads", "attention.head_count"},
+                                                 {"KvHeads", "attention.head_count_kv"},
+                                                 {"Inner", "feed_forward_length"}};
+  return keys;
+}
+
 TextLimits textLimits(const std::map<std::string, int64_t>& dims) {
   TextLimits l;
   if (auto it = dims.find(kContextGeneric); it != dims.end()) l.maxSeq = it->second;

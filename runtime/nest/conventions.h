@@ -11,6 +11,10 @@
 //     positions (the batched and paged entries);
 //   - the entries `prefill` and `decode` take (tokens [Batch, S], pos) and
 //     write positions pos .. pos+S-1.
+//   - the Llama family's generics `Layers`, `H`, `Heads`, `KvHeads`, `Inner`
+//     are the GGUF keys `block_count`, `embedding_length`,
+//     `attention.head_count`, `attention.head_count_kv`, `feed_forward_length`
+//     of its architecture (ggufShapeKeys), and `Vocab` its token count;
 // Model::call checks every call against these; linnet generate and chat
 // check a whole generation up front, so they can name the fix.
 #pragma once
@@ -27,6 +31,14 @@ namespace linnet::nest {
 
 inline constexpr const char* kContextGeneric = "MaxSeq";
 inline constexpr const char* kVocabGeneric = "Vocab";
+
+// A dimension generic and the GGUF metadata key (after `<architecture>.`)
+// that gives its value.
+struct GgufShapeKey {
+  const char* generic;
+  const char* key;
+};
+const std::vector<GgufShapeKey>& ggufShapeKeys();
 
 struct TextLimits {
   std::optional<int64_t> maxSeq, vocab;

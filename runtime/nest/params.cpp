@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <random>
 
+#include <fmt/ranges.h>
+
+#include "nest/conventions.h"
 #include "weights/bindings.h"
 #include "weights/safetensors.h"
 
@@ -17,13 +20,50 @@ namespace linnet::nest {
 
 namespace {
 
+#ifdef LINNET_HAVE_GGUF
+// The GGUF's own account of its shapes against the model's generics, before
+// any tensor is bound: one line naming the key and the --set that fixes it,
+// instead of a list of every tensor that then mismatches.
+void checkGgufShapes(const gguf::File& file, const std::string& path, const std::map<std::string, int64_t>& dims) {
+  const gguf::Metadata& meta = file.metadata();
+  const std::string* arch = meta.findString("general.architecture");
+  if (!arch) return;
+  std::vector<std::string> problems, fixes;
+  for (const GgufShapeKey& k : ggufShapeKeys()) {
+    auto it = dims.find(k.generic);
+    std::optional<int64_t> value = meta.findInt(*arch + "." + k.key);
+    if (it == dims.end() || !value || *value == it->second) continue;
+    problems.push_back(fmt::format("{}.{} = {}, but the model's {} = {}", *arch, k.key, *value, k.generic, it->second));
+    fixes.push_back(fmt::format("--set {}={}", k.generic, *value));
+  }
+  if (auto it = dims.find(kVocabGeneric); it != dims.end())
+    if (const gguf::Array* tokens = meta.findArray("tokenizer.ggml.tokens", gguf::ValueType::String))
+      if (static_cast<int64_t>(tokens->size()) != it->second) {
+        problems.push_back(fmt::format("tokenizer.ggml.tokens has {} tokens, but the model's {} = {}", tokens->size(),
+                                       kVocabGeneric, it->second));
+        fixes.push_back(fmt::format("--set {}={}", kVocabGeneric, tokens->size()));
+      }
+  if (!problems.empty())
+    throw Error(fmt::format("{}: the checkpoint does not have the model's shapes: {}; load it with {}", path,
+                            fmt::join(problems, "; "), fmt::join(fixes, " ")));
+  auto context = meta.findInt(*arch + ".context_length");
+  auto maxSeq = dims.find(kContextGeneric);
+  if (context && maxSeq != dims.end() && maxSeq->second > *context)
+    fmt::print(stderr,
+               "linnet: warning: {} = {} is past {}.context_length = {} of {}, the context the model was trained "
+               "for; positions beyond it may give poor output\n",
+               kContextGeneric, maxSeq->second, *arch, *context, path);
+}
+#endif
+
 // A checkpoint from a safetensors file or index, or from a GGUF file: its
 // tensors are dequantized to f32 under their Hugging Face names and layout,
 // written to a temporary safetensors file that is mapped and then unlinked,
 // so that the same binding checks apply to both.
-weights::Checkpoint openCheckpoint(const std::string& path) {
+weights::Checkpoint openCheckpoint(const std::string& path, const std::map<std::string, int64_t>& dims) {
   if (!path.ends_with(".gguf")) return weights::Checkpoint::open(path);
 #ifdef LINNET_HAVE_GGUF
+  checkGgufShapes(gguf::File::open(path), path, dims);
   auto tensors = gguf::loadAsHuggingFace(std::filesystem::path(path));
   auto temp = std::filesystem::temp_directory_path() /
               fmt::format("linnet-{}-{}.safetensors", ::getpid(), std::filesystem::path(path).stem().string());
@@ -63,7 +103,7 @@ std::vector<ParamBytes> randomParams(const std::vector<ParamInfo>& params, uint6
 }  // namespace
 
 std::vector<ParamBytes> bindParams(const std::string& package, const std::vector<ParamInfo>& params,
-                                   const LoadOptions& options) {
+                                   const std::map<std::string, int64_t>& dims, const LoadOptions& options) {
   if (options.randomWeights) return randomParams(params, options.seed);
   if (options.weights.empty())
     throw Error(fmt::format("{}: no weights given: pass a .safetensors file or index.json "
@@ -72,7 +112,7 @@ std::vector<ParamBytes> bindParams(const std::string& package, const std::vector
   try {
     std::vector<weights::ParamSpec> specs;
     for (const auto& p : params) specs.push_back({p.path, p.shape, p.dtype});
-    weights::Checkpoint checkpoint = openCheckpoint(options.weights);
+    weights::Checkpoint checkpoint = openCheckpoint(options.weights, dims);
     std::filesystem::path bindingsPath = std::filesystem::path(package) / "bindings.json";
     weights::BindOptions bindOptions;
     if (options.convertDTypes && !specs.empty()) bindOptions.convertTo = specs.front().dtype;

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -21,9 +23,11 @@ struct ParamBytes {
 };
 
 // For each of `params`, in order. Throws Error with the CLI's messages (no
-// weights given, binding problems listed together, an unreadable file).
+// weights given, binding problems listed together, an unreadable file). A
+// GGUF's shape metadata (block count, widths, heads) is first compared with
+// the model's dimension generics `dims` (nest/conventions.h).
 std::vector<ParamBytes> bindParams(const std::string& package, const std::vector<ParamInfo>& params,
-                                   const LoadOptions& options);
+                                   const std::map<std::string, int64_t>& dims, const LoadOptions& options);
 
 // A one-line progress bar on stderr while params are bound, only when
 // stderr is a terminal (logs and pipes get nothing).

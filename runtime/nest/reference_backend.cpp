@@ -79,7 +79,7 @@ class ReferenceBackend : public Backend {
     for (const auto& s : model_->states()) footprint.states.push_back({s.path, s.shape, s.dtype});
     checkFootprint(footprint);
     try {
-      std::vector<ParamBytes> bytes = bindParams(package, params_, options);
+      std::vector<ParamBytes> bytes = bindParams(package, params_, dims_, options);
       Progress progress("linnet: binding weights", options.randomWeights ? 0 : params_.size());
       size_t k = 0;
       model_->bind([&](const reference::ParamSpec& spec) {
