@@ -306,10 +306,14 @@ void Checker::Impl::checkWhileStmt(Ctx& ctx, const Stmt& s) {
 
 // ------------------------------------------------------------ expressions
 
+// Nesting the checker follows by recursion (a flat chain is not nesting).
+static constexpr int kMaxExprDepth = 200;
+
 Value Checker::Impl::checkExpr(Ctx& ctx, const syntax::Expr& e) {
-  if (++depth > 200) {
+  if (++depth > kMaxExprDepth) {
     --depth;
-    error(ctx, e.range, "expression nests too deeply");
+    error(ctx, e.range,
+          fmt::format("expression nests too deeply: more than {} levels; name inner parts with `let`", kMaxExprDepth));
     return Value::error();
   }
   Value v;

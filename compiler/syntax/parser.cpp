@@ -328,7 +328,7 @@ class Parser {
 
   // ------------------------------------------------------------------ types
   TypeExprPtr parseType() {
-    if (++depth_ > kMaxDepth) fail(tok().range, "type nests too deeply");
+    if (++depth_ > kMaxDepth) fail(tok().range, fmt::format("type nests too deeply: more than {} levels", kMaxDepth));
     Nested nested(nesting_);
     auto type = std::make_unique<TypeExpr>();
     SourceRange start = tok().range;
@@ -567,7 +567,7 @@ class Parser {
   }
 
   ExprPtr parseExpr(bool noGreater = false, int minPrecedence = 1) {
-    if (++depth_ > kMaxDepth) fail(tok().range, "expression nests too deeply");
+    if (++depth_ > kMaxDepth) fail(tok().range, fmt::format("expression nests too deeply: more than {} levels; name inner parts with `let`", kMaxDepth));
     ExprPtr lhs = parseUnary(noGreater);
     while (true) {
       auto op = currentBinary(noGreater);
@@ -593,7 +593,7 @@ class Parser {
         uint64_t v = intValue(t, static_cast<uint64_t>(INT64_MAX) + 1);
         return std::make_unique<IntLiteralExpr>(from(start), static_cast<int64_t>(0 - v));
       }
-      if (++depth_ > kMaxDepth) fail(tok().range, "expression nests too deeply");
+      if (++depth_ > kMaxDepth) fail(tok().range, fmt::format("expression nests too deeply: more than {} levels; name inner parts with `let`", kMaxDepth));
       ExprPtr operand = parseUnary(noGreater);
       --depth_;
       // Fold `-3.0` into a literal so constants print as written.

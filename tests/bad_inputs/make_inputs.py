@@ -1,0 +1,129 @@
+"""Input files for the bad-input suite (run.py), made from a case's spec:
+  { text = "..." }                  the text as written
+  { copy = "{data}/..." }           a copy of a committed fixture
+  { gen = "NAME", ... }             a generator below, with the spec's other keys
+Paths in specs may use {data}, {card}, {gqa2} and {tmp}."""
+import json
+import os
+import shutil
+import struct
+
+
+
+def fill(value, places):
+    """`{data}`, `{tmp}`... replaced in a string; other braces (JSON, Jinja) kept."""
+    if not isinstance(value, str):
+        return value
+    for key, path in places.items():
+        value = value.replace("{" + key + "}", path)
+    return value
+
+
+def text(spec, places):
+    """stdin of a case: a string, or a generated text ({ gen = "repeat" })."""
+    if isinstance(spec, str):
+        return spec
+    return GENERATORS[spec["gen"]](**{k: v for k, v in spec.items() if k != "gen"})
+
+
+def make(spec, path, places):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if "text" in spec:
+        with open(path, "w") as f:
+            f.write(spec["text"])
+    elif "copy" in spec:
+        shutil.copy(fill(spec["copy"], places), path)
+    else:
+        kwargs = {k: fill(v, places) for k, v in spec.items() if k != "gen"}
+        data = GENERATORS[spec["gen"]](**kwargs)
+        with open(path, "wb" if isinstance(data, bytes) else "w") as f:
+            f.write(data)
+
+
+def repeat(piece, times):
+    return piece * times
+
+
+def long_chain(module, terms, op="+"):
+    """`return x + x + ... + x`: a flat chain, not nesting."""
+    return (f"module {module}\n\npub fn f<N: Dim>(x: Tensor[N; f32]) -> Tensor[N; f32] {{\n"
+            f"    return x{f' {op} x' * (terms - 1)}\n}}\n")
+
+
+def nested(module, depth):
+    """`((((x))))`: real nesting, `depth` parentheses deep."""
+    return (f"module {module}\n\npub fn f<N: Dim>(x: Tensor[N; f32]) -> Tensor[N; f32] {{\n"
+            f"    return {'(' * depth}x{')' * depth}\n}}\n")
+
+
+def with_nul(module):
+    """A source with a NUL byte inside an expression, and an error after it."""
+    return (f"module {module}\n\npub fn f(x: Tensor[4; f32]) -> Tensor[4; f32] {{\n    return x \0+ x\n}}\n"
+            "fn g() -> i32 {\n    return missing\n}\n")
+
+
+def tokenizer(base, edit, **params):
+    """A tokenizer.json read from `base`, changed by one of EDITS."""
+    with open(base) as f:
+        tok = json.load(f)
+    EDITS[edit](tok, **params)
+    return json.dumps(tok)
+
+
+def _add_token(tok, id):
+    tok["model"]["vocab"]["\u2581zz_bad_input"] = id
+
+
+def _replace_chain(tok, count):
+    # Each Replace turns one `a` into ten: 10^count times the input.
+    tok["normalizer"] = {"type": "Sequence", "normalizers": [
+        {"type": "Replace", "pattern": {"String": "a"}, "content": "a" * 10} for _ in range(count)]}
+
+
+def _merge_unknown(tok):
+    tok["model"]["merges"].append("\u2581zz_not_a_token q")
+
+
+EDITS = {"add_token": _add_token, "replace_chain": _replace_chain, "merge_unknown": _merge_unknown}
+
+
+def tokenizer_config(template):
+    return json.dumps({"chat_template": template, "bos_token": "<s>", "eos_token": "</s>"})
+
+
+def npy(descr, shape, fill=0):
+    """A well-formed .npy of `shape`, every element `fill`, of numpy type
+    `descr` ('<f8', '|u1', '<i4', ...)."""
+    count = 1
+    for d in shape:
+        count *= d
+    code = {"f": "d" if descr[2:] == "8" else "f", "i": "q" if descr[2:] == "8" else "i", "u": "B"}[descr[1]]
+    dims = ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "")
+    header = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': ({dims}), }}"
+    return npy_header(header) + struct.pack(f"<{count}{code}", *([fill] * count))
+
+
+def npy_header(header, payload=0):
+    """A .npy file with the given header dict text and `payload` zero bytes."""
+    h = header.encode("latin1")
+    pad = 64 - (10 + len(h) + 1) % 64
+    h = h + b" " * pad + b"\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h + b"\0" * payload
+
+
+def safetensors_header(header, payload=0, length=None):
+    """A .safetensors file with the given JSON header text; `length`, when
+    given, is the header length the file claims instead of the true one."""
+    h = header.encode()
+    return struct.pack("<Q", len(h) if length is None else length) + h + b"\0" * payload
+
+
+def index_json(weight_map):
+    return json.dumps({"metadata": {}, "weight_map": weight_map})
+
+
+GENERATORS = {
+    "repeat": repeat, "long_chain": long_chain, "nested": nested, "with_nul": with_nul,
+    "tokenizer": tokenizer, "tokenizer_config": tokenizer_config, "npy": npy, "npy_header": npy_header,
+    "safetensors_header": safetensors_header, "index_json": index_json,
+}
