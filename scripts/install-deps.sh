@@ -11,6 +11,8 @@ packages=(
   # The MLIR dialect and CPU code generation (linnetc build), and the clang
   # that turns the generated LLVM IR into shared objects.
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22
+  # LLVM's OpenMP runtime: the compiled code's parallel loops.
+  libomp-22-dev
 )
 
 missing=()

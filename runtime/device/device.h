@@ -40,6 +40,9 @@ class Device {
   // buffer's own memory (an output imported in place).
   virtual void read(const Buffer& from, std::span<std::byte> into) = 0;
   virtual void zero(Buffer& buffer) = 0;
+  // How many threads the code this device loads may use; 0, the default:
+  // all cores. A device that runs code elsewhere ignores it.
+  virtual void setThreads(int threads) { (void)threads; }
 
   // Loads the code of the artifact folder `dir`, whose manifest is
   // `manifest` (built for this device's target), and runs its init. Throws

@@ -28,6 +28,8 @@ class Backend {
   virtual const std::string& modelName() const = 0;
   // The root block's dimension generics as bound (nest.toml, then --set).
   virtual const std::map<std::string, int64_t>& dims() const = 0;
+  // Threads entries run on.
+  virtual int threads() const = 0;
 };
 
 struct BackendKind {

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <filesystem>
+#include <thread>
 
 #include "artifact/manifest.h"
 #include "nest/artifact_cache.h"
@@ -49,6 +51,8 @@ class CompiledBackend : public Backend {
  public:
   CompiledBackend(const device::Driver& driver, const std::string& package, const LoadOptions& options)
       : driver_(driver), device_(driver.create()), cache_(settings(driver, package, options)) {
+    threads_ = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    device_->setThreads(threads_);
     fs::path dir = cache_.modelDir();
     model_ = readManifest(dir);
     params_ = perLayer(model_.params);
@@ -135,6 +139,7 @@ class CompiledBackend : public Backend {
   }
   const std::string& modelName() const override { return model_.package; }
   const std::map<std::string, int64_t>& dims() const override { return dims_; }
+  int threads() const override { return threads_; }
 
  private:
   struct Loaded {
@@ -254,6 +259,7 @@ class CompiledBackend : public Backend {
   std::map<std::string, ParamBytes> hostParams_;   // bound, not yet on the device
   std::map<std::string, DeviceParam> deviceParams_;  // by manifest path, stacked ones included
   std::map<std::string, int64_t> dims_;
+  int threads_ = 1;
   std::vector<device::BufferPtr> states_;          // in the manifest's order
   std::map<std::string, std::unique_ptr<Loaded>> loaded_;  // by artifact folder
 };

@@ -68,5 +68,6 @@ void Model::resetState() { impl_->backend->resetState(); }
 const std::string& Model::name() const { return impl_->backend->modelName(); }
 const std::string& Model::backend() const { return impl_->backendName; }
 const std::map<std::string, int64_t>& Model::dims() const { return impl_->backend->dims(); }
+int Model::threads() const { return impl_->backend->threads(); }
 
 }  // namespace linnet::nest

@@ -63,6 +63,9 @@ struct LoadOptions {
   std::string backend;
   // Where compiled entries are cached; empty: $LINNET_CACHE, else ~/.cache/linnet.
   std::string cacheDir;
+  // Threads compiled code may use; 0: all cores. The reference backend runs
+  // on one thread whatever this says.
+  int threads = 0;
 };
 
 struct ParamInfo {
@@ -95,6 +98,9 @@ class Model {
   // The root block's dimension generics as bound (nest.toml's [generics],
   // then LoadOptions::generics), e.g. {"MaxSeq", 8192}.
   const std::map<std::string, int64_t>& dims() const;
+  // The threads entries run on (LoadOptions::threads, or all cores; 1 on the
+  // reference backend).
+  int threads() const;
 
   struct Impl;
   explicit Model(std::unique_ptr<Impl> impl);

@@ -114,6 +114,7 @@ class ReferenceBackend : public Backend {
   void resetState() override { model_->resetState(); }
   const std::string& modelName() const override { return name_; }
   const std::map<std::string, int64_t>& dims() const override { return dims_; }
+  int threads() const override { return 1; }  // op by op on the calling thread
 
  private:
   SourceManager sources_;

@@ -633,14 +633,6 @@ GemmRate gemmRate(int n, int reps) {
   return {best, k.name, n};
 }
 
-int backendThreads(const std::string& backend) {
-  // The reference backend evaluates op by op on the calling thread; the
-  // compiled CPU backend's code is single-threaded for now. Raise this with
-  // the backend's thread pool, and the bandwidth bound follows.
-  (void)backend;
-  return 1;
-}
-
 void run(const Options& o) {
   if (o.mode != "decode" && o.mode != "prefill")
     throw Error(fmt::format("bench: unknown benchmark `{}` (decode or prefill)", o.mode));
@@ -651,7 +643,7 @@ void run(const Options& o) {
   c.batch = intGeneric(c.generics, "Batch").value_or(1);
   c.vocab = intGeneric(c.generics, "Vocab").value_or(1);
   c.maxSeq = intGeneric(c.generics, "MaxSeq");
-  c.threads = backendThreads(model.backend());
+  c.threads = model.threads();  // the bandwidth bound is measured on as many
   if (o.mode == "decode") runDecode(o, model, c);
   else runPrefill(o, model, c);
 }

@@ -198,6 +198,12 @@ void addBackendOption(CLI::App* cmd, linnet::nest::LoadOptions& load) {
                        "Where entries run: reference (exact, slow; the default), cpu (compiled code), or another "
                        "backend this build has"))
       ->type_name("NAME");
+  addInt(cmd, "--threads",
+         [&load](int64_t n) {
+           if (n > 1024) throw Usage(fmt::format("--threads `{}`: at most 1024", n));
+           load.threads = static_cast<int>(n);
+         },
+         "Threads compiled code runs on (default: all cores; the reference backend uses one)", 1);
 }
 
 // The model: its package's checkpoint, generics and backend.

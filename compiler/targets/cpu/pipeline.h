@@ -2,9 +2,11 @@
 // shared object for this machine.
 //
 //   one-shot bufferization (across function boundaries) -> buffer
-//   deallocation -> loops -> LLVM dialect -> LLVM IR -> clang -O3
-//   -march=native -shared, with a C shim giving each entry its uniform call
-//   symbol (runtime/artifact/abi.h)
+//   deallocation -> parallel loops, the large outermost ones on OpenMP
+//   threads (parallel_loops.h), the rest sequential -> LLVM dialect -> LLVM
+//   IR -> clang -O3 -march=native -shared -lomp, with a C shim giving each
+//   entry its uniform call symbol (runtime/artifact/abi.h) and
+//   `linnet_set_threads(int)` for the runtime's thread count
 #pragma once
 
 #include <string>

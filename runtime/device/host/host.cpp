@@ -39,7 +39,7 @@ BufferPtr allocateHost(std::size_t bytes) {
 
 class HostExecutable : public Executable {
  public:
-  HostExecutable(const artifact::Manifest& manifest, const std::filesystem::path& dir) {
+  HostExecutable(const artifact::Manifest& manifest, const std::filesystem::path& dir, int threads) {
     std::string lib = (dir / manifest.library).string();
     if (manifest.library.empty()) throw std::runtime_error(fmt::format("{}: the artifact has no code", dir.string()));
     library_ = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -49,6 +49,8 @@ class HostExecutable : public Executable {
       if (!fn) throw std::runtime_error(fmt::format("{}: no symbol {}", lib, e.symbol));
       entries_.push_back(fn);
     }
+    // Code built with parallel loops exports its thread setting (targets/cpu).
+    if (auto set = reinterpret_cast<void (*)(int)>(dlsym(library_, "linnet_set_threads"))) set(threads);
     // Argument-independent tensors (hoisted constants) are computed once, now.
     if (!manifest.init.empty()) {
       auto init = reinterpret_cast<void (*)()>(dlsym(library_, manifest.init.c_str()));
@@ -104,8 +106,13 @@ class HostDevice : public Device {
   void zero(Buffer& buffer) override { std::memset(buffer.address(), 0, buffer.size()); }
 
   std::unique_ptr<Executable> load(const artifact::Manifest& manifest, const std::filesystem::path& dir) override {
-    return std::make_unique<HostExecutable>(manifest, dir);
+    return std::make_unique<HostExecutable>(manifest, dir, threads_);
   }
+
+  void setThreads(int threads) override { threads_ = threads; }
+
+ private:
+  int threads_ = 0;
 };
 
 }  // namespace

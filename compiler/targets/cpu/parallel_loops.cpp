@@ -1,0 +1,91 @@
+#include "targets/cpu/parallel_loops.h"
+
+#include <optional>
+#include <vector>
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace linnet::cpu {
+
+namespace {
+
+std::optional<int64_t> constantIndex(mlir::Value v) {
+  if (auto c = v.getDefiningOp<mlir::arith::ConstantIndexOp>()) return c.value();
+  return std::nullopt;
+}
+
+// Static trip count of one dimension, or nullopt when a bound is dynamic.
+std::optional<int64_t> tripCount(mlir::Value lb, mlir::Value ub, mlir::Value step) {
+  auto l = constantIndex(lb), u = constantIndex(ub), s = constantIndex(step);
+  if (!l || !u || !s || *s <= 0) return std::nullopt;
+  return *u > *l ? (*u - *l + *s - 1) / *s : 0;
+}
+
+// Innermost iterations the nest under `op` runs, counting nested loops'
+// static trip counts (a dynamic loop counts once: too little work is the
+// safe side of the estimate).
+int64_t iterationsBelow(mlir::Operation* op) {
+  int64_t most = 1;
+  for (mlir::Region& region : op->getRegions())
+    for (mlir::Block& block : region)
+      for (mlir::Operation& inner : block) {
+        int64_t here = 1;
+        if (auto f = mlir::dyn_cast<mlir::scf::ForOp>(inner))
+          here = tripCount(f.getLowerBound(), f.getUpperBound(), f.getStep()).value_or(1) * iterationsBelow(f);
+        else if (auto p = mlir::dyn_cast<mlir::scf::ParallelOp>(inner)) {
+          for (size_t d = 0; d < p.getNumLoops(); ++d)
+            here *= tripCount(p.getLowerBound()[d], p.getUpperBound()[d], p.getStep()[d]).value_or(1);
+          here *= iterationsBelow(p);
+        } else if (inner.getNumRegions() > 0)
+          here = iterationsBelow(&inner);
+        most = std::max(most, here);
+      }
+  return most;
+}
+
+int64_t iterations(mlir::scf::ParallelOp p) {
+  int64_t n = 1;
+  for (size_t d = 0; d < p.getNumLoops(); ++d)
+    n *= tripCount(p.getLowerBound()[d], p.getUpperBound()[d], p.getStep()[d]).value_or(1);
+  return n * iterationsBelow(p);
+}
+
+// The same loop as nested scf.for loops, outermost dimension first. Only
+// loops without reductions (what linalg's lowering makes) are rewritten.
+void toNestedFors(mlir::scf::ParallelOp p) {
+  mlir::OpBuilder b(p);
+  mlir::IRMapping map;
+  mlir::Location loc = p.getLoc();
+  for (size_t d = 0; d < p.getNumLoops(); ++d) {
+    auto loop = b.create<mlir::scf::ForOp>(loc, p.getLowerBound()[d], p.getUpperBound()[d], p.getStep()[d]);
+    map.map(p.getInductionVars()[d], loop.getInductionVar());
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+  }
+  for (mlir::Operation& op : p.getBody()->without_terminator()) b.clone(op, map);
+  p.erase();
+}
+
+}  // namespace
+
+int keepLargeOuterParallelLoops(mlir::ModuleOp module, int64_t minIterations) {
+  std::vector<mlir::scf::ParallelOp> serial;
+  int kept = 0;
+  // Preorder: an outer loop is decided before the loops inside it.
+  module.walk<mlir::WalkOrder::PreOrder>([&](mlir::scf::ParallelOp p) {
+    if (p.getNumReductions() != 0) return;
+    bool nested = p->getParentOfType<mlir::scf::ParallelOp>() != nullptr;
+    if (!nested && iterations(p) >= minIterations) {
+      ++kept;
+      return;
+    }
+    serial.push_back(p);
+  });
+  // Innermost first, so an erased loop never holds one still to rewrite.
+  for (auto it = serial.rbegin(); it != serial.rend(); ++it) toNestedFors(*it);
+  return kept;
+}
+
+}  // namespace linnet::cpu
