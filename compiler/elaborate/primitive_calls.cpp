@@ -130,6 +130,15 @@ Value Program::Builder::primitive(Frame& f, const CallExpr& call, Primitive p) {
       shape.insert(shape.end(), table.t().shape.begin() + 1, table.t().shape.end());
       return tensorValue(node(f, ExprKind::GatherRows, Type::of({table.t().dtype, shape}), at, {table.expr, ids.expr}));
     }
+    case Primitive::WriteSlice: {
+      Value dest = arg(0), x = arg(1), start = arg(2);
+      int axis = axisArg(f, call, dest.t().rank());
+      x = cast(f, x, dest.t().dtype, at);
+      Expr* e = node(f, ExprKind::WriteSlice, Type::of({dest.t().dtype, dest.t().shape}), at,
+                     {dest.expr, x.expr, start.expr});
+      e->ints = {axis};
+      return tensorValue(e);
+    }
     case Primitive::Some: {
       Value v = arg(0);
       if (v.type.isTensor()) v = finalize(v);

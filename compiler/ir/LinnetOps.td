@@ -122,6 +122,21 @@ def Linnet_GatherOp : Linnet_Op<"gather", [Pure]> {
   let assemblyFormat = "$x `[` $indices `]` attr-dict `:` functional-type(operands, $result)";
 }
 
+def Linnet_WriteSliceOp : Linnet_Op<"write_slice", [Pure]> {
+  let summary = "dest with x written from a runtime position along one axis";
+  let description = [{
+    Positions `start .. start + n` of `dest` along `axis` (n: x's extent
+    there) take x's; every other dimension of x equals dest's. Positions
+    that fall outside dest are dropped: no start is out of range. `start`
+    is a rank-0 integer tensor. Lowers to a slice insertion, in place
+    once bufferized, so a write costs what it writes.
+  }];
+  let arguments = (ins AnyRankedTensor_:$dest, AnyRankedTensor_:$x, AnyRankedTensor_:$start, I64Attr:$axis);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "$x `into` $dest `at` $start attr-dict `:` functional-type(operands, $result)";
+  let hasVerifier = 1;
+}
+
 def Linnet_IotaOp : Linnet_Op<"iota", [Pure]> {
   let summary = "0, 1, ..., n-1 along `axis` of the result, broadcast over the others";
   let arguments = (ins I64Attr:$axis);

@@ -46,6 +46,22 @@ mlir::LogicalResult BinaryOp::verify() {
   return mlir::success();
 }
 
+mlir::LogicalResult WriteSliceOp::verify() {
+  auto dest = getDest().getType(), x = getX().getType();
+  if (getResult().getType() != dest) return emitOpError("result type differs from the destination's");
+  if (x.getElementType() != dest.getElementType()) return emitOpError("element types differ");
+  if (x.getRank() != dest.getRank()) return emitOpError("ranks differ");
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= dest.getRank()) return emitOpError("axis out of range");
+  for (int64_t k = 0; k < dest.getRank(); ++k)
+    if (k != axis && x.getShape()[k] != dest.getShape()[k])
+      return emitOpError("dimension ") << k << " differs off the written axis";
+  auto start = getStart().getType();
+  if (start.getRank() != 0 || !start.getElementType().isInteger())
+    return emitOpError("start must be a rank-0 integer tensor");
+  return mlir::success();
+}
+
 mlir::LogicalResult ReshapeOp::verify() {
   if (getX().getType().getNumElements() != getResult().getType().getNumElements())
     return emitOpError("reshape changes the number of elements");

@@ -201,6 +201,11 @@ Val MLIRGen::Impl::eval(Frame& f, const elab::Expr& e) {
       return Val::of(SliceOp::create(b, loc, type(), x, scalars, b.getDenseI64ArrayAttr(items),
                                      b.getDenseI64ArrayAttr(lo), b.getDenseI64ArrayAttr(hi)));
     }
+    case ExprKind::WriteSlice: {
+      mlir::Value dest = tensor(f, e, 0), x = tensor(f, e, 1), start = tensor(f, e, 2);
+      at();
+      return Val::of(WriteSliceOp::create(b, loc, type(), dest, x, start, b.getI64IntegerAttr(e.ints[0])));
+    }
     case ExprKind::Gather: {
       mlir::Value x = tensor(f, e, 0);
       std::vector<mlir::Value> idx;

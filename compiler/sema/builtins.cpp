@@ -170,6 +170,7 @@ struct Checker::Impl::PrimitiveCall {
   Value reduction();
   Value matmul();
   Value gather();
+  Value writeSlice();
   Value some();
   Value unwrapOr();
   Value sameType();
@@ -196,6 +197,7 @@ Value Checker::Impl::checkPrimitive(Ctx& ctx, const CallExpr& call, Primitive p)
     case Primitive::Select: return r.select();
     case Primitive::Matmul: return r.matmul();
     case Primitive::Gather: return r.gather();
+    case Primitive::WriteSlice: return r.writeSlice();
     case Primitive::Some: return r.some();
     case Primitive::UnwrapOr: return r.unwrapOr();
     case Primitive::ShardSum: case Primitive::ShardMax: case Primitive::ShardShared:
@@ -486,6 +488,45 @@ Value Checker::Impl::PrimitiveCall::gather() {
   Shape result = idx.type.shape;
   result.insert(result.end(), table.type.shape.begin() + 1, table.type.shape.end());
   out.type = Type::tensor(result, table.type.dtype);
+  return out;
+}
+
+// `write_slice(dest, x, start, axis = a)`: `dest` with positions `start ..
+// start + n` along `a` taken from `x` (n = x's extent there), every other
+// dimension of `x` equal to `dest`'s. Positions outside `dest` are dropped,
+// so no `start` is out of range.
+Value Checker::Impl::PrimitiveCall::writeSlice() {
+  Value out;
+  if (!shape(3, 0, {"axis"})) return Value::error();
+  Value dest, x, start;
+  if (!tensorArg(a.positional[0], dest) || !tensorArg(a.positional[1], x) || !tensorArg(a.positional[2], start))
+    return Value::error();
+  int64_t axis;
+  if (!axisOf(dest.type, axis)) return Value::error();
+  if (hasPack(dest.type.shape) || hasPack(x.type.shape))
+    return fail(call.range, "`write_slice` operands cannot have dimension packs");
+  if (x.type.shape.size() != dest.type.shape.size())
+    return fail(a.positional[1]->range, fmt::format("`write_slice` of `{}` into `{}`: ranks differ", x.type.str(),
+                                                    dest.type.str()));
+  if (!(x.type.dtype == dest.type.dtype) && !x.type.dtype.isWeak())
+    return fail(a.positional[1]->range, fmt::format("`write_slice` of `{}` into `{}`: element types differ",
+                                                    x.type.dtype.str(), dest.type.dtype.str()));
+  if (!start.type.isScalar() || !start.type.dtype.intLike())
+    return fail(a.positional[2]->range,
+                fmt::format("`write_slice`'s start must be an integer scalar, not `{}`", start.type.str()));
+  int64_t rank = static_cast<int64_t>(dest.type.shape.size());
+  for (int64_t k = 0; k < rank; ++k) {
+    if (k == (axis < 0 ? axis + rank : axis)) continue;
+    const Expr& p = dest.type.shape[k].expr;
+    const Expr& q = x.type.shape[k].expr;
+    if (!c.dimsEqual(ctx, p, q)) {
+      c.unproven(ctx, a.positional[1]->range, {p, Rel::Eq, q},
+                 fmt::format("`write_slice` along axis {} needs every other dimension equal; dimension {} differs",
+                             axis, k));
+      return Value::error();
+    }
+  }
+  out.type = dest.type;
   return out;
 }
 

@@ -1,5 +1,5 @@
-// linnet-to-linalg, data movement: reshape, permute, concat, slice and
-// gather become tensor ops (views once bufferized) or, for gather, a
+// linnet-to-linalg, data movement: reshape, permute, concat, slice, gather
+// and write_slice become tensor ops (views once bufferized) or, for gather, a
 // parallel `linalg.generic` that reads the source with tensor.extract.
 // Runtime indices are clamped into their axis: the language defines no
 // out-of-range read.
@@ -108,6 +108,40 @@ struct LowerSlice : OpConversionPattern<ir::SliceOp> {
   }
 };
 
+// dest with the part of x that lands inside it inserted: a slice insertion
+// with sizes found at run time, which bufferizes into a copy of just those
+// positions, in place when dest is not read afterwards (a cache write).
+struct LowerWriteSlice : OpConversionPattern<ir::WriteSliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ir::WriteSliceOp op, OpAdaptor a, ConversionPatternRewriter& rw) const override {
+    Location loc = op.getLoc();
+    auto dt = typeOf(a.getDest());
+    auto xt = typeOf(a.getX());
+    int64_t axis = op.getAxis();
+    int64_t m = dt.getShape()[axis], n = xt.getShape()[axis];
+    Value start = tensor::ExtractOp::create(rw, loc, a.getStart(), ValueRange{});
+    if (start.getType().getIntOrFloatBitWidth() < 64) start = arith::ExtSIOp::create(rw, loc, rw.getI64Type(), start);
+    Value s = arith::IndexCastOp::create(rw, loc, rw.getIndexType(), start);
+    // Clamped to -n .. m first, so start + n cannot overflow; then the
+    // written positions are lo .. hi of dest, from x's lo - s.
+    s = arith::MinSIOp::create(rw, loc, arith::MaxSIOp::create(rw, loc, s, cIndex(rw, loc, -n)), cIndex(rw, loc, m));
+    Value lo = arith::MaxSIOp::create(rw, loc, s, cIndex(rw, loc, 0));
+    Value hi = arith::MinSIOp::create(rw, loc, arith::AddIOp::create(rw, loc, s, cIndex(rw, loc, n)), cIndex(rw, loc, m));
+    Value len = arith::SubIOp::create(rw, loc, hi, lo);
+    Value from = arith::SubIOp::create(rw, loc, lo, s);
+    SmallVector<OpFoldResult> srcOffsets, dstOffsets, sizes, strides;
+    for (int64_t d = 0; d < dt.getRank(); ++d) {
+      strides.push_back(rw.getIndexAttr(1));
+      srcOffsets.push_back(d == axis ? OpFoldResult(from) : rw.getIndexAttr(0));
+      dstOffsets.push_back(d == axis ? OpFoldResult(lo) : rw.getIndexAttr(0));
+      sizes.push_back(d == axis ? OpFoldResult(len) : rw.getIndexAttr(dt.getShape()[d]));
+    }
+    Value piece = tensor::ExtractSliceOp::create(rw, loc, a.getX(), srcOffsets, sizes, strides);
+    rw.replaceOpWithNewOp<tensor::InsertSliceOp>(op, piece, a.getDest(), dstOffsets, sizes, strides);
+    return success();
+  }
+};
+
 // x[i0, i1, ...]: an index that is an iota along one result axis is that
 // loop index itself; the others are read elementwise.
 struct LowerGather : OpConversionPattern<ir::GatherOp> {
@@ -157,7 +191,8 @@ struct LowerGather : OpConversionPattern<ir::GatherOp> {
 }  // namespace
 
 void populateDataMovementPatterns(RewritePatternSet& patterns) {
-  patterns.add<LowerReshape, LowerPermute, LowerConcat, LowerSlice, LowerGather>(patterns.getContext());
+  patterns.add<LowerReshape, LowerPermute, LowerConcat, LowerSlice, LowerGather, LowerWriteSlice>(
+      patterns.getContext());
 }
 
 }  // namespace linnet::transforms::lowering

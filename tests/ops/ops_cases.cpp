@@ -945,6 +945,47 @@ struct Builder {
       }
   }
 
+  // write_slice(dest, x, start, axis = a): starts inside, at both edges,
+  // partly and wholly outside on either side, and the extremes of the start's
+  // dtype (nothing written, no overflow); one call per start.
+  void writeSlice() {
+    struct W { const char* tag; Shape dest, x; int axis; };
+    for (Scalar d : kAll)
+      for (Scalar sd : kInts)
+        for (const W& w : {W{"r3_axis1", {2, 6, 4}, {2, 3, 4}, 1}, W{"r1", {5}, {2}, 0},
+                           W{"r3_axis_neg1", {2, 3, 6}, {2, 3, 2}, -1}, W{"r2_whole", {3, 4}, {3, 4}, 1}}) {
+          Case c = shapeCase("write_slice", fmt::format("{}_{}", w.tag, dtypeName(sd)), d, "index");
+          Rng rng(c.name);
+          Values dest = edgeFill(d, w.dest, rng), x = edgeFill(d, w.x, rng);
+          int64_t m = w.dest[w.axis < 0 ? w.axis + w.dest.size() : w.axis];
+          int64_t top = sd == I32 ? INT32_MAX : INT64_MAX, bottom = sd == I32 ? INT32_MIN : INT64_MIN;
+          for (int64_t start : {int64_t{0}, int64_t{1}, m - 2, m - 1, m, int64_t{-1}, int64_t{-2}, int64_t{-100}, top, bottom})
+            c.runs.push_back({dest, x, ints(sd, {}, {start})});
+          c.params = fmt::format("dest: {}, x: {}, start: {}", ty(d, w.dest), ty(d, w.x), dtypeName(sd));
+          c.result = ty(d, w.dest);
+          c.body = fmt::format("return write_slice(dest, x, start, axis = {})", w.axis);
+          int axis = w.axis < 0 ? w.axis + static_cast<int>(w.dest.size()) : w.axis;
+          c.oracle = [axis](const std::vector<Values>& in) {
+            Values out = in[0];
+            const Values& x = in[1];
+            int64_t start = in[2].i[0];
+            // Element k of x, at coordinates (outer, p, inner) around the axis,
+            // lands on dest position start + p when that is inside dest.
+            int64_t inner = 1, n = x.shape[axis], m = out.shape[axis];
+            for (size_t k = axis + 1; k < x.shape.size(); ++k) inner *= x.shape[k];
+            for (int64_t k = 0; k < x.size(); ++k) {
+              int64_t p = k / inner % n, outer = k / inner / n, in = k % inner;
+              if (start < -p || start >= m - p) continue;
+              int64_t at = (outer * m + start + p) * inner + in;
+              if (out.isFloat()) out.f[at] = x.f[k];
+              else out.i[at] = x.i[k];
+            }
+            return Outputs{out};
+          };
+          add(std::move(c));
+        }
+  }
+
   void matmul() {
     struct M { const char* tag; Shape a, w; Shape perm; };
     std::vector<M> forms = {{"plain", {3, 4}, {4, 5}, {}},
@@ -1171,6 +1212,7 @@ Suite generateSuite() {
       {"concat", [&] { b.concat(); }},       {"iota", [&] { b.iota(); }},
       {"fill", [&] { b.fill(); }},           {"cast", [&] { b.cast(); }},
       {"select", [&] { b.select(); }},       {"gather", [&] { b.gather(); }},
+      {"write_slice", [&] { b.writeSlice(); }},
       {"matmul", [&] { b.matmul(); }},       {"some", [&] { b.options(); }},
       {"unwrap_or", [] {}},  // with `some`
       {"shard_sum", [&] { b.shards("shard_sum"); }},     {"shard_max", [&] { b.shards("shard_max"); }},

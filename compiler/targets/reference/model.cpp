@@ -156,6 +156,9 @@ struct Model::Impl {
       }
       case ExprKind::Reduce: return RValue::of(reduce(e, tensor(f, e, 0)));
       case ExprKind::GatherRows: return RValue::of(gather(tensor(f, e, 0), tensor(f, e, 1)));
+      case ExprKind::WriteSlice:
+        return RValue::of(
+            writeSlice(tensor(f, e, 0), tensor(f, e, 1), tensor(f, e, 2).asInt(0), static_cast<int>(e.ints[0])));
       case ExprKind::Slice: {
         Tensor x = tensor(f, e, 0);
         std::vector<BasicItem> items;

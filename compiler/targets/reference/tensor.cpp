@@ -622,4 +622,19 @@ Tensor basicIndex(const Tensor& x, const std::vector<BasicItem>& items) {
   return out;
 }
 
+Tensor writeSlice(const Tensor& dest, const Tensor& x, int64_t start, int axis) {
+  Tensor out = dest;
+  int64_t m = dest.shape[axis];
+  forEach(x.shape, [&](const std::vector<int64_t>& coord, int64_t flat) {
+    // Position coord[axis] of x lands at start + coord[axis], if inside dest.
+    if (start < -coord[axis] || start >= m - coord[axis]) return;
+    int64_t at = 0;
+    for (size_t k = 0; k < coord.size(); ++k)
+      at = at * dest.shape[k] + (static_cast<int>(k) == axis ? start + coord[k] : coord[k]);
+    if (out.isFloat()) out.f[at] = x.f[flat];
+    else out.i[at] = x.i[flat];
+  });
+  return out;
+}
+
 }  // namespace linnet::reference

@@ -50,3 +50,18 @@ func.func @permute(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
   %0 = linnet.permute %x {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
   return %0 : tensor<3x2xf32>
 }
+
+// A write at a runtime position: the start clamped to -n .. m (no
+// overflow), the part inside dest cut from x and inserted: only those
+// positions are copied once bufferized.
+// CHECK-LABEL: func.func @write_slice_at
+// CHECK: %[[S:.*]] = tensor.extract %{{.*}}[] : tensor<i32>
+// CHECK: arith.extsi %[[S]] : i32 to i64
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+// CHECK: %[[PIECE:.*]] = tensor.extract_slice %{{.*}}[0, %{{.*}}, 0] [2, %[[LEN:.*]], 4] [1, 1, 1] : tensor<2x3x4xf32> to tensor<2x?x4xf32>
+// CHECK: tensor.insert_slice %[[PIECE]] into %{{.*}}[0, %{{.*}}, 0] [2, %[[LEN]], 4] [1, 1, 1] : tensor<2x?x4xf32> into tensor<2x6x4xf32>
+func.func @write_slice_at(%cache: tensor<2x6x4xf32>, %x: tensor<2x3x4xf32>, %pos: tensor<i32>) -> tensor<2x6x4xf32> {
+  %0 = linnet.write_slice %x into %cache at %pos {axis = 1 : i64} : (tensor<2x6x4xf32>, tensor<2x3x4xf32>, tensor<i32>) -> tensor<2x6x4xf32>
+  return %0 : tensor<2x6x4xf32>
+}

@@ -22,3 +22,19 @@ func.func @bad_reshape(%a: tensor<4xf32>) -> tensor<5xf32> {
   %0 = linnet.reshape %a : tensor<4xf32> -> tensor<5xf32>
   return %0 : tensor<5xf32>
 }
+
+// -----
+
+// CHECK: error: 'linnet.write_slice' op dimension 2 differs off the written axis
+func.func @bad_write_slice(%d: tensor<2x6x4xf32>, %x: tensor<2x1x3xf32>, %p: tensor<i32>) -> tensor<2x6x4xf32> {
+  %0 = linnet.write_slice %x into %d at %p {axis = 1 : i64} : (tensor<2x6x4xf32>, tensor<2x1x3xf32>, tensor<i32>) -> tensor<2x6x4xf32>
+  return %0 : tensor<2x6x4xf32>
+}
+
+// -----
+
+// CHECK: error: 'linnet.write_slice' op start must be a rank-0 integer tensor
+func.func @bad_write_start(%d: tensor<2x6x4xf32>, %x: tensor<2x1x4xf32>, %p: tensor<f32>) -> tensor<2x6x4xf32> {
+  %0 = linnet.write_slice %x into %d at %p {axis = 1 : i64} : (tensor<2x6x4xf32>, tensor<2x1x4xf32>, tensor<f32>) -> tensor<2x6x4xf32>
+  return %0 : tensor<2x6x4xf32>
+}
