@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Linnet against llama.cpp on the same GGUF files and threads, one engine
+after the other in this process's run: prefill of 128 and 512 tokens and
+the decode after each, and decode at a context of 512 and 8192 at the same
+position. Prints a table of tokens/s with the ratio Linnet / llama.cpp and
+writes the figures as JSON.
+
+Usage (through run.sh, which makes the venv and the files):
+  run.py --linnet build/bin/linnet --package nest/smollm2-135m-instruct
+         --threads 2 --json out.json FILE.gguf...
+Needs llama-cpp-python (the venv under .cache/peers-venv)."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+DECODE_STEPS = 64
+
+
+def llama_cpp_run(path, threads, prompt_len, context, steps=DECODE_STEPS):
+    """(prefill tokens/s, decode tokens/s) of llama.cpp: one eval of the
+    prompt, then `steps` evals of one token each."""
+    from llama_cpp import Llama
+    llm = Llama(model_path=path, n_ctx=context, n_threads=threads, n_threads_batch=threads, n_batch=512,
+                n_ubatch=512, verbose=False)
+    vocab = llm.n_vocab()
+    prompt = [(k * 7919 + 11) % vocab for k in range(prompt_len)]
+    llm.eval(prompt[:8])  # warm-up: weights paged in, buffers made
+    llm.reset()
+    start = time.perf_counter()
+    llm.eval(prompt)
+    prefill = prompt_len / (time.perf_counter() - start)
+    llm.eval([prompt[-1]])  # one untimed step, as linnet bench's warm-up
+    start = time.perf_counter()
+    for k in range(steps):
+        llm.eval([(k * 31 + 5) % vocab])
+    decode = steps / (time.perf_counter() - start)
+    del llm
+    return prefill, decode
+
+
+def linnet_bench(args, path, mode, prompt_len, context, steps):
+    cmd = [args.linnet, "bench", mode, args.package, "--weights", path, "--backend", "cpu", "--threads",
+           str(args.threads), "--set", f"MaxSeq={context}", "--prompt-len", str(prompt_len), "--steps", str(steps),
+           "--json"]
+    env = dict(os.environ, LINNET_CACHE=args.cache)
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])["tokens_per_s"]
+
+
+def linnet_run(args, path, prompt_len, context):
+    prefill = linnet_bench(args, path, "prefill", prompt_len, context, 3)
+    decode = linnet_bench(args, path, "decode", prompt_len, context, DECODE_STEPS)
+    return prefill, decode
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--linnet", required=True)
+    p.add_argument("--package", required=True)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--cache", default=".cache/peers/linnet-cache", help="LINNET_CACHE for the compiled entries")
+    p.add_argument("--json", dest="json_out", required=True)
+    p.add_argument("files", nargs="+")
+    args = p.parse_args()
+    rows = []
+    # (what, prompt length, context): prefill then decode after it; decode at two contexts.
+    runs = [("prompt 128", 128, 1024), ("prompt 512", 512, 1024), ("context 512", 128, 512),
+            ("context 8192", 128, 8192)]
+    for path in args.files:
+        for what, prompt_len, context in runs:
+            lp, ld = llama_cpp_run(path, args.threads, prompt_len, context)
+            np_, nd = linnet_run(args, path, prompt_len, context)
+            row = {"file": os.path.basename(path), "run": what, "prompt": prompt_len, "context": context,
+                   "threads": args.threads, "llama_cpp_prefill": lp, "linnet_prefill": np_,
+                   "llama_cpp_decode": ld, "linnet_decode": nd}
+            rows.append(row)
+            print(f"{row['file']:<36} {what:<13} prefill {np_:7.1f} vs {lp:7.1f} ({np_ / lp:4.2f}x)   "
+                  f"decode {nd:6.1f} vs {ld:6.1f} ({nd / ld:4.2f}x)   [linnet vs llama.cpp, tokens/s]", flush=True)
+    import llama_cpp
+    with open(args.json_out, "w") as f:
+        json.dump({"threads": args.threads, "llama_cpp_version": llama_cpp.__version__,
+                   "decode_steps": DECODE_STEPS, "rows": rows}, f, indent=1)
+    print(f"wrote {args.json_out}")
+
+
+if __name__ == "__main__":
+    main()
