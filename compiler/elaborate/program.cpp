@@ -274,7 +274,12 @@ EntryInstance Program::entry(const std::string& name, const std::vector<TensorTy
   for (size_t k = 0; k < fn.params.size(); ++k) {
     TensorType want = b.declared(probe, fn.params[k]);
     bool literalFits = args[k].weak && (sema::isFloat(want.dtype) || !sema::isFloat(args[k].dtype));
-    if (want.shape != args[k].shape || (want.dtype != args[k].dtype && !literalFits))
+    bool floatForInt = args[k].weak && sema::isFloat(args[k].dtype) && !sema::isFloat(want.dtype);
+    if (want.shape == args[k].shape && floatForInt)
+      problems.push_back(fmt::format("argument `{}` must be {}, not a number with a fraction or exponent (a {} "
+                                     "literal); pass an integer",
+                                     fn.params[k].name.name, want.str(), args[k].str()));
+    else if (want.shape != args[k].shape || (want.dtype != args[k].dtype && !literalFits))
       problems.push_back(fmt::format("argument `{}` must be {}, not {}", fn.params[k].name.name, want.str(),
                                      args[k].str()));
     out.inputs.push_back(want);
