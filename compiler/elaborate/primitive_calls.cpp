@@ -130,6 +130,13 @@ Value Program::Builder::primitive(Frame& f, const CallExpr& call, Primitive p) {
       shape.insert(shape.end(), table.t().shape.begin() + 1, table.t().shape.end());
       return tensorValue(node(f, ExprKind::GatherRows, Type::of({table.t().dtype, shape}), at, {table.expr, ids.expr}));
     }
+    case Primitive::Attention: {
+      Value q = arg(0), k = arg(1), v = arg(2), scale = cast(f, arg(3), Scalar::F32, at), mask = arg(4);
+      std::vector<int64_t> shape(q.t().shape.begin(), q.t().shape.end() - 1);
+      shape.push_back(v.t().shape.back());
+      return tensorValue(node(f, ExprKind::Attention, Type::of({q.t().dtype, shape}), at,
+                              {q.expr, k.expr, v.expr, scale.expr, mask.expr}));
+    }
     case Primitive::WriteSlice: {
       Value dest = arg(0), x = arg(1), start = arg(2);
       int axis = axisArg(f, call, dest.t().rank());

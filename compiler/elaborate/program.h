@@ -123,6 +123,7 @@ enum class ExprKind : uint8_t {
   GatherRows,   // rows operands[1] (integers) of table operands[0], clamped
   Slice,        // operands[0][items]: see `items`; index operands follow operands[0]
   Gather,       // operands[0] at one integer tensor per axis (operands 1..), clamped, broadcast
+  Attention,    // operands q, k, v, scale (f32), mask: see the `attention` primitive
   WriteSlice,   // operands[0] with operands[1] written from position operands[2] (a scalar) along
                 // axis `ints[0]`; what falls outside operands[0] is dropped
   Call,         // `callee`; operands: receiver (a Block, or null for a free fn), then the arguments

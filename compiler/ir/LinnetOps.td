@@ -122,6 +122,23 @@ def Linnet_GatherOp : Linnet_Op<"gather", [Pure]> {
   let assemblyFormat = "$x `[` $indices `]` attr-dict `:` functional-type(operands, $result)";
 }
 
+def Linnet_AttentionOp : Linnet_Op<"attention", [Pure]> {
+  let summary = "scaled dot-product attention of grouped query heads over keys and values";
+  let description = [{
+    q `[..L, G, Q, D]`, k `[..L, K, D]`, v `[..L, K, E]` of one float type
+    T, `scale` a rank-0 f32 tensor, `mask` (i1) broadcasting to the scores
+    `[..L, G, Q, K]`; the result is `[..L, G, Q, E]` in T. Defined as the
+    ops it expands into (linnet-expand-attention): scores `q k^T` in T,
+    times scale in f32, rounded to T; masked scores -3e38; softmax over
+    the keys in f32; probabilities rounded to T; their product with v.
+  }];
+  let arguments = (ins AnyRankedTensor_:$q, AnyRankedTensor_:$k, AnyRankedTensor_:$v, AnyRankedTensor_:$scale,
+                       AnyRankedTensor_:$mask);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "$q `,` $k `,` $v `,` $scale `,` $mask attr-dict `:` functional-type(operands, $result)";
+  let hasVerifier = 1;
+}
+
 def Linnet_WriteSliceOp : Linnet_Op<"write_slice", [Pure]> {
   let summary = "dest with x written from a runtime position along one axis";
   let description = [{

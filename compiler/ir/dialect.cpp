@@ -46,6 +46,30 @@ mlir::LogicalResult BinaryOp::verify() {
   return mlir::success();
 }
 
+mlir::LogicalResult AttentionOp::verify() {
+  auto q = getQ().getType(), k = getK().getType(), v = getV().getType(), mask = getMask().getType();
+  int64_t r = k.getRank();
+  if (r < 2 || q.getRank() != r + 1 || v.getRank() != r) return emitOpError("needs q [..L, G, Q, D], k [..L, K, D], v [..L, K, E]");
+  mlir::Type t = q.getElementType();
+  if (!mlir::isa<mlir::FloatType>(t) || k.getElementType() != t || v.getElementType() != t)
+    return emitOpError("q, k and v must have one float element type");
+  for (int64_t i = 0; i < r - 2; ++i)
+    if (q.getShape()[i] != k.getShape()[i] || v.getShape()[i] != k.getShape()[i])
+      return emitOpError("leading dimension ") << i << " differs";
+  if (q.getShape()[r] != k.getShape()[r - 1] || v.getShape()[r - 2] != k.getShape()[r - 2])
+    return emitOpError("head or key dimensions differ");
+  auto scale = getScale().getType();
+  if (scale.getRank() != 0 || !scale.getElementType().isF32()) return emitOpError("scale must be a rank-0 f32 tensor");
+  llvm::SmallVector<int64_t> scores(q.getShape().begin(), q.getShape().end() - 1);
+  scores.push_back(k.getShape()[r - 2]);
+  if (!mask.getElementType().isInteger(1) || !broadcastsTo(mask.getShape(), scores))
+    return emitOpError("mask must be i1 and broadcast to the scores");
+  llvm::SmallVector<int64_t> out(q.getShape().begin(), q.getShape().end() - 1);
+  out.push_back(v.getShape()[r - 1]);
+  if (getResult().getType() != mlir::RankedTensorType::get(out, t)) return emitOpError("result type must be [..L, G, Q, E] of T");
+  return mlir::success();
+}
+
 mlir::LogicalResult WriteSliceOp::verify() {
   auto dest = getDest().getType(), x = getX().getType();
   if (getResult().getType() != dest) return emitOpError("result type differs from the destination's");

@@ -201,6 +201,12 @@ Val MLIRGen::Impl::eval(Frame& f, const elab::Expr& e) {
       return Val::of(SliceOp::create(b, loc, type(), x, scalars, b.getDenseI64ArrayAttr(items),
                                      b.getDenseI64ArrayAttr(lo), b.getDenseI64ArrayAttr(hi)));
     }
+    case ExprKind::Attention: {
+      mlir::Value q = tensor(f, e, 0), k = tensor(f, e, 1), v = tensor(f, e, 2), scale = tensor(f, e, 3),
+                  mask = tensor(f, e, 4);
+      at();
+      return Val::of(AttentionOp::create(b, loc, type(), q, k, v, scale, mask));
+    }
     case ExprKind::WriteSlice: {
       mlir::Value dest = tensor(f, e, 0), x = tensor(f, e, 1), start = tensor(f, e, 2);
       at();

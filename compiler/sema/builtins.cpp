@@ -171,6 +171,7 @@ struct Checker::Impl::PrimitiveCall {
   Value matmul();
   Value gather();
   Value writeSlice();
+  Value attention();
   Value some();
   Value unwrapOr();
   Value sameType();
@@ -198,6 +199,7 @@ Value Checker::Impl::checkPrimitive(Ctx& ctx, const CallExpr& call, Primitive p)
     case Primitive::Matmul: return r.matmul();
     case Primitive::Gather: return r.gather();
     case Primitive::WriteSlice: return r.writeSlice();
+    case Primitive::Attention: return r.attention();
     case Primitive::Some: return r.some();
     case Primitive::UnwrapOr: return r.unwrapOr();
     case Primitive::ShardSum: case Primitive::ShardMax: case Primitive::ShardShared:
@@ -527,6 +529,59 @@ Value Checker::Impl::PrimitiveCall::writeSlice() {
     }
   }
   out.type = dest.type;
+  return out;
+}
+
+// `attention(q, k, v, scale, mask)`: q `[..L, G, Q, D; T]` (G query heads
+// per key/value head), k `[..L, K, D; T]`, v `[..L, K, E; T]`, an f32
+// scale, a bool mask that broadcasts to `[..L, G, Q, K]`; gives `[..L, G,
+// Q, E; T]`. Its arithmetic is defined op by op in docs/language.md.
+Value Checker::Impl::PrimitiveCall::attention() {
+  Value out;
+  if (!shape(5, 0, {})) return Value::error();
+  Value q, k, v, scale, mask;
+  for (auto [i, into] : {std::pair<size_t, Value*>{0, &q}, {1, &k}, {2, &v}, {3, &scale}, {4, &mask}})
+    if (!tensorArg(a.positional[i], *into)) return Value::error();
+  if (hasPack(q.type.shape) || hasPack(k.type.shape) || hasPack(v.type.shape) || hasPack(mask.type.shape))
+    return fail(call.range, "`attention` operands cannot have dimension packs");
+  const Shape &qs = q.type.shape, &ks = k.type.shape, &vs = v.type.shape;
+  if (ks.size() < 2 || qs.size() != ks.size() + 1 || vs.size() != ks.size())
+    return fail(call.range, fmt::format("`attention` needs q `[..L, G, Q, D]`, k `[..L, K, D]` and v `[..L, K, E]`, "
+                                        "not `{}`, `{}` and `{}`",
+                                        q.type.str(), k.type.str(), v.type.str()));
+  if (!q.type.dtype.floatLike() || !(q.type.dtype == k.type.dtype) || !(q.type.dtype == v.type.dtype))
+    return fail(call.range, fmt::format("`attention` needs q, k and v of one float type, not `{}`, `{}` and `{}`",
+                                        q.type.dtype.str(), k.type.dtype.str(), v.type.dtype.str()));
+  if (!scale.type.isScalar() || !scale.type.dtype.floatLike())
+    return fail(a.positional[3]->range, fmt::format("`attention`'s scale must be a float scalar, not `{}`",
+                                                    scale.type.str()));
+  if (!mask.type.dtype.boolLike())
+    return fail(a.positional[4]->range, fmt::format("`attention`'s mask must be bool, not `{}`", mask.type.str()));
+  size_t lead = ks.size() - 2;
+  auto same = [&](const Dim& x, const Dim& y, const std::string& what) {
+    if (c.dimsEqual(ctx, x.expr, y.expr)) return true;
+    c.unproven(ctx, call.range, {x.expr, Rel::Eq, y.expr}, fmt::format("`attention` needs {}", what));
+    return false;
+  };
+  for (size_t i = 0; i < lead; ++i)
+    if (!same(qs[i], ks[i], fmt::format("q and k to agree on leading dimension {}", i)) ||
+        !same(vs[i], ks[i], fmt::format("v and k to agree on leading dimension {}", i)))
+      return Value::error();
+  if (!same(qs.back(), ks.back(), "q and k of one head dimension") ||
+      !same(vs[lead], ks[lead], "k and v of one length"))
+    return Value::error();
+  Shape scores(qs.begin(), qs.end() - 1);
+  scores.push_back(ks[lead]);
+  std::string why;
+  auto masked = c.broadcast(ctx, mask.type.shape, scores, why);
+  if (!masked || masked->size() != scores.size())
+    return fail(a.positional[4]->range, fmt::format("`attention`'s mask `{}` must broadcast to the scores `[{}]`: {}",
+                                                    mask.type.str(), str(scores), why));
+  for (size_t i = 0; i < scores.size(); ++i)
+    if (!same((*masked)[i], scores[i], "a mask that broadcasts to the scores, not past them")) return Value::error();
+  Shape result(qs.begin(), qs.end() - 1);
+  result.push_back(vs.back());
+  out.type = Type::tensor(result, q.type.dtype);
   return out;
 }
 

@@ -127,6 +127,7 @@ std::unique_ptr<Pass> createLowerToLinalgPass() { return std::make_unique<LowerT
 void registerPasses() {
   PassRegistration<LowerToLinalgPass>();
   registerHoistConstantsPass();
+  registerExpandAttentionPass();
 }
 
 }  // namespace linnet::transforms

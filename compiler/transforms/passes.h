@@ -12,6 +12,12 @@ namespace linnet::transforms {
 std::unique_ptr<mlir::Pass> createHoistConstantsPass();
 void registerHoistConstantsPass();
 
+// linnet-expand-attention: each linnet.attention as its defining ops over
+// the prefix of keys its mask can reach, chosen at run time among a few
+// static lengths (expand_attention.cpp).
+std::unique_ptr<mlir::Pass> createExpandAttentionPass();
+void registerExpandAttentionPass();
+
 // linnet-to-linalg: the `linnet` dialect to linalg/tensor/arith/math/scf,
 // a dialect conversion: an op or kind it cannot lower is an error
 // (lower_to_linalg.cpp and the lower_*.cpp patterns).

@@ -48,6 +48,7 @@ void run(mlir::ModuleOp module, mlir::PassManager& pm, const char* what) {
 }
 
 void addSharedPipeline(mlir::OpPassManager& pm) {
+  pm.addPass(createExpandAttentionPass());
   addPipeline(pm, "canonicalize");  // the linnet peepholes (a product with a transpose) first
   pm.addPass(createHoistConstantsPass());
   pm.addPass(createLowerToLinalgPass());

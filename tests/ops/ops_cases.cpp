@@ -986,6 +986,45 @@ struct Builder {
         }
   }
 
+  // attention(q, k, v, scale, mask): key lengths below and above the
+  // compiled code's shortest prefix (64), masks that reach 1, 63, 64, 65,
+  // 130 and all keys, a query row that sees nothing (the whole length, a
+  // uniform softmax), and masks broadcast from [K] and [Q, K]. Against the
+  // reference: f32 accumulation and exp in f32 against double.
+  void attention() {
+    struct A { const char* tag; int64_t G, Q, K; bool rowMask; };
+    for (Scalar d : kFloats)
+      for (const A& a : {A{"k16", 2, 1, 16, false}, A{"k200", 2, 1, 200, false}, A{"k200_rows", 1, 3, 200, true}}) {
+        const int64_t D = 8, E = 4;
+        Case c = shapeCase("attention", a.tag, d, "matmul");
+        Rng rng(c.name);
+        auto values = [&](Shape shape) {
+          int64_t n = 1;
+          for (int64_t x : shape) n *= x;
+          std::vector<double> v(n);
+          for (double& x : v) x = rng.uniform(-1, 1);
+          return floats(d, shape, v);
+        };
+        Shape maskShape = a.rowMask ? Shape{a.Q, a.K} : Shape{a.K};
+        // Each reach r: the first r keys seen (by every row, or by row i the first r - i; row 1 none).
+        std::vector<int64_t> reaches = {1, 63, 64, 65, 130, a.K};
+        for (int64_t reach : reaches) {
+          if (reach > a.K) continue;
+          std::vector<int64_t> m;
+          for (int64_t i = 0; i < (a.rowMask ? a.Q : 1); ++i)
+            for (int64_t j = 0; j < a.K; ++j) m.push_back(a.rowMask && i == 1 ? 0 : j < reach - i);
+          c.runs.push_back({values({1, 2, a.G, a.Q, D}), values({1, 2, a.K, D}), values({1, 2, a.K, E}),
+                            floats(F32, {}, {0.35355339}), ints(Bool, maskShape, m)});
+        }
+        c.params = fmt::format("q: {}, k: {}, v: {}, scale: f32, mask: {}", ty(d, {1, 2, a.G, a.Q, D}),
+                               ty(d, {1, 2, a.K, D}), ty(d, {1, 2, a.K, E}), ty(Bool, maskShape));
+        c.result = ty(d, {1, 2, a.G, a.Q, E});
+        c.body = "return attention(q, k, v, scale, mask)";
+        c.tol = d == F32 ? Tolerance{static_cast<double>(a.K + D + 16), 1.0} : Tolerance{8, 1.0};
+        add(std::move(c));
+      }
+  }
+
   void matmul() {
     struct M { const char* tag; Shape a, w; Shape perm; };
     std::vector<M> forms = {{"plain", {3, 4}, {4, 5}, {}},
@@ -1212,7 +1251,7 @@ Suite generateSuite() {
       {"concat", [&] { b.concat(); }},       {"iota", [&] { b.iota(); }},
       {"fill", [&] { b.fill(); }},           {"cast", [&] { b.cast(); }},
       {"select", [&] { b.select(); }},       {"gather", [&] { b.gather(); }},
-      {"write_slice", [&] { b.writeSlice(); }},
+      {"write_slice", [&] { b.writeSlice(); }}, {"attention", [&] { b.attention(); }},
       {"matmul", [&] { b.matmul(); }},       {"some", [&] { b.options(); }},
       {"unwrap_or", [] {}},  // with `some`
       {"shard_sum", [&] { b.shards("shard_sum"); }},     {"shard_max", [&] { b.shards("shard_max"); }},

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "elaborate/runtime_value.h"
+#include "targets/reference/attention.h"
 
 namespace linnet::reference {
 
@@ -156,6 +157,8 @@ struct Model::Impl {
       }
       case ExprKind::Reduce: return RValue::of(reduce(e, tensor(f, e, 0)));
       case ExprKind::GatherRows: return RValue::of(gather(tensor(f, e, 0), tensor(f, e, 1)));
+      case ExprKind::Attention:
+        return RValue::of(attention(tensor(f, e, 0), tensor(f, e, 1), tensor(f, e, 2), tensor(f, e, 3), tensor(f, e, 4)));
       case ExprKind::WriteSlice:
         return RValue::of(
             writeSlice(tensor(f, e, 0), tensor(f, e, 1), tensor(f, e, 2).asInt(0), static_cast<int>(e.ints[0])));

@@ -38,3 +38,11 @@ func.func @bad_write_start(%d: tensor<2x6x4xf32>, %x: tensor<2x1x4xf32>, %p: ten
   %0 = linnet.write_slice %x into %d at %p {axis = 1 : i64} : (tensor<2x6x4xf32>, tensor<2x1x4xf32>, tensor<f32>) -> tensor<2x6x4xf32>
   return %0 : tensor<2x6x4xf32>
 }
+
+// -----
+
+// CHECK: error: 'linnet.attention' op mask must be i1 and broadcast to the scores
+func.func @bad_attention_mask(%q: tensor<1x2x1x8xf32>, %k: tensor<1x16x8xf32>, %v: tensor<1x16x8xf32>, %s: tensor<f32>, %m: tensor<15xi1>) -> tensor<1x2x1x8xf32> {
+  %0 = linnet.attention %q, %k, %v, %s, %m : (tensor<1x2x1x8xf32>, tensor<1x16x8xf32>, tensor<1x16x8xf32>, tensor<f32>, tensor<15xi1>) -> tensor<1x2x1x8xf32>
+  return %0 : tensor<1x2x1x8xf32>
+}

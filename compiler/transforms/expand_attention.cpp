@@ -1,0 +1,195 @@
+// linnet-expand-attention: each `linnet.attention` becomes the ops that
+// define it (LinnetOps.td), run on the keys its mask can reach.
+//
+// Keys past the last one that any query sees contribute nothing: their
+// scores are -3e38, so exp(score - max) is exactly 0, their probability is
+// exactly 0, and adding 0 * v changes no sum. So the ops run on a prefix
+// of the keys whose length is chosen at run time among a few static ones
+// (64, 128, 256, ..., K): a decode step at position p costs about p keys,
+// not the cache's MaxSeq. The prefix is exact (bitwise the whole-length
+// result) when every query that sees a key has a score above -3e38 and the
+// values past the prefix are finite, which a cache written by a model
+// holds; a mask with a row that sees no key (its softmax is uniform over
+// all K) takes the whole length.
+#include "ir/dialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+#include "transforms/passes.h"
+
+namespace linnet::transforms {
+
+namespace {
+
+using namespace mlir;
+
+constexpr int64_t kShortestPrefix = 64;
+constexpr double kMasked = -3.0e38;  // std.nn.attention's MASKED
+
+struct Expander {
+  OpBuilder& b;
+  Location loc;
+  ir::AttentionOp op;
+  int64_t r;                    // k's rank: [..L, K, D]
+  SmallVector<int64_t> lead;    // ..L
+  Type t;                       // q, k and v's element type
+
+  Expander(OpBuilder& builder, ir::AttentionOp attention) : b(builder), loc(attention.getLoc()), op(attention) {
+    auto k = op.getK().getType();
+    r = k.getRank();
+    lead.assign(k.getShape().begin(), k.getShape().end() - 2);
+    t = k.getElementType();
+  }
+
+  RankedTensorType type(ArrayRef<int64_t> tail, Type element) const {
+    SmallVector<int64_t> shape(lead);
+    shape.append(tail.begin(), tail.end());
+    return RankedTensorType::get(shape, element);
+  }
+  int64_t keys() { return op.getK().getType().getShape()[r - 2]; }
+
+  // `x`'s first `n` positions along `axis`: a static slice.
+  Value prefix(Value x, int64_t axis, int64_t n) {
+    auto xt = cast<RankedTensorType>(x.getType());
+    if (xt.getShape()[axis] == n) return x;
+    SmallVector<int64_t> items(xt.getRank(), -1), lo(xt.getRank(), 0), hi(xt.getShape());
+    hi[axis] = n;
+    return ir::SliceOp::create(b, loc, RankedTensorType::get(hi, xt.getElementType()), x, ValueRange{},
+                               b.getDenseI64ArrayAttr(items), b.getDenseI64ArrayAttr(lo), b.getDenseI64ArrayAttr(hi));
+  }
+  Value castTo(Value x, Type to) {
+    auto xt = cast<RankedTensorType>(x.getType());
+    if (xt.getElementType() == to) return x;
+    return ir::CastOp::create(b, loc, RankedTensorType::get(xt.getShape(), to), x);
+  }
+  Value reshape(Value x, RankedTensorType to) { return ir::ReshapeOp::create(b, loc, to, x); }
+  Value binary(ir::BinaryKind kind, Value x, Value y, RankedTensorType to) {
+    return ir::BinaryOp::create(b, loc, to, kind, x, y);
+  }
+  Value reduce(ir::ReduceKind kind, Value x, ArrayRef<int64_t> axes, bool keepdims, RankedTensorType to) {
+    return ir::ReduceOp::create(b, loc, to, ir::ReduceKindAttr::get(b.getContext(), kind), x,
+                                b.getDenseI64ArrayAttr(axes), keepdims ? b.getUnitAttr() : nullptr);
+  }
+  Value scalar(Type element, Attribute value) {
+    auto ty = RankedTensorType::get({}, element);
+    return ir::ConstantOp::create(b, loc, ty, DenseElementsAttr::get(ty, value));
+  }
+
+  // The definition over the first `n` keys, as std.nn.attention wrote it.
+  Value over(int64_t n) {
+    auto qt = op.getQ().getType();
+    int64_t G = qt.getShape()[r - 2], Q = qt.getShape()[r - 1], D = qt.getShape()[r];
+    int64_t E = op.getV().getType().getShape()[r - 1];
+    Type f32 = b.getF32Type();
+    Value k = prefix(op.getK(), r - 2, n), v = prefix(op.getV(), r - 2, n);
+    auto mt = op.getMask().getType();
+    Value mask = mt.getShape().back() == keys() ? prefix(op.getMask(), mt.getRank() - 1, n) : op.getMask();
+    SmallVector<int64_t> swap;
+    for (int64_t i = 0; i < r; ++i) swap.push_back(i);
+    std::swap(swap[r - 2], swap[r - 1]);
+    Value kt = ir::PermuteOp::create(b, loc, type({D, n}, t), k, b.getDenseI64ArrayAttr(swap));
+    Value scores = ir::MatmulOp::create(b, loc, type({G * Q, n}, t), reshape(op.getQ(), type({G * Q, D}, t)), kt,
+                                        nullptr);
+    scores = binary(ir::BinaryKind::Mul, castTo(scores, f32), op.getScale(), type({G * Q, n}, f32));
+    scores = reshape(castTo(castTo(scores, t), f32), type({G, Q, n}, f32));
+    Value masked = scalar(f32, b.getF32FloatAttr(static_cast<float>(kMasked)));
+    scores = ir::SelectOp::create(b, loc, type({G, Q, n}, f32), mask, scores, masked);
+    Value peak = reduce(ir::ReduceKind::Max, scores, {r}, true, type({G, Q, 1}, f32));
+    Value e = ir::UnaryOp::create(b, loc, type({G, Q, n}, f32), ir::UnaryKind::Exp,
+                                  binary(ir::BinaryKind::Sub, scores, peak, type({G, Q, n}, f32)));
+    Value total = reduce(ir::ReduceKind::Sum, e, {r}, true, type({G, Q, 1}, f32));
+    Value probs = binary(ir::BinaryKind::Div, e, total, type({G, Q, n}, f32));
+    Value weights = reshape(castTo(probs, t), type({G * Q, n}, t));
+    Value mixed = ir::MatmulOp::create(b, loc, type({G * Q, E}, t), weights, v, nullptr);
+    return reshape(mixed, type({G, Q, E}, t));
+  }
+
+  // How many keys the ops must cover (i64): one past the last key any
+  // query sees, or all of them when some query sees none.
+  Value needed() {
+    Value mask = op.getMask();
+    auto mt = op.getMask().getType();
+    int64_t mr = mt.getRank(), K = keys();
+    Type i1 = b.getI1Type(), i64 = b.getI64Type();
+    SmallVector<int64_t> rows(mt.getShape().begin(), mt.getShape().end() - 1);
+    SmallVector<int64_t> leading;
+    for (int64_t i = 0; i + 1 < mr; ++i) leading.push_back(i);
+    auto vec = [&](Type e) { return RankedTensorType::get({K}, e); };
+    auto one = [&](Type e) { return RankedTensorType::get({}, e); };
+    Value seenKey = mr == 1 ? mask : reduce(ir::ReduceKind::Any, mask, leading, false, vec(i1));
+    Value ends = binary(ir::BinaryKind::Add, ir::IotaOp::create(b, loc, vec(i64), b.getI64IntegerAttr(0)),
+                        scalar(i64, b.getI64IntegerAttr(1)), vec(i64));
+    Value reach = reduce(ir::ReduceKind::Max,
+                         ir::SelectOp::create(b, loc, vec(i64), seenKey, ends, scalar(i64, b.getI64IntegerAttr(0))),
+                         {0}, false, one(i64));
+    Value rowSees = reduce(ir::ReduceKind::Any, mask, {mr - 1}, false, RankedTensorType::get(rows, i1));
+    SmallVector<int64_t> all;
+    for (int64_t i = 0; i < static_cast<int64_t>(rows.size()); ++i) all.push_back(i);
+    Value everyRow = rows.empty() ? rowSees : reduce(ir::ReduceKind::All, rowSees, all, false, one(i1));
+    Value reachV = tensor::ExtractOp::create(b, loc, reach, ValueRange{});
+    Value everyV = tensor::ExtractOp::create(b, loc, everyRow, ValueRange{});
+    Value whole = arith::ConstantIntOp::create(b, loc, i64, K);
+    return arith::SelectOp::create(b, loc, everyV, reachV, whole);
+  }
+
+  void run() {
+    int64_t K = keys();
+    auto mt = op.getMask().getType();
+    SmallVector<int64_t> lengths;
+    for (int64_t n = kShortestPrefix; n < K && mt.getShape().back() == K; n *= 2) lengths.push_back(n);
+    lengths.push_back(K);
+    b.setInsertionPoint(op);
+    if (lengths.size() == 1) {
+      op.replaceAllUsesWith(over(K));
+      op.erase();
+      return;
+    }
+    // Case j covers lengths[j] keys: j = how many shorter lengths fall short.
+    Value need = needed();
+    Type i64 = b.getI64Type();
+    Value which = arith::ConstantIntOp::create(b, loc, i64, 0);
+    for (size_t j = 0; j + 1 < lengths.size(); ++j) {
+      Value shortOf = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, need,
+                                            arith::ConstantIntOp::create(b, loc, i64, lengths[j]));
+      which = arith::AddIOp::create(b, loc, which, arith::ExtUIOp::create(b, loc, i64, shortOf));
+    }
+    which = arith::IndexCastOp::create(b, loc, b.getIndexType(), which);
+    SmallVector<int64_t> cases;
+    for (size_t j = 0; j + 1 < lengths.size(); ++j) cases.push_back(static_cast<int64_t>(j));
+    auto sw = scf::IndexSwitchOp::create(b, loc, TypeRange{op.getType()}, which, cases, cases.size());
+    auto fill = [&](Region& region, int64_t n) {
+      OpBuilder::InsertionGuard guard(b);
+      b.createBlock(&region);
+      scf::YieldOp::create(b, loc, over(n));
+    };
+    for (size_t j = 0; j < cases.size(); ++j) fill(sw.getCaseRegions()[j], lengths[j]);
+    fill(sw.getDefaultRegion(), K);
+    op.replaceAllUsesWith(sw.getResult(0));
+    op.erase();
+  }
+};
+
+struct ExpandAttentionPass : PassWrapper<ExpandAttentionPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExpandAttentionPass)
+  StringRef getArgument() const final { return "linnet-expand-attention"; }
+  StringRef getDescription() const final {
+    return "Expand linnet.attention into its defining ops over the keys its mask can reach";
+  }
+  void getDependentDialects(DialectRegistry& registry) const override {
+    registry.insert<arith::ArithDialect, scf::SCFDialect, tensor::TensorDialect>();
+  }
+  void runOnOperation() override {
+    SmallVector<ir::AttentionOp> ops;
+    getOperation().walk([&](ir::AttentionOp op) { ops.push_back(op); });
+    OpBuilder b(&getContext());
+    for (ir::AttentionOp op : ops) Expander(b, op).run();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> createExpandAttentionPass() { return std::make_unique<ExpandAttentionPass>(); }
+void registerExpandAttentionPass() { PassRegistration<ExpandAttentionPass>(); }
+
+}  // namespace linnet::transforms
