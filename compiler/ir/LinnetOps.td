@@ -145,8 +145,9 @@ def Linnet_WriteSliceOp : Linnet_Op<"write_slice", [Pure]> {
     Positions `start .. start + n` of `dest` along `axis` (n: x's extent
     there) take x's; every other dimension of x equals dest's. Positions
     that fall outside dest are dropped: no start is out of range. `start`
-    is a rank-0 integer tensor. Lowers to a slice insertion, in place
-    once bufferized, so a write costs what it writes.
+    is a rank-0 integer tensor, or (axis > 0) one start per row of axis 0,
+    row r's at start[r]. Lowers to slice insertions, in place once
+    bufferized, so a write costs what it writes.
   }];
   let arguments = (ins AnyRankedTensor_:$dest, AnyRankedTensor_:$x, AnyRankedTensor_:$start, I64Attr:$axis);
   let results = (outs AnyRankedTensor_:$result);

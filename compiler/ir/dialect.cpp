@@ -81,8 +81,9 @@ mlir::LogicalResult WriteSliceOp::verify() {
     if (k != axis && x.getShape()[k] != dest.getShape()[k])
       return emitOpError("dimension ") << k << " differs off the written axis";
   auto start = getStart().getType();
-  if (start.getRank() != 0 || !start.getElementType().isInteger())
-    return emitOpError("start must be a rank-0 integer tensor");
+  bool perRow = start.getRank() == 1 && axis > 0 && start.getShape()[0] == dest.getShape()[0];
+  if ((start.getRank() != 0 && !perRow) || !start.getElementType().isInteger())
+    return emitOpError("start must be a rank-0 integer tensor, or one per row (axis 0) when the axis is not 0");
   return mlir::success();
 }
 

@@ -495,8 +495,9 @@ Value Checker::Impl::PrimitiveCall::gather() {
 
 // `write_slice(dest, x, start, axis = a)`: `dest` with positions `start ..
 // start + n` along `a` taken from `x` (n = x's extent there), every other
-// dimension of `x` equal to `dest`'s. Positions outside `dest` are dropped,
-// so no `start` is out of range.
+// dimension of `x` equal to `dest`'s; `start` a scalar, or one per row
+// (axis 0) when `a` is not 0. Positions outside `dest` are dropped, so no
+// `start` is out of range.
 Value Checker::Impl::PrimitiveCall::writeSlice() {
   Value out;
   if (!shape(3, 0, {"axis"})) return Value::error();
@@ -513,12 +514,22 @@ Value Checker::Impl::PrimitiveCall::writeSlice() {
   if (!(x.type.dtype == dest.type.dtype) && !x.type.dtype.isWeak())
     return fail(a.positional[1]->range, fmt::format("`write_slice` of `{}` into `{}`: element types differ",
                                                     x.type.dtype.str(), dest.type.dtype.str()));
-  if (!start.type.isScalar() || !start.type.dtype.intLike())
-    return fail(a.positional[2]->range,
-                fmt::format("`write_slice`'s start must be an integer scalar, not `{}`", start.type.str()));
   int64_t rank = static_cast<int64_t>(dest.type.shape.size());
+  int64_t written = axis < 0 ? axis + rank : axis;
+  // One start for every row, or row r's own at start[r] (rows: axis 0).
+  bool perRow = start.type.shape.size() == 1 && written > 0;
+  if (!start.type.dtype.intLike() || (!start.type.isScalar() && !perRow))
+    return fail(a.positional[2]->range,
+                fmt::format("`write_slice`'s start must be an integer scalar, or one integer per row of `{}` "
+                            "(`Tensor[n; i32]`) when the axis is not 0; not `{}`",
+                            dest.type.str(), start.type.str()));
+  if (perRow && !c.dimsEqual(ctx, start.type.shape[0].expr, dest.type.shape[0].expr)) {
+    c.unproven(ctx, a.positional[2]->range, {start.type.shape[0].expr, Rel::Eq, dest.type.shape[0].expr},
+               "`write_slice` with a start per row needs one start for each row of the destination");
+    return Value::error();
+  }
   for (int64_t k = 0; k < rank; ++k) {
-    if (k == (axis < 0 ? axis + rank : axis)) continue;
+    if (k == written) continue;
     const Expr& p = dest.type.shape[k].expr;
     const Expr& q = x.type.shape[k].expr;
     if (!c.dimsEqual(ctx, p, q)) {

@@ -6,6 +6,7 @@
 #include "ir/dialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "transforms/lowering.h"
@@ -111,33 +112,54 @@ struct LowerSlice : OpConversionPattern<ir::SliceOp> {
 // dest with the part of x that lands inside it inserted: a slice insertion
 // with sizes found at run time, which bufferizes into a copy of just those
 // positions, in place when dest is not read afterwards (a cache write).
+// With a start per row, one insertion per row in an scf.for over the rows.
 struct LowerWriteSlice : OpConversionPattern<ir::WriteSliceOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(ir::WriteSliceOp op, OpAdaptor a, ConversionPatternRewriter& rw) const override {
-    Location loc = op.getLoc();
-    auto dt = typeOf(a.getDest());
-    auto xt = typeOf(a.getX());
-    int64_t axis = op.getAxis();
+
+  // Inserts x's rows `row .. row + rows` (all of them: row null) into dest's
+  // same rows, from position `start` (an integer) along `axis`.
+  static Value insert(OpBuilder& b, Location loc, Value dest, Value x, Value start, int64_t axis, Value row) {
+    auto dt = typeOf(dest);
+    auto xt = typeOf(x);
     int64_t m = dt.getShape()[axis], n = xt.getShape()[axis];
-    Value start = tensor::ExtractOp::create(rw, loc, a.getStart(), ValueRange{});
-    if (start.getType().getIntOrFloatBitWidth() < 64) start = arith::ExtSIOp::create(rw, loc, rw.getI64Type(), start);
-    Value s = arith::IndexCastOp::create(rw, loc, rw.getIndexType(), start);
+    if (start.getType().getIntOrFloatBitWidth() < 64) start = arith::ExtSIOp::create(b, loc, b.getI64Type(), start);
+    Value s = arith::IndexCastOp::create(b, loc, b.getIndexType(), start);
     // Clamped to -n .. m first, so start + n cannot overflow; then the
     // written positions are lo .. hi of dest, from x's lo - s.
-    s = arith::MinSIOp::create(rw, loc, arith::MaxSIOp::create(rw, loc, s, cIndex(rw, loc, -n)), cIndex(rw, loc, m));
-    Value lo = arith::MaxSIOp::create(rw, loc, s, cIndex(rw, loc, 0));
-    Value hi = arith::MinSIOp::create(rw, loc, arith::AddIOp::create(rw, loc, s, cIndex(rw, loc, n)), cIndex(rw, loc, m));
-    Value len = arith::SubIOp::create(rw, loc, hi, lo);
-    Value from = arith::SubIOp::create(rw, loc, lo, s);
+    s = arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, s, cIndex(b, loc, -n)), cIndex(b, loc, m));
+    Value lo = arith::MaxSIOp::create(b, loc, s, cIndex(b, loc, 0));
+    Value hi = arith::MinSIOp::create(b, loc, arith::AddIOp::create(b, loc, s, cIndex(b, loc, n)), cIndex(b, loc, m));
+    Value len = arith::SubIOp::create(b, loc, hi, lo);
+    Value from = arith::SubIOp::create(b, loc, lo, s);
     SmallVector<OpFoldResult> srcOffsets, dstOffsets, sizes, strides;
     for (int64_t d = 0; d < dt.getRank(); ++d) {
-      strides.push_back(rw.getIndexAttr(1));
-      srcOffsets.push_back(d == axis ? OpFoldResult(from) : rw.getIndexAttr(0));
-      dstOffsets.push_back(d == axis ? OpFoldResult(lo) : rw.getIndexAttr(0));
-      sizes.push_back(d == axis ? OpFoldResult(len) : rw.getIndexAttr(dt.getShape()[d]));
+      strides.push_back(b.getIndexAttr(1));
+      OpFoldResult zero = b.getIndexAttr(0);
+      if (d == 0 && row) zero = row;
+      srcOffsets.push_back(d == axis ? OpFoldResult(from) : zero);
+      dstOffsets.push_back(d == axis ? OpFoldResult(lo) : zero);
+      sizes.push_back(d == axis ? OpFoldResult(len) : b.getIndexAttr(d == 0 && row ? 1 : dt.getShape()[d]));
     }
-    Value piece = tensor::ExtractSliceOp::create(rw, loc, a.getX(), srcOffsets, sizes, strides);
-    rw.replaceOpWithNewOp<tensor::InsertSliceOp>(op, piece, a.getDest(), dstOffsets, sizes, strides);
+    Value piece = tensor::ExtractSliceOp::create(b, loc, x, srcOffsets, sizes, strides);
+    return tensor::InsertSliceOp::create(b, loc, piece, dest, dstOffsets, sizes, strides);
+  }
+
+  LogicalResult matchAndRewrite(ir::WriteSliceOp op, OpAdaptor a, ConversionPatternRewriter& rw) const override {
+    Location loc = op.getLoc();
+    int64_t axis = op.getAxis();
+    if (typeOf(a.getStart()).getRank() == 0) {
+      Value start = tensor::ExtractOp::create(rw, loc, a.getStart(), ValueRange{});
+      rw.replaceOp(op, insert(rw, loc, a.getDest(), a.getX(), start, axis, nullptr));
+      return success();
+    }
+    int64_t rows = typeOf(a.getDest()).getShape()[0];
+    auto loop = scf::ForOp::create(
+        rw, loc, cIndex(rw, loc, 0), cIndex(rw, loc, rows), cIndex(rw, loc, 1), ValueRange{a.getDest()},
+        [&](OpBuilder& b, Location l, Value row, ValueRange acc) {
+          Value start = tensor::ExtractOp::create(b, l, a.getStart(), ValueRange{row});
+          scf::YieldOp::create(b, l, insert(b, l, acc[0], a.getX(), start, axis, row));
+        });
+    rw.replaceOp(op, loop.getResult(0));
     return success();
   }
 };

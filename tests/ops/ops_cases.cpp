@@ -984,6 +984,32 @@ struct Builder {
           };
           add(std::move(c));
         }
+    // A start per row (axis 0), each row its own case of the above.
+    for (Scalar d : kFloats)
+      for (Scalar sd : kInts) {
+        Case c = shapeCase("write_slice", fmt::format("per_row_{}", dtypeName(sd)), d, "index");
+        Rng rng(c.name);
+        Shape dest = {4, 2, 6, 3}, x = {4, 2, 2, 3};
+        int64_t top = sd == I32 ? INT32_MAX : INT64_MAX, bottom = sd == I32 ? INT32_MIN : INT64_MIN;
+        for (std::vector<int64_t> starts : {std::vector<int64_t>{0, 1, 4, 5}, {-1, 6, top, bottom}, {2, 2, -2, 3}})
+          c.runs.push_back({edgeFill(d, dest, rng), edgeFill(d, x, rng), ints(sd, {4}, starts)});
+        c.params = fmt::format("dest: {}, x: {}, start: {}", ty(d, dest), ty(d, x), ty(sd, {4}));
+        c.result = ty(d, dest);
+        c.body = "return write_slice(dest, x, start, axis = 2)";
+        c.oracle = [](const std::vector<Values>& in) {
+          Values out = in[0];
+          const Values& x = in[1];
+          int64_t n = x.shape[2], m = out.shape[2], inner = x.shape[3], heads = x.shape[1];
+          for (int64_t k = 0; k < x.size(); ++k) {
+            int64_t e = k % inner, p = k / inner % n, h = k / inner / n % heads, r = k / inner / n / heads;
+            int64_t start = in[2].i[r];
+            if (start < -p || start >= m - p) continue;
+            out.f[((r * heads + h) * m + start + p) * inner + e] = x.f[k];
+          }
+          return Outputs{out};
+        };
+        add(std::move(c));
+      }
   }
 
   // attention(q, k, v, scale, mask): key lengths below and above the

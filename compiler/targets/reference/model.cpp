@@ -161,7 +161,7 @@ struct Model::Impl {
         return RValue::of(attention(tensor(f, e, 0), tensor(f, e, 1), tensor(f, e, 2), tensor(f, e, 3), tensor(f, e, 4)));
       case ExprKind::WriteSlice:
         return RValue::of(
-            writeSlice(tensor(f, e, 0), tensor(f, e, 1), tensor(f, e, 2).asInt(0), static_cast<int>(e.ints[0])));
+            writeSlice(tensor(f, e, 0), tensor(f, e, 1), tensor(f, e, 2), static_cast<int>(e.ints[0])));
       case ExprKind::Slice: {
         Tensor x = tensor(f, e, 0);
         std::vector<BasicItem> items;

@@ -622,10 +622,11 @@ Tensor basicIndex(const Tensor& x, const std::vector<BasicItem>& items) {
   return out;
 }
 
-Tensor writeSlice(const Tensor& dest, const Tensor& x, int64_t start, int axis) {
+Tensor writeSlice(const Tensor& dest, const Tensor& x, const Tensor& starts, int axis) {
   Tensor out = dest;
   int64_t m = dest.shape[axis];
   forEach(x.shape, [&](const std::vector<int64_t>& coord, int64_t flat) {
+    int64_t start = starts.asInt(starts.rank() == 0 ? 0 : coord[0]);
     // Position coord[axis] of x lands at start + coord[axis], if inside dest.
     if (start < -coord[axis] || start >= m - coord[axis]) return;
     int64_t at = 0;

@@ -80,8 +80,9 @@ struct BasicItem {
 };
 Tensor basicIndex(const Tensor& x, const std::vector<BasicItem>& items);
 // `dest` with `x` written from position `start` along `axis` (x's other
-// dimensions are dest's); positions outside dest are dropped.
-Tensor writeSlice(const Tensor& dest, const Tensor& x, int64_t start, int axis);
+// dimensions are dest's); `start` a scalar, or row r's start at start[r];
+// positions outside dest are dropped.
+Tensor writeSlice(const Tensor& dest, const Tensor& x, const Tensor& start, int axis);
 Tensor broadcastTo(const Tensor& x, const std::vector<int64_t>& shape);
 
 }  // namespace linnet::reference

@@ -65,3 +65,14 @@ func.func @write_slice_at(%cache: tensor<2x6x4xf32>, %x: tensor<2x3x4xf32>, %pos
   %0 = linnet.write_slice %x into %cache at %pos {axis = 1 : i64} : (tensor<2x6x4xf32>, tensor<2x3x4xf32>, tensor<i32>) -> tensor<2x6x4xf32>
   return %0 : tensor<2x6x4xf32>
 }
+
+// A start per row: one insertion per row, in a loop carrying the destination.
+// CHECK-LABEL: func.func @write_slice_rows
+// CHECK: scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (tensor<3x6x4xf32>)
+// CHECK:   tensor.extract %{{.*}}[%[[ROW]]] : tensor<3xi32>
+// CHECK:   %[[PIECE:.*]] = tensor.extract_slice %{{.*}}[%[[ROW]], %{{.*}}, 0] [1, %[[LEN:.*]], 4] [1, 1, 1] : tensor<3x1x4xf32> to tensor<1x?x4xf32>
+// CHECK:   tensor.insert_slice %[[PIECE]] into %[[ACC]][%[[ROW]], %{{.*}}, 0] [1, %[[LEN]], 4] [1, 1, 1] : tensor<1x?x4xf32> into tensor<3x6x4xf32>
+func.func @write_slice_rows(%cache: tensor<3x6x4xf32>, %x: tensor<3x1x4xf32>, %pos: tensor<3xi32>) -> tensor<3x6x4xf32> {
+  %0 = linnet.write_slice %x into %cache at %pos {axis = 1 : i64} : (tensor<3x6x4xf32>, tensor<3x1x4xf32>, tensor<3xi32>) -> tensor<3x6x4xf32>
+  return %0 : tensor<3x6x4xf32>
+}
