@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -687,6 +688,14 @@ void File::dequantize(const TensorInfo& t, std::span<float> out) const {
   } catch (const Error& e) {
     throw Error(fmt::format("{}: tensor '{}': {}", label(), t.name, e.what()));
   }
+  // Quantized values are small integers times a block's scale (and minus its
+  // minimum): a value that is not finite means a scale that is not.
+  if (tr.blockSize > 1)
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (!std::isfinite(out[i]))
+        throw Error(fmt::format("{}: tensor '{}' has a {} block ({} of {}) whose scale is not finite (value {} at "
+                                "element {}): the file is damaged",
+                                label(), t.name, tr.name, i / tr.blockSize, out.size() / tr.blockSize, out[i], i));
 }
 
 std::vector<float> File::dequantize(const TensorInfo& t) const {

@@ -230,3 +230,17 @@ TEST_CASE("errors name the path of an opened file", "[gguf][malformed]") {
   const auto p2 = tmp.write("v7.gguf", m);
   CHECK_THROWS_WITH(File::open(p2), Contains(p2.string() + ": unsupported GGUF version 7"));
 }
+
+TEST_CASE("a quantized block whose scale is not finite", "[gguf][malformed]") {
+  // One Q8_0 block (type 8): an f16 scale, then 32 int8 values.
+  for (std::uint16_t scale : {std::uint16_t{0x7C00}, std::uint16_t{0x7E00}, std::uint16_t{0xFC00}}) {
+    Builder g = oneTensor({32}, 8, 0);
+    std::memcpy(g.data.b.data(), &scale, 2);
+    g.data.b[2] = std::byte{1};
+    CHECK_THAT(errorOf(g.build()),
+               Contains("bad.gguf: tensor 'w' has a Q8_0 block (0 of 1) whose scale is not finite") &&
+                   Contains("the file is damaged"));
+  }
+  Builder fine = oneTensor({32}, 8, 0);
+  CHECK(errorOf(fine.build()) == "(no error)");
+}
