@@ -137,6 +137,13 @@ Value Program::Builder::primitive(Frame& f, const CallExpr& call, Primitive p) {
       return tensorValue(node(f, ExprKind::Attention, Type::of({q.t().dtype, shape}), at,
                               {q.expr, k.expr, v.expr, scale.expr, mask.expr}));
     }
+    case Primitive::WritePoints: {
+      Value dest = arg(0), x = arg(1), rows = arg(2), positions = arg(3);
+      Expr* e = node(f, ExprKind::WritePoints, Type::of({dest.t().dtype, dest.t().shape}), at,
+                     {dest.expr, x.expr, rows.expr, positions.expr});
+      e->ints = {axisArg(f, call, dest.t().rank())};
+      return tensorValue(e);
+    }
     case Primitive::WriteSlice: {
       Value dest = arg(0), x = arg(1), start = arg(2);
       int axis = axisArg(f, call, dest.t().rank());

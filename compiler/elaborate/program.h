@@ -124,6 +124,8 @@ enum class ExprKind : uint8_t {
   Slice,        // operands[0][items]: see `items`; index operands follow operands[0]
   Gather,       // operands[0] at one integer tensor per axis (operands 1..), clamped, broadcast
   Attention,    // operands q, k, v, scale (f32), mask: see the `attention` primitive
+  WritePoints,  // operands[0] with point p of operands[1] (along axis `ints[0]`) at row operands[2][p],
+                // position operands[3][p]; in order, outside points dropped
   WriteSlice,   // operands[0] with operands[1] written from position operands[2] (a scalar) along
                 // axis `ints[0]`; what falls outside operands[0] is dropped
   Call,         // `callee`; operands: receiver (a Block, or null for a free fn), then the arguments

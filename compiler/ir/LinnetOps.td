@@ -139,6 +139,22 @@ def Linnet_AttentionOp : Linnet_Op<"attention", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Linnet_WritePointsOp : Linnet_Op<"write_points", [Pure]> {
+  let summary = "dest with x's points written at a run-time row and position each";
+  let description = [{
+    x has one row; its position p along `axis` is point p, written to row
+    `rows[p]` of dest at position `positions[p]` along `axis` (rank-1
+    integer tensors), in order of p: the last of several points at one
+    place wins; a point outside dest is dropped. Lowers to an scf.for of
+    slice insertions, in place once bufferized.
+  }];
+  let arguments = (ins AnyRankedTensor_:$dest, AnyRankedTensor_:$x, AnyRankedTensor_:$rows,
+                       AnyRankedTensor_:$positions, I64Attr:$axis);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "$x `into` $dest `at` $rows `,` $positions attr-dict `:` functional-type(operands, $result)";
+  let hasVerifier = 1;
+}
+
 def Linnet_WriteSliceOp : Linnet_Op<"write_slice", [Pure]> {
   let summary = "dest with x written from a runtime position along one axis";
   let description = [{

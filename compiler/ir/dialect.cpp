@@ -70,6 +70,22 @@ mlir::LogicalResult AttentionOp::verify() {
   return mlir::success();
 }
 
+mlir::LogicalResult WritePointsOp::verify() {
+  auto dest = getDest().getType(), x = getX().getType();
+  if (getResult().getType() != dest) return emitOpError("result type differs from the destination's");
+  if (x.getElementType() != dest.getElementType() || x.getRank() != dest.getRank())
+    return emitOpError("x must have dest's element type and rank");
+  int64_t axis = getAxis();
+  if (axis < 1 || axis >= dest.getRank()) return emitOpError("axis must be 1 .. rank - 1");
+  if (x.getShape()[0] != 1) return emitOpError("x must have one row");
+  for (int64_t k = 1; k < dest.getRank(); ++k)
+    if (k != axis && x.getShape()[k] != dest.getShape()[k]) return emitOpError("dimension ") << k << " differs";
+  for (auto t : {getRows().getType(), getPositions().getType()})
+    if (t.getRank() != 1 || t.getShape()[0] != x.getShape()[axis] || !t.getElementType().isInteger())
+      return emitOpError("rows and positions must be one integer per point");
+  return mlir::success();
+}
+
 mlir::LogicalResult WriteSliceOp::verify() {
   auto dest = getDest().getType(), x = getX().getType();
   if (getResult().getType() != dest) return emitOpError("result type differs from the destination's");

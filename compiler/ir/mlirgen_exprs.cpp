@@ -207,6 +207,11 @@ Val MLIRGen::Impl::eval(Frame& f, const elab::Expr& e) {
       at();
       return Val::of(AttentionOp::create(b, loc, type(), q, k, v, scale, mask));
     }
+    case ExprKind::WritePoints: {
+      mlir::Value dest = tensor(f, e, 0), x = tensor(f, e, 1), rows = tensor(f, e, 2), positions = tensor(f, e, 3);
+      at();
+      return Val::of(WritePointsOp::create(b, loc, type(), dest, x, rows, positions, b.getI64IntegerAttr(e.ints[0])));
+    }
     case ExprKind::WriteSlice: {
       mlir::Value dest = tensor(f, e, 0), x = tensor(f, e, 1), start = tensor(f, e, 2);
       at();

@@ -171,6 +171,7 @@ struct Checker::Impl::PrimitiveCall {
   Value matmul();
   Value gather();
   Value writeSlice();
+  Value writePoints();
   Value attention();
   Value some();
   Value unwrapOr();
@@ -199,6 +200,7 @@ Value Checker::Impl::checkPrimitive(Ctx& ctx, const CallExpr& call, Primitive p)
     case Primitive::Matmul: return r.matmul();
     case Primitive::Gather: return r.gather();
     case Primitive::WriteSlice: return r.writeSlice();
+    case Primitive::WritePoints: return r.writePoints();
     case Primitive::Attention: return r.attention();
     case Primitive::Some: return r.some();
     case Primitive::UnwrapOr: return r.unwrapOr();
@@ -539,6 +541,52 @@ Value Checker::Impl::PrimitiveCall::writeSlice() {
       return Value::error();
     }
   }
+  out.type = dest.type;
+  return out;
+}
+
+// `write_points(dest, x, rows, positions, axis = a)`: point p of x (its
+// position p along `a`; x has one row) into row rows[p] of dest at position
+// positions[p] along `a`, in order, so the last of several points at one
+// place wins; points outside dest are dropped.
+Value Checker::Impl::PrimitiveCall::writePoints() {
+  Value out;
+  if (!shape(4, 0, {"axis"})) return Value::error();
+  Value dest, x, rows, positions;
+  if (!tensorArg(a.positional[0], dest) || !tensorArg(a.positional[1], x) || !tensorArg(a.positional[2], rows) ||
+      !tensorArg(a.positional[3], positions))
+    return Value::error();
+  int64_t axis;
+  if (!axisOf(dest.type, axis)) return Value::error();
+  if (hasPack(dest.type.shape) || hasPack(x.type.shape) || hasPack(rows.type.shape) || hasPack(positions.type.shape))
+    return fail(call.range, "`write_points` operands cannot have dimension packs");
+  int64_t rank = static_cast<int64_t>(dest.type.shape.size());
+  int64_t along = axis < 0 ? axis + rank : axis;
+  if (along < 1 || static_cast<int64_t>(x.type.shape.size()) != rank)
+    return fail(call.range, fmt::format("`write_points` needs `x` of the rank of `dest` (`{}`) and an axis other than "
+                                        "0 (the rows), not `{}` along axis {}",
+                                        dest.type.str(), x.type.str(), axis));
+  if (!(x.type.dtype == dest.type.dtype))
+    return fail(a.positional[1]->range, fmt::format("`write_points` of `{}` into `{}`: element types differ",
+                                                    x.type.dtype.str(), dest.type.dtype.str()));
+  auto same = [&](const Expr& p, const Expr& q, const std::string& what) {
+    if (c.dimsEqual(ctx, p, q)) return true;
+    c.unproven(ctx, call.range, {p, Rel::Eq, q}, fmt::format("`write_points` needs {}", what));
+    return false;
+  };
+  if (!same(x.type.shape[0].expr, Expr::constant(1), "`x` of one row (its points run along the axis)"))
+    return Value::error();
+  for (int64_t k = 1; k < rank; ++k)
+    if (k != along && !same(x.type.shape[k].expr, dest.type.shape[k].expr,
+                            fmt::format("`x` and `dest` to agree on dimension {}", k)))
+      return Value::error();
+  for (const Value* v : {&rows, &positions})
+    if (v->type.shape.size() != 1 || !v->type.dtype.intLike() ||
+        !same(v->type.shape[0].expr, x.type.shape[along].expr, "one row and one position per point"))
+      return v->type.shape.size() == 1 && v->type.dtype.intLike()
+                 ? Value::error()
+                 : fail(call.range, fmt::format("`write_points`' rows and positions must be `Tensor[P; i32]`, not `{}`",
+                                                v->type.str()));
   out.type = dest.type;
   return out;
 }

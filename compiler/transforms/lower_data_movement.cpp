@@ -1,5 +1,5 @@
 // linnet-to-linalg, data movement: reshape, permute, concat, slice, gather
-// and write_slice become tensor ops (views once bufferized) or, for gather, a
+// write_slice and write_points become tensor ops (views once bufferized) or, for gather, a
 // parallel `linalg.generic` that reads the source with tensor.extract.
 // Runtime indices are clamped into their axis: the language defines no
 // out-of-range read.
@@ -164,6 +164,54 @@ struct LowerWriteSlice : OpConversionPattern<ir::WriteSliceOp> {
   }
 };
 
+// Point p of x into row rows[p] at positions[p]: an scf.for over the points
+// carrying dest, each a slice insertion of one point whose size along axis
+// 0 is 1 when the point lands inside dest and 0 when it does not (offsets
+// clamped), so nothing is read or written outside either tensor.
+struct LowerWritePoints : OpConversionPattern<ir::WritePointsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ir::WritePointsOp op, OpAdaptor a, ConversionPatternRewriter& rw) const override {
+    Location loc = op.getLoc();
+    auto dt = typeOf(a.getDest());
+    int64_t axis = op.getAxis(), points = typeOf(a.getX()).getShape()[axis];
+    int64_t rowsOf = dt.getShape()[0], m = dt.getShape()[axis];
+    auto loop = scf::ForOp::create(
+        rw, loc, cIndex(rw, loc, 0), cIndex(rw, loc, points), cIndex(rw, loc, 1), ValueRange{a.getDest()},
+        [&](OpBuilder& b, Location l, Value p, ValueRange acc) {
+          auto at = [&](Value v) {
+            Value x = tensor::ExtractOp::create(b, l, v, ValueRange{p});
+            if (x.getType().getIntOrFloatBitWidth() < 64) x = arith::ExtSIOp::create(b, l, b.getI64Type(), x);
+            return Value(arith::IndexCastOp::create(b, l, b.getIndexType(), x));
+          };
+          Value r = at(a.getRows()), s = at(a.getPositions());
+          auto inside = [&](Value v, int64_t n) {
+            Value lo = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, v, cIndex(b, l, 0));
+            Value hi = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, v, cIndex(b, l, n));
+            return Value(arith::AndIOp::create(b, l, lo, hi));
+          };
+          Value ok = arith::AndIOp::create(b, l, inside(r, rowsOf), inside(s, m));
+          Value len = arith::SelectOp::create(b, l, ok, cIndex(b, l, 1), cIndex(b, l, 0));
+          auto clamp = [&](Value v, int64_t n) {
+            return Value(arith::MinSIOp::create(b, l, arith::MaxSIOp::create(b, l, v, cIndex(b, l, 0)),
+                                                cIndex(b, l, std::max<int64_t>(n - 1, 0))));
+          };
+          SmallVector<OpFoldResult> srcOffsets, dstOffsets, sizes, strides;
+          for (int64_t d = 0; d < dt.getRank(); ++d) {
+            strides.push_back(b.getIndexAttr(1));
+            srcOffsets.push_back(d == axis ? OpFoldResult(p) : b.getIndexAttr(0));
+            dstOffsets.push_back(d == 0      ? OpFoldResult(clamp(r, rowsOf))
+                                 : d == axis ? OpFoldResult(clamp(s, m))
+                                             : OpFoldResult(b.getIndexAttr(0)));
+            sizes.push_back(d == 0 ? OpFoldResult(len) : b.getIndexAttr(d == axis ? 1 : dt.getShape()[d]));
+          }
+          Value piece = tensor::ExtractSliceOp::create(b, l, a.getX(), srcOffsets, sizes, strides);
+          scf::YieldOp::create(b, l, Value(tensor::InsertSliceOp::create(b, l, piece, acc[0], dstOffsets, sizes, strides)));
+        });
+    rw.replaceOp(op, loop.getResult(0));
+    return success();
+  }
+};
+
 // x[i0, i1, ...]: an index that is an iota along one result axis is that
 // loop index itself; the others are read elementwise.
 struct LowerGather : OpConversionPattern<ir::GatherOp> {
@@ -213,8 +261,8 @@ struct LowerGather : OpConversionPattern<ir::GatherOp> {
 }  // namespace
 
 void populateDataMovementPatterns(RewritePatternSet& patterns) {
-  patterns.add<LowerReshape, LowerPermute, LowerConcat, LowerSlice, LowerGather, LowerWriteSlice>(
-      patterns.getContext());
+  patterns.add<LowerReshape, LowerPermute, LowerConcat, LowerSlice, LowerGather, LowerWriteSlice,
+               LowerWritePoints>(patterns.getContext());
 }
 
 }  // namespace linnet::transforms::lowering

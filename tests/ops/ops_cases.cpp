@@ -1012,6 +1012,40 @@ struct Builder {
       }
   }
 
+  // write_points(dest, x, rows, positions, axis = 2): points in range, past
+  // both ends of either index, and two points at one place (the later wins).
+  void writePoints() {
+    for (Scalar d : kFloats)
+      for (Scalar id : kInts) {
+        Case c = shapeCase("write_points", fmt::format("r4_{}", dtypeName(id)), d, "index");
+        Rng rng(c.name);
+        Shape dest = {3, 2, 5, 4}, x = {1, 2, 6, 4};
+        int64_t top = id == I32 ? INT32_MAX : INT64_MAX, bottom = id == I32 ? INT32_MIN : INT64_MIN;
+        std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> sets = {
+            {{0, 1, 2, 0, 1, 2}, {0, 1, 4, 3, 2, 0}},
+            {{0, 0, 3, -1, 1, top}, {2, 2, 1, 1, bottom, 0}},
+            {{2, 1, 0, 2, 1, 0}, {5, -1, 4, 4, 0, 1}}};
+        for (const auto& [rows, positions] : sets)
+          c.runs.push_back({edgeFill(d, dest, rng), edgeFill(d, x, rng), ints(id, {6}, rows), ints(id, {6}, positions)});
+        c.params = fmt::format("dest: {}, x: {}, rows: {}, positions: {}", ty(d, dest), ty(d, x), ty(id, {6}),
+                               ty(id, {6}));
+        c.result = ty(d, dest);
+        c.body = "return write_points(dest, x, rows, positions, axis = 2)";
+        c.oracle = [](const std::vector<Values>& in) {
+          Values out = in[0];
+          const Values& x = in[1];
+          for (int64_t p = 0; p < 6; ++p) {
+            int64_t r = in[2].i[p], s = in[3].i[p];
+            if (r < 0 || r >= 3 || s < 0 || s >= 5) continue;
+            for (int64_t n = 0; n < 2; ++n)
+              for (int64_t e = 0; e < 4; ++e) out.f[((r * 2 + n) * 5 + s) * 4 + e] = x.f[(n * 6 + p) * 4 + e];
+          }
+          return Outputs{out};
+        };
+        add(std::move(c));
+      }
+  }
+
   // attention(q, k, v, scale, mask): key lengths below and above the
   // compiled code's shortest prefix (64), masks that reach 1, 63, 64, 65,
   // 130 and all keys, a query row that sees nothing (the whole length, a
@@ -1278,6 +1312,7 @@ Suite generateSuite() {
       {"fill", [&] { b.fill(); }},           {"cast", [&] { b.cast(); }},
       {"select", [&] { b.select(); }},       {"gather", [&] { b.gather(); }},
       {"write_slice", [&] { b.writeSlice(); }}, {"attention", [&] { b.attention(); }},
+      {"write_points", [&] { b.writePoints(); }},
       {"matmul", [&] { b.matmul(); }},       {"some", [&] { b.options(); }},
       {"unwrap_or", [] {}},  // with `some`
       {"shard_sum", [&] { b.shards("shard_sum"); }},     {"shard_max", [&] { b.shards("shard_max"); }},

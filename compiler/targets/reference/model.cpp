@@ -159,6 +159,9 @@ struct Model::Impl {
       case ExprKind::GatherRows: return RValue::of(gather(tensor(f, e, 0), tensor(f, e, 1)));
       case ExprKind::Attention:
         return RValue::of(attention(tensor(f, e, 0), tensor(f, e, 1), tensor(f, e, 2), tensor(f, e, 3), tensor(f, e, 4)));
+      case ExprKind::WritePoints:
+        return RValue::of(writePoints(tensor(f, e, 0), tensor(f, e, 1), tensor(f, e, 2), tensor(f, e, 3),
+                                      static_cast<int>(e.ints[0])));
       case ExprKind::WriteSlice:
         return RValue::of(
             writeSlice(tensor(f, e, 0), tensor(f, e, 1), tensor(f, e, 2), static_cast<int>(e.ints[0])));

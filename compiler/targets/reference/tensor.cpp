@@ -622,6 +622,26 @@ Tensor basicIndex(const Tensor& x, const std::vector<BasicItem>& items) {
   return out;
 }
 
+Tensor writePoints(const Tensor& dest, const Tensor& x, const Tensor& rows, const Tensor& positions, int axis) {
+  Tensor out = dest;
+  int64_t points = x.shape[axis], b = dest.shape[0], m = dest.shape[axis];
+  // x as [1, outer, points, inner]; dest as [b, outer, m, inner].
+  int64_t outer = 1, inner = 1;
+  for (int k = 1; k < axis; ++k) outer *= x.shape[k];
+  for (size_t k = axis + 1; k < x.shape.size(); ++k) inner *= x.shape[k];
+  for (int64_t p = 0; p < points; ++p) {
+    int64_t r = rows.asInt(p), s = positions.asInt(p);
+    if (r < 0 || r >= b || s < 0 || s >= m) continue;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t from = (o * points + p) * inner + i, to = ((r * outer + o) * m + s) * inner + i;
+        if (out.isFloat()) out.f[to] = x.f[from];
+        else out.i[to] = x.i[from];
+      }
+  }
+  return out;
+}
+
 Tensor writeSlice(const Tensor& dest, const Tensor& x, const Tensor& starts, int axis) {
   Tensor out = dest;
   int64_t m = dest.shape[axis];

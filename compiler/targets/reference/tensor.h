@@ -83,6 +83,9 @@ Tensor basicIndex(const Tensor& x, const std::vector<BasicItem>& items);
 // dimensions are dest's); `start` a scalar, or row r's start at start[r];
 // positions outside dest are dropped.
 Tensor writeSlice(const Tensor& dest, const Tensor& x, const Tensor& start, int axis);
+// `dest` with x's point p (its position p along `axis`; x has one row) at
+// row rows[p], position positions[p]; in order; points outside dropped.
+Tensor writePoints(const Tensor& dest, const Tensor& x, const Tensor& rows, const Tensor& positions, int axis);
 Tensor broadcastTo(const Tensor& x, const std::vector<int64_t>& shape);
 
 }  // namespace linnet::reference

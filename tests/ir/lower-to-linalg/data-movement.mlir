@@ -76,3 +76,17 @@ func.func @write_slice_rows(%cache: tensor<3x6x4xf32>, %x: tensor<3x1x4xf32>, %p
   %0 = linnet.write_slice %x into %cache at %pos {axis = 1 : i64} : (tensor<3x6x4xf32>, tensor<3x1x4xf32>, tensor<3xi32>) -> tensor<3x6x4xf32>
   return %0 : tensor<3x6x4xf32>
 }
+
+// Points: one insertion per point, of size 1 along axis 0 when it lands
+// inside dest and 0 when it does not.
+// CHECK-LABEL: func.func @write_points
+// CHECK: scf.for %[[P:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (tensor<3x6x4xf32>)
+// CHECK:   arith.cmpi sge
+// CHECK:   arith.cmpi slt
+// CHECK:   %[[LEN:.*]] = arith.select %{{.*}}, %{{.*}}, %{{.*}} : index
+// CHECK:   %[[PIECE:.*]] = tensor.extract_slice %{{.*}}[0, %[[P]], 0] [%[[LEN]], 1, 4] [1, 1, 1] : tensor<1x5x4xf32> to tensor<?x1x4xf32>
+// CHECK:   tensor.insert_slice %[[PIECE]] into %[[ACC]][%{{.*}}, %{{.*}}, 0] [%[[LEN]], 1, 4] [1, 1, 1] : tensor<?x1x4xf32> into tensor<3x6x4xf32>
+func.func @write_points(%cache: tensor<3x6x4xf32>, %x: tensor<1x5x4xf32>, %rows: tensor<5xi32>, %pos: tensor<5xi32>) -> tensor<3x6x4xf32> {
+  %0 = linnet.write_points %x into %cache at %rows, %pos {axis = 1 : i64} : (tensor<3x6x4xf32>, tensor<1x5x4xf32>, tensor<5xi32>, tensor<5xi32>) -> tensor<3x6x4xf32>
+  return %0 : tensor<3x6x4xf32>
+}
