@@ -98,7 +98,7 @@ std::string readFile(const std::string& path, const char* what) {
 json parseJson(std::string_view text, const std::string& file) {
   try {
     return json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
     throw Error(file, "", fmt::format("invalid JSON: {}", e.what()));
   }
 }

@@ -281,6 +281,10 @@ TEST_CASE("tokenizer: errors name the file, the JSON path and the problem", "[to
     CHECK_THROWS_AS(Tokenizer::fromJson(""), tk::Error);
     CHECK_THROWS_AS(Tokenizer::fromJson("[1, 2]"), tk::Error);
     CHECK_THROWS_AS(Tokenizer::fromJson("{}"), tk::Error);
+    // A number past double's range is nlohmann's out_of_range, not a parse
+    // error; it must still be a tokenizer::Error (found by tokenizer_fuzzer).
+    CHECK_THROWS_AS(Tokenizer::fromJson("{\"version\": 1e999}"), tk::Error);
+    CHECK_THROWS_AS(Tokenizer::fromJson(smallBpe().dump(), "{\"model_max_length\": 1e999}"), tk::Error);
   }
   SECTION("unsupported model type") {
     json doc = smallBpe();
