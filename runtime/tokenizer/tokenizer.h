@@ -109,9 +109,11 @@ class StreamDecoder {
  private:
   std::shared_ptr<const detail::TokenizerImpl> impl_;
   bool skipSpecial_;
-  std::vector<int32_t> ids_;
-  std::string prefix_;
+  std::vector<int32_t> ids_;   // the window: context, then tokens not yet emitted
+  std::string prefix_;         // the window's text up to prefixIndex_
   size_t prefixIndex_ = 0;
+  size_t lastStart_ = 0;       // where the last emitted chunk starts in ids_
+  std::string lastText_;       // that chunk's text decoded alone
 };
 
 }  // namespace linnet::tokenizer
