@@ -96,7 +96,9 @@ class Tokenizer {
 // Incremental decoding for generation: push() returns the text that the new
 // token completes — only whole UTF-8 characters; a partial UTF-8 sequence (or
 // a byte-fallback group) waits until it is complete. The concatenation of all
-// push() results and finish() equals decode() of all ids.
+// push() results and finish() equals decode() of all ids, except around
+// invalid byte-fallback sequences: a byte can turn text already emitted as
+// valid into U+FFFD replacements in decode(), and emitted text stays.
 class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tokenizer, bool skipSpecialTokens = false);

@@ -1,7 +1,7 @@
 // libFuzzer target for linnet_tokenizer: arbitrary bytes as tokenizer.json,
 // then a few fixed texts encoded and decoded. Ids must lie in the
-// vocabulary, and streaming decode must equal decode (as tokenizer.h
-// promises). Any outcome but success or tokenizer::Error is a bug; so is
+// vocabulary, and streaming decode must equal decode where tokenizer.h
+// promises it. Any outcome but success or tokenizer::Error is a bug; so is
 // memory or time out of proportion to the file (-rss_limit_mb, -timeout).
 #include <cstddef>
 #include <cstdint>
@@ -32,7 +32,9 @@ void roundTrip(const Tokenizer& t, std::string_view text, bool special) {
   std::string pieces;
   for (int32_t id : ids) pieces += stream.push(id);
   pieces += stream.finish();
-  if (pieces != whole) std::abort();
+  // Equal, as tokenizer.h promises, unless invalid byte sequences (U+FFFD)
+  // are involved: a later byte can invalidate text already emitted.
+  if (pieces != whole && whole.find("\xEF\xBF\xBD") == std::string::npos) std::abort();
 }
 
 }  // namespace
