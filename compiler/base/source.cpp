@@ -28,8 +28,12 @@ std::string_view SourceFile::lineText(uint32_t line) const {
 }
 
 uint32_t SourceManager::add(std::string path, std::string text) {
-  files_.push_back(std::make_unique<SourceFile>(std::move(path), std::move(text)));
+  files_.push_back(std::make_shared<const SourceFile>(std::move(path), std::move(text)));
   return static_cast<uint32_t>(files_.size());
+}
+
+void SourceManager::share(const SourceManager& other) {
+  files_.insert(files_.end(), other.files_.begin(), other.files_.end());
 }
 
 uint32_t SourceManager::load(const std::string& path) {

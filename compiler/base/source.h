@@ -47,11 +47,16 @@ class SourceManager {
   uint32_t add(std::string path, std::string text);
   // Reads a file from disk; returns 0 when it cannot be read.
   uint32_t load(const std::string& path);
+  // Appends every file of `other`, shared read-only (files never change once
+  // added): into an empty manager, the ids stay those of `other`, so ranges
+  // into ASTs parsed there stay valid here (sema::Stdlib).
+  void share(const SourceManager& other);
+  size_t fileCount() const { return files_.size(); }
   const SourceFile& file(uint32_t id) const { return *files_.at(id - 1); }
   std::string_view text(SourceRange r) const;
 
  private:
-  std::vector<std::unique_ptr<SourceFile>> files_;
+  std::vector<std::shared_ptr<const SourceFile>> files_;
 };
 
 }  // namespace linnet

@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 #include <toml++/toml.h>
 
+#include "sema/stdlib.h"
 #include "syntax/parser.h"
 
 namespace fs = std::filesystem;
@@ -17,6 +19,15 @@ namespace linnet::sema {
 
 Program::Program(SourceManager& sources, Diagnostics& diags, std::string stdlibDir)
     : sources_(sources), diags_(diags), stdlibDir_(std::move(stdlibDir)) {}
+
+Program::Program(SourceManager& sources, Diagnostics& diags, std::shared_ptr<const Stdlib> stdlib)
+    : sources_(sources), diags_(diags), stdlibDir_(stdlib->dir()), stdlib_(std::move(stdlib)) {
+  if (sources_.fileCount() != 0)
+    throw std::invalid_argument("sema::Program: a shared Stdlib needs an empty SourceManager");
+  sources_.share(stdlib_->sources());
+}
+
+Program::~Program() = default;
 
 // `--set Name=Value`: an integer (range-checked, never saturated) or an
 // element type name. Errors go to `error` and give std::nullopt.
@@ -167,12 +178,14 @@ std::string Program::pathFor(const std::vector<syntax::Ident>& path, const Modul
   return file.string() + ".linnet";
 }
 
-Module* Program::loadModule(const std::string& name, const std::string& path, SourceRange usedAt,
-                            const std::string* text) {
+const Module* Program::loadModule(const std::string& name, const std::string& path, SourceRange usedAt,
+                                  const std::string* text) {
   std::error_code ec;
   std::string canonical = fs::weakly_canonical(path, ec).string();
   if (ec) canonical = path;
   if (auto it = byPath_.find(canonical); it != byPath_.end()) return it->second;
+  if (stdlib_ && !text)
+    if (const Module* shared = stdlib_->find(canonical)) return shared;
   uint32_t file = text ? sources_.add(path, *text) : sources_.load(path);
   if (file == 0) {
     diags_.error(usedAt, fmt::format("cannot find module `{}`: no file {}", name, path));
@@ -230,7 +243,7 @@ void Program::resolveImports(Module& module) {
     std::string moduleName;
     std::string path = pathFor(use.path, module, moduleName);
     SourceRange pathRange = SourceRange::merge(use.path.front().range, use.path.back().range);
-    Module* target = loadModule(moduleName, path, pathRange);
+    const Module* target = loadModule(moduleName, path, pathRange);
     if (!target) continue;
     for (const syntax::Ident& name : use.names) {
       auto it = target->items.find(name.name);
@@ -268,7 +281,8 @@ void Program::resolveImports(Module& module) {
 
 const Module* Program::moduleOf(const syntax::BlockDecl* block) const {
   auto it = blockModules_.find(block);
-  return it == blockModules_.end() ? nullptr : it->second;
+  if (it != blockModules_.end()) return it->second;
+  return stdlib_ ? stdlib_->moduleOf(block) : nullptr;
 }
 
 const Item* Program::lookup(const Module& from, const std::string& name) const {

@@ -16,6 +16,7 @@
 namespace linnet::sema {
 
 struct Module;
+class Stdlib;
 
 struct Item {
   enum Kind { Block, Fn, Const } kind = Block;
@@ -57,6 +58,12 @@ struct Package {
 class Program {
  public:
   Program(SourceManager& sources, Diagnostics& diags, std::string stdlibDir);
+  // With a standard library loaded and checked once (sema/stdlib.h): its
+  // modules are taken from there, neither read nor checked again. `sources`
+  // must be empty, so the library's files keep their ids (else
+  // std::invalid_argument).
+  Program(SourceManager& sources, Diagnostics& diags, std::shared_ptr<const Stdlib> stdlib);
+  ~Program();
 
   // Loads a package folder (linnet.toml, optional nest.toml, src/), or a
   // single .linnet file whose `crate.` is its own folder. False on errors.
@@ -69,6 +76,8 @@ class Program {
 
   const Package& package() const { return package_; }
   const Module* root() const { return root_; }
+  // The modules this program loaded itself, which the checker checks; those
+  // of a shared Stdlib are not listed (they were checked when it loaded).
   const std::vector<std::unique_ptr<Module>>& modules() const { return modules_; }
   const SourceManager& sources() const { return sources_; }
 
@@ -78,7 +87,8 @@ class Program {
   const Module* moduleOf(const syntax::BlockDecl* block) const;
 
  private:
-  Module* loadModule(const std::string& name, const std::string& path, SourceRange usedAt,
+  friend class Stdlib;
+  const Module* loadModule(const std::string& name, const std::string& path, SourceRange usedAt,
                      const std::string* text = nullptr);
   void resolveImports(Module& module);
   void collectItems(Module& module);
@@ -89,10 +99,11 @@ class Program {
   SourceManager& sources_;
   Diagnostics& diags_;
   std::string stdlibDir_;
+  std::shared_ptr<const Stdlib> stdlib_;
   std::string crateDir_;  // src/ of the package
   Package package_;
   std::vector<std::unique_ptr<Module>> modules_;
-  std::map<std::string, Module*> byPath_;
+  std::map<std::string, const Module*> byPath_;
   std::map<const syntax::BlockDecl*, const Module*> blockModules_;
   const Module* root_ = nullptr;
 };

@@ -98,7 +98,7 @@ std::string readFile(const std::string& path, const char* what) {
 json parseJson(std::string_view text, const std::string& file) {
   try {
     return json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
     throw Error(file, "", fmt::format("invalid JSON: {}", e.what()));
   }
 }
@@ -579,8 +579,24 @@ std::string StreamDecoder::push(int32_t id) {
     // sequences); emit the new tokens on their own.
     out = impl.decode(std::span<const int32_t>(ids_).subspan(prefixIndex_), skipSpecial_);
   }
-  ids_.erase(ids_.begin(), ids_.begin() + static_cast<ptrdiff_t>(prefixIndex_));
-  prefix_ = impl.decode(ids_, skipSpecial_);
+  // The context is the last emitted chunk alone, as tokenizers' DecodeStream
+  // keeps it, once that gives this same output; a decoder that depends on
+  // where the text starts (Fuse then Strip of two leading spaces, after a
+  // chunk of one space) would otherwise lose text, so older context stays.
+  if (lastStart_ > 0) {
+    const std::string alone = impl.decode(std::span<const int32_t>(ids_).subspan(lastStart_), skipSpecial_);
+    if (alone.compare(0, lastText_.size(), lastText_) == 0 && alone.substr(lastText_.size()) == out) {
+      ids_.erase(ids_.begin(), ids_.begin() + static_cast<ptrdiff_t>(lastStart_));
+      prefixIndex_ -= lastStart_;
+      prefix_ = alone;
+    } else {
+      prefix_ = s;
+    }
+  } else {
+    prefix_ = s;
+  }
+  lastStart_ = prefixIndex_;
+  lastText_ = impl.decode(std::span<const int32_t>(ids_).subspan(lastStart_), skipSpecial_);
   prefixIndex_ = ids_.size();
   return out;
 }
@@ -600,6 +616,8 @@ void StreamDecoder::reset() {
   ids_.clear();
   prefix_.clear();
   prefixIndex_ = 0;
+  lastStart_ = 0;
+  lastText_.clear();
 }
 
 }  // namespace linnet::tokenizer

@@ -96,7 +96,9 @@ class Tokenizer {
 // Incremental decoding for generation: push() returns the text that the new
 // token completes — only whole UTF-8 characters; a partial UTF-8 sequence (or
 // a byte-fallback group) waits until it is complete. The concatenation of all
-// push() results and finish() equals decode() of all ids.
+// push() results and finish() equals decode() of all ids, except around
+// invalid byte-fallback sequences: a byte can turn text already emitted as
+// valid into U+FFFD replacements in decode(), and emitted text stays.
 class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tokenizer, bool skipSpecialTokens = false);
@@ -109,9 +111,11 @@ class StreamDecoder {
  private:
   std::shared_ptr<const detail::TokenizerImpl> impl_;
   bool skipSpecial_;
-  std::vector<int32_t> ids_;
-  std::string prefix_;
+  std::vector<int32_t> ids_;   // the window: context, then tokens not yet emitted
+  std::string prefix_;         // the window's text up to prefixIndex_
   size_t prefixIndex_ = 0;
+  size_t lastStart_ = 0;       // where the last emitted chunk starts in ids_
+  std::string lastText_;       // that chunk's text decoded alone
 };
 
 }  // namespace linnet::tokenizer

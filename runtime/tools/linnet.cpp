@@ -14,13 +14,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "nest/conventions.h"
 #include "nest/nest.h"
+#include "tools/arguments.h"
 #include "tools/bench.h"
 #include "weights/npy.h"
 #ifdef LINNET_HAVE_TEXT
@@ -35,9 +38,9 @@ namespace {
 using Scalar = linnet::DType;
 using linnet::nest::Tensor;
 
-struct Usage : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using linnet::tools::parseInt;
+using linnet::tools::splitAssignment;
+using linnet::tools::Usage;
 
 struct Group {
   std::string entry;
@@ -110,25 +113,6 @@ bench's --seed seeds --random-weights; --json prints one JSON object instead
 of the table. See bench/decode/README.md.
 )";
 
-std::pair<std::string, std::string> splitAssignment(const std::string& s, const char* flag) {
-  auto eq = s.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw Usage(fmt::format("{} `{}`: expected NAME=VALUE", flag, s));
-  return {s.substr(0, eq), s.substr(eq + 1)};
-}
-
-int64_t parseInt(const std::string& s, const std::string& what) {
-  char* end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0') throw Usage(fmt::format("{}: `{}` is not an integer", what, s));
-  // strtoll saturates out-of-range text to INT64_MIN/MAX: refuse it instead.
-  if (errno == ERANGE)
-    throw Usage(fmt::format("{}: `{}` does not fit in 64 bits signed (the range is {} to {}); give a value in that range",
-                            what, s, INT64_MIN, INT64_MAX));
-  return v;
-}
-
 // A flag of one value: given twice, the last wins.
 CLI::Option* once(CLI::Option* o) { return o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast); }
 
@@ -170,17 +154,11 @@ CLI::Option* addInt(CLI::App* cmd, const std::string& name, int64_t& into, const
 // `aboveLeast`, strictly above `least`.
 CLI::Option* addNumber(CLI::App* cmd, const std::string& name, double& into, const std::string& help,
                        double least, std::optional<double> most = std::nullopt, bool aboveLeast = false) {
-  std::string expected = most ? fmt::format("a number in {}{}, {}]", aboveLeast ? "(" : "[", least, *most)
-                              : fmt::format("a number {} {}", aboveLeast ? ">" : ">=", least);
+  double upTo = most ? *most : std::numeric_limits<double>::infinity();
   return once(cmd->add_option_function<std::string>(
                      name,
-                     [name, &into, least, most, aboveLeast, expected](const std::string& v) {
-                       char* end = nullptr;
-                       double d = std::strtod(v.c_str(), &end);
-                       bool ok = !v.empty() && *end == '\0' && std::isfinite(d) &&
-                                 (aboveLeast ? d > least : d >= least) && (!most || d <= *most);
-                       if (!ok) throw Usage(fmt::format("{} `{}`: expected {}", name, v, expected));
-                       into = d;
+                     [name, &into, least, upTo, aboveLeast](const std::string& v) {
+                       into = linnet::tools::parseNumber(v, name, least, upTo, aboveLeast);
                      },
                      help))
       ->type_name("NUMBER");
@@ -219,11 +197,9 @@ void addLoadOptions(CLI::App* cmd, linnet::nest::LoadOptions& load) {
                     [&load](const std::vector<std::string>& sets) {
                       for (const auto& s : sets) {
                         auto [k, val] = splitAssignment(s, "--set");
-                        // An integer (range-checked) or an element type name; the
-                        // last --set of a name wins, as with linnetc.
-                        bool integer = !val.empty() && val.find_first_not_of("+-0123456789") == std::string::npos;
-                        if (integer) load.generics.insert_or_assign(k, parseInt(val, "--set " + s));
-                        else load.generics.insert_or_assign(k, val);
+                        // The last --set of a name wins, as with linnetc.
+                        std::visit([&](auto v) { load.generics.insert_or_assign(k, v); },
+                                   linnet::tools::parseGenericValue(val, "--set " + s));
                       }
                     },
                     "Override a generic of nest.toml's [generics] (repeatable)"))
@@ -323,17 +299,9 @@ Commands defineCommands(CLI::App& app, Args& a, linnet::bench::Options& bench) {
   repeatable(c.generate->add_option_function<std::vector<std::string>>(
                  "--prompt-ids",
                  [&a](const std::vector<std::string>& lists) {
-                   for (const std::string& ids : lists) {
-                     size_t start = 0;
-                     while (start <= ids.size()) {
-                       size_t comma = ids.find(',', start);
-                       std::string one =
-                           ids.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-                       a.promptIds.push_back(parseInt(one, "--prompt-ids"));
-                       if (comma == std::string::npos) break;
-                       start = comma + 1;
-                     }
-                   }
+                   for (const std::string& ids : lists)
+                     for (int64_t id : linnet::tools::parseIntList(ids, "--prompt-ids", /*skipEmpty=*/false))
+                       a.promptIds.push_back(id);
                  },
                  "The prompt as token ids"))
       ->type_name("1,2,3");
@@ -386,13 +354,18 @@ Tensor input(const std::string& name, const std::string& value) {
     auto array = linnet::weights::readNpy(value.substr(1), {.languageTypesOnly = true});
     return Tensor::fromBytes(scalarOf(array.dtype), array.shape, array.data);
   }
-  if (value == "true" || value == "false") return Tensor::scalarI(Scalar::Bool, value == "true");
-  bool integer = !value.empty() && value.find_first_not_of("+-0123456789") == std::string::npos;
-  if (integer) return Tensor::scalarI(Scalar::I64, parseInt(value, fmt::format("--input {}={}", name, value)), /*weak=*/true);
-  char* end = nullptr;
-  double d = std::strtod(value.c_str(), &end);
-  if (!value.empty() && *end == '\0') return Tensor::scalarF(Scalar::F32, d, /*weak=*/true);
-  throw Usage(fmt::format("input value `{}` is neither @file.npy nor a number", value));
+  linnet::tools::Literal literal;
+  try {
+    literal = linnet::tools::parseLiteral(value);
+  } catch (const Usage& e) {
+    throw Usage(fmt::format("--input {}: {}", name, e.what()));  // which parameter
+  }
+  switch (literal.kind) {
+    case linnet::tools::Literal::Bool: return Tensor::scalarI(Scalar::Bool, literal.integer != 0);
+    case linnet::tools::Literal::Int: return Tensor::scalarI(Scalar::I64, literal.integer, /*weak=*/true);
+    case linnet::tools::Literal::Float: break;
+  }
+  return Tensor::scalarF(Scalar::F32, literal.number, /*weak=*/true);
 }
 
 int runCall(Args& a) {
@@ -595,16 +568,13 @@ int runTokenize(Args& a) {
     return 0;
   }
   std::vector<int32_t> ids;
-  for (const auto& w : a.words) {
-    size_t start = 0;
-    while (start <= w.size()) {
-      size_t comma = w.find(',', start);
-      std::string one = w.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      if (!one.empty()) ids.push_back(static_cast<int32_t>(parseInt(one, "detokenize")));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
+  for (const auto& w : a.words)
+    for (int64_t id : linnet::tools::parseIntList(w, "detokenize", /*skipEmpty=*/true)) {
+      // A token id is 32 bits: a larger one must not wrap onto a real token.
+      if (id < INT32_MIN || id > INT32_MAX)
+        throw Usage(fmt::format("detokenize: token id {} is outside the 32-bit range of token ids", id));
+      ids.push_back(static_cast<int32_t>(id));
     }
-  }
   fmt::print("{}\n", t.tokenizer.decode(ids));
   return 0;
 }

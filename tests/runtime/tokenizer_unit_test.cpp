@@ -231,6 +231,24 @@ TEST_CASE("tokenizer: streaming decode holds partial UTF-8", "[tokenizer]") {
     all += sd.finish();
     CHECK(all == text);
   }
+  SECTION("a decoder that depends on where the text starts") {
+    // Fuse then Strip two leading spaces: a context of one space decodes to
+    // "" alone, so trimming the context to it lost the next space (found by
+    // tokenizer_fuzzer).
+    json doc = smallBpe();
+    doc["decoder"] = json::parse(R"({"type": "Sequence", "decoders": [
+      {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+      {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 2, "stop": 0}]})");
+    const Tokenizer tok = Tokenizer::fromJson(doc.dump());
+    const int32_t a = 1, space = 4;
+    const Ids ids{a, space, space, a};
+    REQUIRE(tok.decode(ids) == "a  a");
+    tk::StreamDecoder sd(tok);
+    std::string all;
+    for (int32_t id : ids) all += sd.push(id);
+    all += sd.finish();
+    CHECK(all == "a  a");
+  }
 }
 
 TEST_CASE("tokenizer: long inputs match Hugging Face and stay linear", "[tokenizer][long]") {
@@ -281,6 +299,10 @@ TEST_CASE("tokenizer: errors name the file, the JSON path and the problem", "[to
     CHECK_THROWS_AS(Tokenizer::fromJson(""), tk::Error);
     CHECK_THROWS_AS(Tokenizer::fromJson("[1, 2]"), tk::Error);
     CHECK_THROWS_AS(Tokenizer::fromJson("{}"), tk::Error);
+    // A number past double's range is nlohmann's out_of_range, not a parse
+    // error; it must still be a tokenizer::Error (found by tokenizer_fuzzer).
+    CHECK_THROWS_AS(Tokenizer::fromJson("{\"version\": 1e999}"), tk::Error);
+    CHECK_THROWS_AS(Tokenizer::fromJson(smallBpe().dump(), "{\"model_max_length\": 1e999}"), tk::Error);
   }
   SECTION("unsupported model type") {
     json doc = smallBpe();
