@@ -19,7 +19,7 @@ namespace {
 const char* kSource = R"(module user
 use std.nn.decoding::{argmax}
 use std.nn.linear::{Linear}
-use std.nn.attention::{softmax_last}
+use std.nn.attention::{pool_mask}
 
 fn good<B: Dim, V: Dim>(x: Tensor[B, V; f32]) -> Tensor[B; i32] {
     return argmax(x)
