@@ -196,10 +196,12 @@ void addLoadOptions(CLI::App* cmd, linnet::nest::LoadOptions& load) {
                     "--set",
                     [&load](const std::vector<std::string>& sets) {
                       for (const auto& s : sets) {
-                        auto [k, val] = splitAssignment(s, "--set");
+                        // Not a structured binding: clang 14 cannot capture one in the lambda below.
+                        std::pair<std::string, std::string> kv = splitAssignment(s, "--set");
+                        const std::string& name = kv.first;
                         // The last --set of a name wins, as with linnetc.
-                        std::visit([&](auto v) { load.generics.insert_or_assign(k, v); },
-                                   linnet::tools::parseGenericValue(val, "--set " + s));
+                        std::visit([&](auto v) { load.generics.insert_or_assign(name, v); },
+                                   linnet::tools::parseGenericValue(kv.second, "--set " + s));
                       }
                     },
                     "Override a generic of nest.toml's [generics] (repeatable)"))
