@@ -75,13 +75,34 @@ struct LowerConcat : OpConversionPattern<ir::ConcatOp> {
   }
 };
 
+// An index clamped into [0, n).
+Value clampInto(OpBuilder& b, Location l, Value i, int64_t n) {
+  Value zero = cIndex(b, l, 0), top = cIndex(b, l, std::max<int64_t>(n - 1, 0));
+  return arith::MinSIOp::create(b, l, arith::MaxSIOp::create(b, l, i, zero), top);
+}
+
 // A runtime integer (an element of a rank-0 tensor, or of an index tensor)
 // as an index clamped into [0, n).
 Value clampIndex(OpBuilder& b, Location l, Value v, int64_t n) {
   if (v.getType().isInteger(1)) v = arith::ExtUIOp::create(b, l, b.getI64Type(), v);
-  Value i = arith::IndexCastOp::create(b, l, b.getIndexType(), v);
-  Value zero = cIndex(b, l, 0), top = cIndex(b, l, std::max<int64_t>(n - 1, 0));
-  return arith::MinSIOp::create(b, l, arith::MaxSIOp::create(b, l, i, zero), top);
+  return clampInto(b, l, arith::IndexCastOp::create(b, l, b.getIndexType(), v), n);
+}
+
+// A signed runtime integer as an index, unclamped: widened to i64 first.
+Value signedIndex(OpBuilder& b, Location l, Value v) {
+  if (v.getType().getIntOrFloatBitWidth() < 64) v = arith::ExtSIOp::create(b, l, b.getI64Type(), v);
+  return arith::IndexCastOp::create(b, l, b.getIndexType(), v);
+}
+
+// An scf.for over 0 .. count carrying `dest`: `step` gives the next value
+// from the loop index and the carried one (the writes, one row or point each).
+Value loopCarrying(OpBuilder& b, Location loc, int64_t count, Value dest,
+                   function_ref<Value(OpBuilder&, Location, Value index, Value acc)> step) {
+  auto loop = scf::ForOp::create(b, loc, cIndex(b, loc, 0), cIndex(b, loc, count), cIndex(b, loc, 1),
+                                 ValueRange{dest}, [&](OpBuilder& nb, Location l, Value i, ValueRange acc) {
+                                   scf::YieldOp::create(nb, l, step(nb, l, i, acc[0]));
+                                 });
+  return loop.getResult(0);
 }
 
 // Static slices, and runtime indices that drop their axis.
@@ -122,8 +143,7 @@ struct LowerWriteSlice : OpConversionPattern<ir::WriteSliceOp> {
     auto dt = typeOf(dest);
     auto xt = typeOf(x);
     int64_t m = dt.getShape()[axis], n = xt.getShape()[axis];
-    if (start.getType().getIntOrFloatBitWidth() < 64) start = arith::ExtSIOp::create(b, loc, b.getI64Type(), start);
-    Value s = arith::IndexCastOp::create(b, loc, b.getIndexType(), start);
+    Value s = signedIndex(b, loc, start);
     // Clamped to -n .. m first, so start + n cannot overflow; then the
     // written positions are lo .. hi of dest, from x's lo - s.
     s = arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, s, cIndex(b, loc, -n)), cIndex(b, loc, m));
@@ -153,13 +173,10 @@ struct LowerWriteSlice : OpConversionPattern<ir::WriteSliceOp> {
       return success();
     }
     int64_t rows = typeOf(a.getDest()).getShape()[0];
-    auto loop = scf::ForOp::create(
-        rw, loc, cIndex(rw, loc, 0), cIndex(rw, loc, rows), cIndex(rw, loc, 1), ValueRange{a.getDest()},
-        [&](OpBuilder& b, Location l, Value row, ValueRange acc) {
-          Value start = tensor::ExtractOp::create(b, l, a.getStart(), ValueRange{row});
-          scf::YieldOp::create(b, l, insert(b, l, acc[0], a.getX(), start, axis, row));
-        });
-    rw.replaceOp(op, loop.getResult(0));
+    rw.replaceOp(op, loopCarrying(rw, loc, rows, a.getDest(), [&](OpBuilder& b, Location l, Value row, Value acc) {
+      Value start = tensor::ExtractOp::create(b, l, a.getStart(), ValueRange{row});
+      return insert(b, l, acc, a.getX(), start, axis, row);
+    }));
     return success();
   }
 };
@@ -175,39 +192,28 @@ struct LowerWritePoints : OpConversionPattern<ir::WritePointsOp> {
     auto dt = typeOf(a.getDest());
     int64_t axis = op.getAxis(), points = typeOf(a.getX()).getShape()[axis];
     int64_t rowsOf = dt.getShape()[0], m = dt.getShape()[axis];
-    auto loop = scf::ForOp::create(
-        rw, loc, cIndex(rw, loc, 0), cIndex(rw, loc, points), cIndex(rw, loc, 1), ValueRange{a.getDest()},
-        [&](OpBuilder& b, Location l, Value p, ValueRange acc) {
-          auto at = [&](Value v) {
-            Value x = tensor::ExtractOp::create(b, l, v, ValueRange{p});
-            if (x.getType().getIntOrFloatBitWidth() < 64) x = arith::ExtSIOp::create(b, l, b.getI64Type(), x);
-            return Value(arith::IndexCastOp::create(b, l, b.getIndexType(), x));
-          };
-          Value r = at(a.getRows()), s = at(a.getPositions());
-          auto inside = [&](Value v, int64_t n) {
-            Value lo = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, v, cIndex(b, l, 0));
-            Value hi = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, v, cIndex(b, l, n));
-            return Value(arith::AndIOp::create(b, l, lo, hi));
-          };
-          Value ok = arith::AndIOp::create(b, l, inside(r, rowsOf), inside(s, m));
-          Value len = arith::SelectOp::create(b, l, ok, cIndex(b, l, 1), cIndex(b, l, 0));
-          auto clamp = [&](Value v, int64_t n) {
-            return Value(arith::MinSIOp::create(b, l, arith::MaxSIOp::create(b, l, v, cIndex(b, l, 0)),
-                                                cIndex(b, l, std::max<int64_t>(n - 1, 0))));
-          };
-          SmallVector<OpFoldResult> srcOffsets, dstOffsets, sizes, strides;
-          for (int64_t d = 0; d < dt.getRank(); ++d) {
-            strides.push_back(b.getIndexAttr(1));
-            srcOffsets.push_back(d == axis ? OpFoldResult(p) : b.getIndexAttr(0));
-            dstOffsets.push_back(d == 0      ? OpFoldResult(clamp(r, rowsOf))
-                                 : d == axis ? OpFoldResult(clamp(s, m))
-                                             : OpFoldResult(b.getIndexAttr(0)));
-            sizes.push_back(d == 0 ? OpFoldResult(len) : b.getIndexAttr(d == axis ? 1 : dt.getShape()[d]));
-          }
-          Value piece = tensor::ExtractSliceOp::create(b, l, a.getX(), srcOffsets, sizes, strides);
-          scf::YieldOp::create(b, l, Value(tensor::InsertSliceOp::create(b, l, piece, acc[0], dstOffsets, sizes, strides)));
-        });
-    rw.replaceOp(op, loop.getResult(0));
+    rw.replaceOp(op, loopCarrying(rw, loc, points, a.getDest(), [&](OpBuilder& b, Location l, Value p, Value acc) {
+      auto at = [&](Value v) { return signedIndex(b, l, tensor::ExtractOp::create(b, l, v, ValueRange{p})); };
+      Value r = at(a.getRows()), s = at(a.getPositions());
+      auto inside = [&](Value v, int64_t n) {
+        Value lo = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, v, cIndex(b, l, 0));
+        Value hi = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, v, cIndex(b, l, n));
+        return Value(arith::AndIOp::create(b, l, lo, hi));
+      };
+      Value ok = arith::AndIOp::create(b, l, inside(r, rowsOf), inside(s, m));
+      Value len = arith::SelectOp::create(b, l, ok, cIndex(b, l, 1), cIndex(b, l, 0));
+      SmallVector<OpFoldResult> srcOffsets, dstOffsets, sizes, strides;
+      for (int64_t d = 0; d < dt.getRank(); ++d) {
+        strides.push_back(b.getIndexAttr(1));
+        srcOffsets.push_back(d == axis ? OpFoldResult(p) : b.getIndexAttr(0));
+        dstOffsets.push_back(d == 0      ? OpFoldResult(clampInto(b, l, r, rowsOf))
+                             : d == axis ? OpFoldResult(clampInto(b, l, s, m))
+                                         : OpFoldResult(b.getIndexAttr(0)));
+        sizes.push_back(d == 0 ? OpFoldResult(len) : b.getIndexAttr(d == axis ? 1 : dt.getShape()[d]));
+      }
+      Value piece = tensor::ExtractSliceOp::create(b, l, a.getX(), srcOffsets, sizes, strides);
+      return Value(tensor::InsertSliceOp::create(b, l, piece, acc, dstOffsets, sizes, strides));
+    }));
     return success();
   }
 };
