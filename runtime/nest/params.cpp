@@ -63,8 +63,10 @@ void checkGgufShapes(const gguf::File& file, const std::string& path, const std:
 weights::Checkpoint openCheckpoint(const std::string& path, const std::map<std::string, int64_t>& dims) {
   if (!path.ends_with(".gguf")) return weights::Checkpoint::open(path);
 #ifdef LINNET_HAVE_GGUF
-  checkGgufShapes(gguf::File::open(path), path, dims);
-  auto tensors = gguf::loadAsHuggingFace(std::filesystem::path(path));
+  // Opened once: its metadata is checked, then its tensors are read.
+  gguf::File file = gguf::File::open(path);
+  checkGgufShapes(file, path, dims);
+  auto tensors = gguf::loadAsHuggingFace(file);
   auto temp = std::filesystem::temp_directory_path() /
               fmt::format("linnet-{}-{}.safetensors", ::getpid(), std::filesystem::path(path).stem().string());
   gguf::writeSafetensors(temp, tensors, {{"converted_from", path}});
