@@ -34,34 +34,43 @@ void checkLimits(const TextLimits& l) {
                             kContextGeneric, *l.maxSeq, kContextGeneric));
 }
 
-void checkTokenIds(const TextLimits& l, const std::vector<int64_t>& ids, const std::string& what) {
-  if (!l.vocab) return;
+namespace {
+
+// The values `at(0) .. at(n - 1)` outside 0 .. limit-1: the first four as
+// "64 (at 0), 1000 (at 1)" and " and 3 more"; empty when there are none.
+struct Outside {
+  int64_t count = 0;
+  std::string listed;
+};
+template <class At>
+Outside outside(int64_t n, int64_t limit, At at) {
+  Outside o;
   std::vector<std::string> bad;
-  size_t count = 0;
-  for (size_t k = 0; k < ids.size(); ++k)
-    if (ids[k] < 0 || ids[k] >= *l.vocab) {
-      if (++count <= 4) bad.push_back(fmt::format("{} (at {})", ids[k], k));
+  for (int64_t k = 0; k < n; ++k)
+    if (int64_t v = at(k); v < 0 || v >= limit) {
+      if (++o.count <= 4) bad.push_back(fmt::format("{} (at {})", v, k));
     }
-  if (count == 0) return;
-  throw Error(fmt::format("{}: token id{} {}{} outside the vocabulary: {} = {} takes ids 0..{}", what,
-                          count == 1 ? "" : "s", fmt::join(bad, ", "), count > 4 ? fmt::format(" and {} more", count - 4) : "",
-                          kVocabGeneric, *l.vocab, *l.vocab - 1));
+  o.listed = fmt::format("{}{}", fmt::join(bad, ", "), o.count > 4 ? fmt::format(" and {} more", o.count - 4) : "");
+  return o;
 }
 
 // A tensor of positions (the batched entries' `positions`): each in 0..MaxSeq-1.
-static void checkPositions(int64_t maxSeq, const std::string& entry, const std::string& name, const Tensor& t) {
-  std::vector<std::string> bad;
-  int64_t count = 0;
-  for (int64_t i = 0; i < t.size(); ++i)
-    if (int64_t p = t.asInt(i); p < 0 || p >= maxSeq) {
-      if (++count <= 4) bad.push_back(fmt::format("{} (at {})", p, i));
-    }
-  if (count == 0) return;
-  throw Error(fmt::format("entry `{}`, argument `{}`: position{} {}{} outside the context: {} = {} holds positions "
+void checkPositions(int64_t maxSeq, const std::string& entry, const std::string& name, const Tensor& t) {
+  Outside o = outside(t.size(), maxSeq, [&](int64_t i) { return t.asInt(i); });
+  if (o.count == 0) return;
+  throw Error(fmt::format("entry `{}`, argument `{}`: position{} {} outside the context: {} = {} holds positions "
                           "0..{}",
-                          entry, name, count == 1 ? "" : "s", fmt::join(bad, ", "),
-                          count > 4 ? fmt::format(" and {} more", count - 4) : "", kContextGeneric, maxSeq,
-                          maxSeq - 1));
+                          entry, name, o.count == 1 ? "" : "s", o.listed, kContextGeneric, maxSeq, maxSeq - 1));
+}
+
+}  // namespace
+
+void checkTokenIds(const TextLimits& l, const std::vector<int64_t>& ids, const std::string& what) {
+  if (!l.vocab) return;
+  Outside o = outside(static_cast<int64_t>(ids.size()), *l.vocab, [&](int64_t k) { return ids[k]; });
+  if (o.count == 0) return;
+  throw Error(fmt::format("{}: token id{} {} outside the vocabulary: {} = {} takes ids 0..{}", what,
+                          o.count == 1 ? "" : "s", o.listed, kVocabGeneric, *l.vocab, *l.vocab - 1));
 }
 
 void checkCall(const TextLimits& l, const std::string& entry, const std::vector<std::string>& names,
