@@ -24,6 +24,14 @@ std::optional<int64_t> tripCount(mlir::Value lb, mlir::Value ub, mlir::Value ste
   return *u > *l ? (*u - *l + *s - 1) / *s : 0;
 }
 
+// The product of a parallel loop's own trip counts (a dynamic one counts once).
+int64_t ownIterations(mlir::scf::ParallelOp p) {
+  int64_t n = 1;
+  for (size_t d = 0; d < p.getNumLoops(); ++d)
+    n *= tripCount(p.getLowerBound()[d], p.getUpperBound()[d], p.getStep()[d]).value_or(1);
+  return n;
+}
+
 // Innermost iterations the nest under `op` runs, counting nested loops'
 // static trip counts (a dynamic loop counts once: too little work is the
 // safe side of the estimate).
@@ -35,22 +43,13 @@ int64_t iterationsBelow(mlir::Operation* op) {
         int64_t here = 1;
         if (auto f = mlir::dyn_cast<mlir::scf::ForOp>(inner))
           here = tripCount(f.getLowerBound(), f.getUpperBound(), f.getStep()).value_or(1) * iterationsBelow(f);
-        else if (auto p = mlir::dyn_cast<mlir::scf::ParallelOp>(inner)) {
-          for (size_t d = 0; d < p.getNumLoops(); ++d)
-            here *= tripCount(p.getLowerBound()[d], p.getUpperBound()[d], p.getStep()[d]).value_or(1);
-          here *= iterationsBelow(p);
-        } else if (inner.getNumRegions() > 0)
+        else if (auto p = mlir::dyn_cast<mlir::scf::ParallelOp>(inner))
+          here = ownIterations(p) * iterationsBelow(p);
+        else if (inner.getNumRegions() > 0)
           here = iterationsBelow(&inner);
         most = std::max(most, here);
       }
   return most;
-}
-
-int64_t iterations(mlir::scf::ParallelOp p) {
-  int64_t n = 1;
-  for (size_t d = 0; d < p.getNumLoops(); ++d)
-    n *= tripCount(p.getLowerBound()[d], p.getUpperBound()[d], p.getStep()[d]).value_or(1);
-  return n * iterationsBelow(p);
 }
 
 // The same loop as nested scf.for loops, outermost dimension first. Only
@@ -77,7 +76,7 @@ int keepLargeOuterParallelLoops(mlir::ModuleOp module, int64_t minIterations) {
   module.walk<mlir::WalkOrder::PreOrder>([&](mlir::scf::ParallelOp p) {
     if (p.getNumReductions() != 0) return;
     bool nested = p->getParentOfType<mlir::scf::ParallelOp>() != nullptr;
-    if (!nested && iterations(p) >= minIterations) {
+    if (!nested && ownIterations(p) * iterationsBelow(p) >= minIterations) {
       ++kept;
       return;
     }
