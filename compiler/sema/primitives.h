@@ -13,6 +13,11 @@
 
 namespace linnet::sema {
 
+// What the `attention` primitive makes of a masked score (std.nn.attention's
+// MASKED): finite, so a query that sees no key gets a uniform softmax, not
+// NaN. Every backend and lowering of the primitive uses this one value.
+inline constexpr double kAttentionMasked = -3.0e38;
+
 enum class Primitive : uint8_t {
 #define PRIMITIVE(Name, spelling) Name,
 #include "syntax/primitives.def"

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
+#include "sema/primitives.h"
 #include "transforms/passes.h"
 
 namespace linnet::transforms {
@@ -25,7 +26,6 @@ namespace {
 using namespace mlir;
 
 constexpr int64_t kShortestPrefix = 64;
-constexpr double kMasked = -3.0e38;  // std.nn.attention's MASKED
 
 struct Expander {
   OpBuilder& b;
@@ -93,7 +93,7 @@ struct Expander {
                                         nullptr);
     scores = binary(ir::BinaryKind::Mul, castTo(scores, f32), op.getScale(), type({G * Q, n}, f32));
     scores = reshape(castTo(castTo(scores, t), f32), type({G, Q, n}, f32));
-    Value masked = scalar(f32, b.getF32FloatAttr(static_cast<float>(kMasked)));
+    Value masked = scalar(f32, b.getF32FloatAttr(static_cast<float>(sema::kAttentionMasked)));
     scores = ir::SelectOp::create(b, loc, type({G, Q, n}, f32), mask, scores, masked);
     Value peak = reduce(ir::ReduceKind::Max, scores, {r}, true, type({G, Q, 1}, f32));
     Value e = ir::UnaryOp::create(b, loc, type({G, Q, n}, f32), ir::UnaryKind::Exp,

@@ -26,7 +26,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
   // Scores in T, scaled in f32 and rounded to T, then widened.
   Tensor scores = matmul(reshape(q, with({G * Q, D})), permute(k, swap));
   scores = cast(cast(binary(BinaryKind::Mul, cast(scores, Scalar::F32), scale), q.dtype), Scalar::F32);
-  scores = select(mask, reshape(scores, with({G, Q, K})), Tensor::scalarF(Scalar::F32, roundTo(Scalar::F32, kMasked)));
+  scores = select(mask, reshape(scores, with({G, Q, K})), Tensor::scalarF(Scalar::F32, roundTo(Scalar::F32, sema::kAttentionMasked)));
   // Softmax over the keys, the maximum subtracted first.
   int last = r;  // the keys axis of [..L, G, Q, K]
   Tensor e = unary(UnaryKind::Exp, binary(BinaryKind::Sub, scores, reduceAxis(ReduceKind::Max, scores, last, true)));
