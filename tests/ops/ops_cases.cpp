@@ -180,6 +180,7 @@ Tolerance accumulated(Scalar d, int64_t n, double maxAbs) {
 
 int bitsOf(Scalar d) { return d == I32 ? 32 : 64; }
 int64_t minOf(Scalar d) { return d == I32 ? INT32_MIN : INT64_MIN; }
+int64_t maxOf(Scalar d) { return d == I32 ? INT32_MAX : INT64_MAX; }
 
 // An integer converted to a float dtype with one rounding (double would
 // round first for |v| > 2^53).
@@ -456,7 +457,7 @@ struct Builder {
         std::vector<int64_t> counts = d == I32 ? std::vector<int64_t>{0, 1, 2, 3, 5, 8, 15, 16, 24, 30, 31}
                                                : std::vector<int64_t>{0, 1, 2, 7, 31, 32, 33, 40, 62, 63};
         binaryCases(spelling, id, d, expr, out, kExact, oracle, counts);
-        std::vector<int64_t> outside = {-1, -2, bitsOf(d), bitsOf(d) + 1, 100, minOf(d), d == I32 ? INT32_MAX : INT64_MAX};
+        std::vector<int64_t> outside = {-1, -2, bitsOf(d), bitsOf(d) + 1, 100, minOf(d), maxOf(d)};
         binaryCases(spelling, id + "_out_of_range", d, expr, out, kExact, nullptr, outside,
                     "a shift count outside 0 .. bits - 1 gives an unspecified value (language.md §7)");
         continue;
@@ -604,7 +605,7 @@ struct Builder {
           w.params = "x: " + ty(d, {2, 4});
           w.result = ty(out, {2});
           w.body = fmt::format("return {}(x, axis = 1)", f);
-          w.runs.push_back({ints(d, {2, 4}, {d == I32 ? INT32_MAX : INT64_MAX, 1, 2, 3, minOf(d), -1, minOf(d), 5})});
+          w.runs.push_back({ints(d, {2, 4}, {maxOf(d), 1, 2, 3, minOf(d), -1, minOf(d), 5})});
           add(std::move(w));
         }
       }
@@ -637,7 +638,7 @@ struct Builder {
              kEmptyDefined.count(f) ? "" : "the language defines a reduction over an empty range for sum, max, min, all and any only (§8)");
       if (isI(d)) {
         // Sums and products that wrap.
-        Values big = ints(d, {2, 4}, {d == I32 ? INT32_MAX : INT64_MAX, 3, 100000, 7, minOf(d), -1, 65537, 65539});
+        Values big = ints(d, {2, 4}, {maxOf(d), 3, 100000, 7, minOf(d), -1, 65537, 65539});
         binder("binder_wrap", {2, 4}, {2}, fmt::format("let y[i] = {}[j] (x[i, j])\n        return y", f), big);
       }
       if (isF(d)) binder("binder_general", {2, 16}, {2}, fmt::format("let y[i] = {}[j] (x[i, j])\n        return y", f), general(d, {2, 16}, rng));
@@ -917,8 +918,8 @@ struct Builder {
           Values t = edgeFill(d, g.table, rng);
           int64_t n = g.table[0];
           // In range, at both edges, one past them, far past them, and the extremes of the index dtype.
-          std::vector<int64_t> picks = {0, n - 1, -1, n, 2, -100, n + 100, id == I32 ? INT32_MIN : INT64_MIN,
-                                        id == I32 ? INT32_MAX : INT64_MAX, 1};
+          std::vector<int64_t> picks = {0, n - 1, -1, n, 2, -100, n + 100, minOf(id),
+                                        maxOf(id), 1};
           Values idx = ints(id, g.idx, picks);
           Shape rs = g.idx;
           rs.insert(rs.end(), g.table.begin() + 1, g.table.end());
@@ -958,8 +959,7 @@ struct Builder {
           Rng rng(c.name);
           Values dest = edgeFill(d, w.dest, rng), x = edgeFill(d, w.x, rng);
           int64_t m = w.dest[w.axis < 0 ? w.axis + w.dest.size() : w.axis];
-          int64_t top = sd == I32 ? INT32_MAX : INT64_MAX, bottom = sd == I32 ? INT32_MIN : INT64_MIN;
-          for (int64_t start : {int64_t{0}, int64_t{1}, m - 2, m - 1, m, int64_t{-1}, int64_t{-2}, int64_t{-100}, top, bottom})
+          for (int64_t start : {int64_t{0}, int64_t{1}, m - 2, m - 1, m, int64_t{-1}, int64_t{-2}, int64_t{-100}, maxOf(sd), minOf(sd)})
             c.runs.push_back({dest, x, ints(sd, {}, {start})});
           c.params = fmt::format("dest: {}, x: {}, start: {}", ty(d, w.dest), ty(d, w.x), dtypeName(sd));
           c.result = ty(d, w.dest);
@@ -990,8 +990,7 @@ struct Builder {
         Case c = shapeCase("write_slice", fmt::format("per_row_{}", dtypeName(sd)), d, "index");
         Rng rng(c.name);
         Shape dest = {4, 2, 6, 3}, x = {4, 2, 2, 3};
-        int64_t top = sd == I32 ? INT32_MAX : INT64_MAX, bottom = sd == I32 ? INT32_MIN : INT64_MIN;
-        for (std::vector<int64_t> starts : {std::vector<int64_t>{0, 1, 4, 5}, {-1, 6, top, bottom}, {2, 2, -2, 3}})
+        for (std::vector<int64_t> starts : {std::vector<int64_t>{0, 1, 4, 5}, {-1, 6, maxOf(sd), minOf(sd)}, {2, 2, -2, 3}})
           c.runs.push_back({edgeFill(d, dest, rng), edgeFill(d, x, rng), ints(sd, {4}, starts)});
         c.params = fmt::format("dest: {}, x: {}, start: {}", ty(d, dest), ty(d, x), ty(sd, {4}));
         c.result = ty(d, dest);
@@ -1020,10 +1019,9 @@ struct Builder {
         Case c = shapeCase("write_points", fmt::format("r4_{}", dtypeName(id)), d, "index");
         Rng rng(c.name);
         Shape dest = {3, 2, 5, 4}, x = {1, 2, 6, 4};
-        int64_t top = id == I32 ? INT32_MAX : INT64_MAX, bottom = id == I32 ? INT32_MIN : INT64_MIN;
         std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> sets = {
             {{0, 1, 2, 0, 1, 2}, {0, 1, 4, 3, 2, 0}},
-            {{0, 0, 3, -1, 1, top}, {2, 2, 1, 1, bottom, 0}},
+            {{0, 0, 3, -1, 1, maxOf(id)}, {2, 2, 1, 1, minOf(id), 0}},
             {{2, 1, 0, 2, 1, 0}, {5, -1, 4, 4, 0, 1}}};
         for (const auto& [rows, positions] : sets)
           c.runs.push_back({edgeFill(d, dest, rng), edgeFill(d, x, rng), ints(id, {6}, rows), ints(id, {6}, positions)});
@@ -1239,7 +1237,7 @@ struct Builder {
         add(std::move(c));
       }
       for (Scalar id : kInts) {
-        std::vector<int64_t> picks = {0, 3, 4, -1, 5, 100, id == I32 ? INT32_MIN : INT64_MIN, id == I32 ? INT32_MAX : INT64_MAX};
+        std::vector<int64_t> picks = {0, 3, 4, -1, 5, 100, minOf(id), maxOf(id)};
         // A run-time scalar index, alone and beside a slice.
         struct R { const char* tag; std::string sub; Shape result; };
         for (const R& r : {R{"row", "pos, :", {4}}, R{"point", "pos, 2", {}}, R{"column", ":, pos", {5}}}) {
