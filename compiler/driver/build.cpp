@@ -14,6 +14,7 @@
 #include "artifact/manifest.h"
 #include "driver/check.h"
 #include "driver/generate.h"
+#include "driver/param_storage.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -42,7 +43,7 @@ artifact::TensorSpec spec(const ir::TensorSpec& s) { return {s.name, s.dtype, s.
 
 // Everything but the code: the target fills in library, init and symbols.
 artifact::Manifest manifestFor(const sema::Program& program, const ir::MLIRGen& gen, const Generated& generated,
-                               std::string_view target) {
+                               std::string_view target, const std::map<std::string, Storage>& storage) {
   artifact::Manifest m;
   m.package = program.package().name;
   m.target = target;
@@ -50,7 +51,10 @@ artifact::Manifest manifestFor(const sema::Program& program, const ir::MLIRGen& 
     if (v.number) m.generics.emplace_back(k, *v.number);
     else m.generics.emplace_back(k, v.dtype);
   }
-  for (const auto& p : gen.params()) m.params.push_back(spec(p));
+  for (const auto& p : gen.params()) {
+    m.params.push_back(spec(p));
+    if (auto it = storage.find(p.name); it != storage.end()) m.params.back().storage = it->second;
+  }
   for (const auto& s : gen.states()) m.states.push_back(spec(s));
   m.signatures = signatures(program);
   for (const auto& e : generated.entries) {
@@ -108,6 +112,7 @@ int runBuild(const BuildArgs& args) {
     ir::MLIRGen gen(context, program);
     Generated generated;
     if (!args.manifestOnly) generated = generate(gen, program, args);
+    std::map<std::string, Storage> storage = parseParamStorage(args.paramStorage, gen.params());
     mlir::ModuleOp module = gen.module();
     if (mlir::failed(mlir::verify(module))) {
       print(module);
@@ -115,6 +120,7 @@ int runBuild(const BuildArgs& args) {
       return 3;
     }
     if (args.emit == "mlir") return print(module), 0;
+    markParamStorage(module, generated, gen.params(), storage);
     if (!args.manifestOnly) transforms::lowerToLinalg(module);
     if (args.emit == "linalg") return print(module), 0;
     if (!args.emit.empty()) {
@@ -126,7 +132,7 @@ int runBuild(const BuildArgs& args) {
       fmt::print(stderr, "linnetc: no entry could be compiled\n");
       return 1;
     }
-    artifact::Manifest manifest = manifestFor(program, gen, generated, target->name());
+    artifact::Manifest manifest = manifestFor(program, gen, generated, target->name(), storage);
     fs::create_directories(args.output);
     if (!args.manifestOnly) {
       std::vector<std::string> functions;

@@ -185,4 +185,45 @@ def Linnet_ConstantOp : Linnet_Op<"constant", [Pure, AllTypesMatch<["value", "re
   let assemblyFormat = "$value attr-dict";
 }
 
+def Linnet_PackedMatmulOp : Linnet_Op<"packed_matmul", [Pure]> {
+  let summary = "x times the transpose of a weight held in a storage format";
+  let description = [{
+    `x` is f32 `[.., K]`; `w` holds N rows of K elements in `format`
+    (common/storage_formats.def): i8 `[N, RowBytes]` for a block format or
+    f16/bf16, f32 `[N, K]` for f32. The result is f32 `[.., N]`,
+    `matmul(x, permute(dequantize(w)))`: each weight dequantized exactly,
+    products accumulated in f32 (linnet-pack-params makes it).
+  }];
+  let arguments = (ins AnyRankedTensor_:$x, AnyRankedTensor_:$w, StrAttr:$format);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "$format $x `,` $w attr-dict `:` type($x) `,` type($w) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Linnet_PackedGatherOp : Linnet_Op<"packed_gather", [Pure]> {
+  let summary = "rows of a weight held in a storage format, dequantized";
+  let description = [{
+    `w` is i8 `[N, RowBytes]` in `format`; `ids` an integer tensor `[..L]`;
+    the result f32 `[..L, K]` is row `clamp(ids[l..], 0, N - 1)` of the
+    dequantized weight (an embedding lookup).
+  }];
+  let arguments = (ins AnyRankedTensor_:$w, AnyRankedTensor_:$ids, StrAttr:$format);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "$format $w `[` $ids `]` attr-dict `:` functional-type(operands, $result)";
+  let hasVerifier = 1;
+}
+
+def Linnet_UnpackOp : Linnet_Op<"unpack", [Pure]> {
+  let summary = "a weight held in a storage format, dequantized whole";
+  let description = [{
+    `w` is i8 `[.., N, RowBytes]` in `format`; the result f32 `[.., N, K]`.
+    linnet-pack-params uses it for the reads of a packed param that no
+    kernel reads in its format; it costs a full dequantization per call.
+  }];
+  let arguments = (ins AnyRankedTensor_:$w, StrAttr:$format);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "$format $w attr-dict `:` type($w) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif  // LINNET_OPS_TD

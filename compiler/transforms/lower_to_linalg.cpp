@@ -109,6 +109,8 @@ struct LowerToLinalgPass : PassWrapper<LowerToLinalgPass, OperationPass<ModuleOp
     MLIRContext* ctx = &getContext();
     ConversionTarget target(*ctx);
     target.addIllegalDialect<ir::LinnetDialect>();
+    // A param in a storage format is read by the target's own kernels.
+    target.addLegalOp<ir::PackedMatmulOp, ir::PackedGatherOp, ir::UnpackOp>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect, math::MathDialect, scf::SCFDialect,
                            tensor::TensorDialect>();
     RewritePatternSet patterns(ctx);
@@ -128,6 +130,7 @@ void registerPasses() {
   PassRegistration<LowerToLinalgPass>();
   registerHoistConstantsPass();
   registerExpandAttentionPass();
+  registerPackParamsPass();
 }
 
 }  // namespace linnet::transforms

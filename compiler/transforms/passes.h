@@ -18,6 +18,11 @@ void registerHoistConstantsPass();
 std::unique_ptr<mlir::Pass> createExpandAttentionPass();
 void registerExpandAttentionPass();
 
+// linnet-pack-params: the params an entry's arguments mark `linnet.storage`
+// read in that format: packed_matmul, packed_gather, unpack (pack_params.cpp).
+std::unique_ptr<mlir::Pass> createPackParamsPass();
+void registerPackParamsPass();
+
 // linnet-to-linalg: the `linnet` dialect to linalg/tensor/arith/math/scf,
 // a dialect conversion: an op or kind it cannot lower is an error
 // (lower_to_linalg.cpp and the lower_*.cpp patterns).

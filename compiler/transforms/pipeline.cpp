@@ -50,6 +50,7 @@ void run(mlir::ModuleOp module, mlir::PassManager& pm, const char* what) {
 void addSharedPipeline(mlir::OpPassManager& pm) {
   pm.addPass(createExpandAttentionPass());
   addPipeline(pm, "canonicalize");  // the linnet peepholes (a product with a transpose) first
+  pm.addPass(createPackParamsPass());  // after them: it rewrites transpose_b products
   pm.addPass(createHoistConstantsPass());
   pm.addPass(createLowerToLinalgPass());
   addPipeline(pm, "canonicalize,cse");

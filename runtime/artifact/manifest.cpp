@@ -24,13 +24,29 @@ const Signature* Manifest::signature(std::string_view name) const {
   return nullptr;
 }
 
+std::vector<int64_t> TensorSpec::storedShape() const {
+  std::vector<int64_t> out = shape;
+  if (storage && !out.empty()) out.back() = storageRowBytes(*storage, out.back()).value_or(0);
+  return out;
+}
+
+std::size_t TensorSpec::byteCount() const {
+  std::size_t n = storage ? 1 : linnet::byteSize(dtype);
+  for (int64_t d : storedShape()) n *= static_cast<std::size_t>(d);
+  return n;
+}
+
 std::string describe(DType dtype, const std::vector<int64_t>& shape) {
   return fmt::format("Tensor[{}{}{}]", fmt::join(shape, ", "), shape.empty() ? "" : "; ", linnet::name(dtype));
 }
 
 namespace {
 
-Json specJson(const TensorSpec& s) { return {{"name", s.name}, {"dtype", linnet::name(s.dtype)}, {"shape", s.shape}}; }
+Json specJson(const TensorSpec& s) {
+  Json j = {{"name", s.name}, {"dtype", linnet::name(s.dtype)}, {"shape", s.shape}};
+  if (s.storage) j["storage"] = std::string(linnet::name(*s.storage));
+  return j;
+}
 
 Json specsJson(const std::vector<TensorSpec>& specs) {
   Json out = Json::array();
@@ -42,7 +58,13 @@ TensorSpec specFrom(const Json& j) {
   auto name = j.at("dtype").get<std::string>();
   auto dt = dtypeNamed(name);
   if (!dt) throw ManifestError(fmt::format("unknown dtype `{}`", name));
-  return {j.at("name").get<std::string>(), *dt, j.at("shape").get<std::vector<int64_t>>()};
+  TensorSpec spec{j.at("name").get<std::string>(), *dt, j.at("shape").get<std::vector<int64_t>>()};
+  if (j.contains("storage")) {
+    auto storage = storageNamed(j.at("storage").get<std::string>());
+    if (!storage) throw ManifestError(fmt::format("unknown storage `{}`", j.at("storage").get<std::string>()));
+    spec.storage = *storage;
+  }
+  return spec;
 }
 
 std::vector<TensorSpec> specsFrom(const Json& j) {

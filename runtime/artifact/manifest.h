@@ -4,7 +4,7 @@
 // drift apart; a manifest of another schema version is refused with a
 // message that says to rebuild.
 //
-//   {"format": "linnet-artifact", "schema": 2,
+//   {"format": "linnet-artifact", "schema": 3,
 //    "package", "target", "library", "init",        (library/init empty: no code)
 //    "generics": {name: number or dtype name},       the root's, as built
 //    "params": [spec], "states": [spec],             in the argument order (abi.h)
@@ -12,6 +12,9 @@
 //    "entries": [{"name", "symbol", "generics", "inputs": [spec], "outputs": [spec]}],
 //    "skipped": [{"name", "reason"}], "build_seconds"}
 //   spec = {"name", "dtype": "f32", "shape": [2, 3]}
+//   a param's spec may add "storage": "q4_1" (common/storage.h): the code
+//   reads it in that format, [.., N, RowBytes] bytes per [.., N, K] param;
+//   absent, it is plain elements of its dtype.
 //
 // Params and states are listed the way compiled code takes them: the
 // layers of the root's sub-block array stacked, `layers.*.mlp.up.weight` of
@@ -21,6 +24,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -29,12 +33,13 @@
 #include <vector>
 
 #include "common/dtype.h"
+#include "common/storage.h"
 
 namespace linnet::artifact {
 
 inline constexpr std::string_view kFormat = "linnet-artifact";
 // Raise it with every change a reader of the previous version would misread.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 inline constexpr std::string_view kManifestFile = "manifest.json";
 
 // A manifest that cannot be read: the message names the file and says what to do.
@@ -46,7 +51,13 @@ struct TensorSpec {
   std::string name;  // an input's parameter name, a param's or state's path
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
+  // A param held in a storage format; nullopt: plain elements of dtype.
+  std::optional<Storage> storage;
   bool operator==(const TensorSpec&) const = default;
+  // What the code is given for it: shape x dtype, or in a storage format
+  // i8 [.., N, RowBytes] (the descriptor's shape, and its bytes).
+  std::vector<int64_t> storedShape() const;
+  std::size_t byteCount() const;
 };
 
 // An entry of the root block as declared: its parameter names in order.

@@ -70,16 +70,19 @@ std::optional<QK> qkOf(std::string_view ggufName) {
   return r;
 }
 
-void reorder(std::span<float> data, std::int64_t rows, std::int64_t cols, std::int64_t heads, bool undo) {
-  if (heads <= 0 || rows < 0 || cols < 0 || heads > rows || rows % (2 * heads) != 0)
+std::int64_t perLayer(const File& file, std::string_view key, std::int64_t layer);
+
+// Moves whole rows (of any byte size) between llama.cpp's and Hugging
+// Face's order of the q/k rows.
+void reorderRows(std::span<std::byte> data, std::int64_t rows, std::size_t rowBytes, std::int64_t heads, bool undo) {
+  if (heads <= 0 || rows < 0 || heads > rows || rows % (2 * heads) != 0)
     throw std::invalid_argument(
         fmt::format("cannot permute {} rows for {} heads: rows must be a multiple of 2 x heads", rows, heads));
-  if (static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols) != data.size())
-    throw std::invalid_argument(fmt::format("{} x {} values expected, {} given", rows, cols, data.size()));
+  if (static_cast<std::uint64_t>(rows) * rowBytes != data.size())
+    throw std::invalid_argument(fmt::format("{} rows of {} bytes expected, {} bytes given", rows, rowBytes, data.size()));
   if (data.empty()) return;
   const std::int64_t headDim = rows / heads, half = headDim / 2;
-  std::vector<float> src(data.begin(), data.end());
-  const auto c = static_cast<std::size_t>(cols);
+  std::vector<std::byte> src(data.begin(), data.end());
   for (std::int64_t h = 0; h < heads; ++h)
     for (std::int64_t j = 0; j < 2; ++j)
       for (std::int64_t i = 0; i < half; ++i) {
@@ -87,8 +90,30 @@ void reorder(std::span<float> data, std::int64_t rows, std::int64_t cols, std::i
         const auto hf = static_cast<std::size_t>(h * headDim + j * half + i);
         const auto gg = static_cast<std::size_t>(h * headDim + 2 * i + j);
         const std::size_t to = undo ? hf : gg, from = undo ? gg : hf;
-        std::memcpy(data.data() + to * c, src.data() + from * c, c * sizeof(float));
+        std::memcpy(data.data() + to * rowBytes, src.data() + from * rowBytes, rowBytes);
       }
+}
+
+void reorder(std::span<float> data, std::int64_t rows, std::int64_t cols, std::int64_t heads, bool undo) {
+  if (cols < 0) throw std::invalid_argument(fmt::format("cannot permute rows of {} columns", cols));
+  if (static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols) != data.size())
+    throw std::invalid_argument(fmt::format("{} x {} values expected, {} given", rows, cols, data.size()));
+  reorderRows(std::as_writable_bytes(data), rows, static_cast<std::size_t>(cols) * sizeof(float), heads, undo);
+}
+
+// The head count whose rope layout llama.cpp gave tensor `t`'s rows, with
+// the check that they can be un-permuted.
+std::int64_t qkHeads(const File& file, const TensorInfo& t, const QK& qk) {
+  const std::string key = qk.isQ ? "llama.attention.head_count" : "llama.attention.head_count_kv";
+  const std::int64_t heads = (!qk.isQ && !file.metadata().contains(key))
+                                 ? perLayer(file, "llama.attention.head_count", qk.layer)
+                                 : perLayer(file, key, qk.layer);
+  const std::int64_t rows = t.shape.empty() ? 1 : t.shape[0];
+  if (t.shape.empty() || t.shape.size() > 2 || heads <= 0 || heads > rows || rows % (2 * heads) != 0)
+    throw Error(fmt::format("{}: tensor '{}' has shape {}, which cannot be un-permuted for {} = {} heads (its "
+                            "rows must be a multiple of 2 x heads)",
+                            file.label(), t.name, shapeString(t.shape), key, heads));
+  return heads;
 }
 
 // An integer per layer: a plain integer, or an array with one per layer.
@@ -175,6 +200,18 @@ std::vector<float> Tensor::toF32() const {
   return out;
 }
 
+StoredTensor storedAsHuggingFace(const File& file, const TensorInfo& t) {
+  StoredTensor r{t.type, t.shape, t.data, nullptr};
+  auto qk = qkOf(t.name);
+  if (!qk || t.data.empty()) return r;
+  const std::int64_t heads = qkHeads(file, t, *qk), rows = t.shape[0];
+  auto owned = std::make_shared<std::vector<std::byte>>(t.data.begin(), t.data.end());
+  reorderRows(*owned, rows, owned->size() / static_cast<std::size_t>(rows), heads, true);
+  r.data = *owned;
+  r.owned = std::move(owned);
+  return r;
+}
+
 bool hasTiedEmbeddings(const File& file) {
   return file.find("token_embd.weight") != nullptr && file.find("output.weight") == nullptr;
 }
@@ -203,15 +240,8 @@ std::map<std::string, Tensor> loadAsHuggingFace(const File& file, const HfLoadOp
     r.ggufName = t.name;
     r.ggufType = t.type;
     if (auto qk = qkOf(t.name)) {
-      const std::string key = qk->isQ ? "llama.attention.head_count" : "llama.attention.head_count_kv";
-      const std::int64_t heads =
-          (!qk->isQ && !file.metadata().contains(key)) ? perLayer(file, "llama.attention.head_count", qk->layer)
-                                                       : perLayer(file, key, qk->layer);
-      const std::int64_t rows = t.shape.empty() ? 1 : t.shape[0];
-      if (t.shape.empty() || t.shape.size() > 2 || heads <= 0 || heads > rows || rows % (2 * heads) != 0)
-        throw Error(fmt::format("{}: tensor '{}' has shape {}, which cannot be un-permuted for {} = {} heads (its "
-                                "rows must be a multiple of 2 x heads)",
-                                file.label(), t.name, shapeString(t.shape), key, heads));
+      const std::int64_t heads = qkHeads(file, t, *qk);
+      const std::int64_t rows = t.shape[0];
       std::vector<float> v = file.dequantize(t);
       const std::int64_t cols = rows ? static_cast<std::int64_t>(t.elementCount) / rows : 0;
       if (!v.empty()) unpermuteRows(v, rows, cols, heads);

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -81,6 +82,21 @@ struct HfLoadOptions {
 // cannot be dequantized, or head counts that do not divide the q/k rows.
 std::map<std::string, Tensor> loadAsHuggingFace(const File& file, const HfLoadOptions& options = {});
 std::map<std::string, Tensor> loadAsHuggingFace(const std::filesystem::path& path, const HfLoadOptions& options = {});
+
+// A tensor as the file stores it (ggml's blocks), its rows in Hugging Face
+// order: the q/k rows are moved whole and no block is touched, so nothing is
+// dequantized. `data` is inside the file's mapping (valid while a copy of
+// the File lives), or in `owned` for reordered q/k rows.
+struct StoredTensor {
+  GgmlType type = GgmlType::F32;
+  std::vector<std::int64_t> shape;  // row-major, outermost first
+  std::span<const std::byte> data;
+  std::shared_ptr<const std::vector<std::byte>> owned;
+};
+
+// Tensor `t` of a llama-architecture file as stored. Throws Error as
+// loadAsHuggingFace does for q/k rows that cannot be un-permuted.
+StoredTensor storedAsHuggingFace(const File& file, const TensorInfo& t);
 
 // True when the file has token_embd.weight but no output.weight.
 bool hasTiedEmbeddings(const File& file);

@@ -42,6 +42,10 @@ class ArtifactCache {
   std::filesystem::path entryPath(const std::string& entry, const std::vector<Tensor>& args,
                                   const std::map<std::string, int64_t>& generics) const;
   const std::filesystem::path& root() const { return settings_.cacheDir; }
+  // Params the entries read in a storage format (`linnetc build
+  // --param-storage PATH=FORMAT`), known once the checkpoint is bound; part
+  // of every entry's key from then on.
+  void setParamStorage(std::vector<std::string> flags) { paramStorage_ = std::move(flags); }
 
  private:
   // Runs linnetc build with `extra` arguments into a private folder renamed
@@ -49,6 +53,7 @@ class ArtifactCache {
   void build(const std::filesystem::path& dir, std::vector<std::string> extra, const std::string& what);
   CacheSettings settings_;
   std::string key_;  // the sources' hash
+  std::vector<std::string> paramStorage_;
 };
 
 }  // namespace linnet::nest

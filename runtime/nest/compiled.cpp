@@ -64,6 +64,7 @@ class CompiledBackend : public Backend {
     try {
       std::vector<ParamBytes> bytes = bindParams(package, params_, dims_, options);
       for (size_t k = 0; k < params_.size(); ++k) hostParams_.emplace(params_[k].path, bytes[k]);
+      planStorage();
       for (const TensorSpec& s : model_.states) states_.push_back(device_->allocate(byteCount(s)));
     } catch (const std::bad_alloc&) {
       throw allocationFailure(footprint, "binding params and allocating state");
@@ -110,7 +111,8 @@ class CompiledBackend : public Backend {
       buffers.push_back(device_->import(a->bytes(), nullptr, linnet::byteSize(a->dtype)));
       arguments.push_back({buffers.back().get(), e.inputs[k].shape});
     }
-    for (size_t k = 0; k < art.params.size(); ++k) arguments.push_back({art.params[k].get(), art.manifest.params[k].shape});
+    for (size_t k = 0; k < art.params.size(); ++k)
+      arguments.push_back({art.params[k].get(), art.paramShapes[k]});
     for (size_t k = 0; k < states_.size(); ++k) arguments.push_back({states_[k].get(), model_.states[k].shape});
     std::vector<Tensor> outputs;
     outputs.reserve(e.outputs.size());
@@ -146,6 +148,7 @@ class CompiledBackend : public Backend {
     artifact::Manifest manifest;
     size_t entry = 0;  // in manifest.entries
     std::vector<device::BufferPtr> params;  // in the manifest's order
+    std::vector<std::vector<int64_t>> paramShapes;  // as the code takes them (TensorSpec::storedShape)
     std::unique_ptr<device::Executable> executable;
   };
 
@@ -193,7 +196,15 @@ class CompiledBackend : public Backend {
         throw Error(fmt::format("{}: the artifact's state members differ from the model's (delete the cache "
                                 "folder {} to rebuild them all)",
                                 dir.string(), cache_.root().string()));
-      for (const TensorSpec& p : art->manifest.params) art->params.push_back(param(p, dir));
+      for (const TensorSpec& p : art->manifest.params) {
+        auto planned = storage_.find(p.name);
+        if (p.storage != (planned == storage_.end() ? std::nullopt : std::optional(planned->second)))
+          throw Error(fmt::format("{}: the artifact reads param `{}` as {}, but it was bound as {}", dir.string(),
+                                  p.name, p.storage ? name(*p.storage) : "plain elements",
+                                  planned == storage_.end() ? "plain elements" : name(planned->second)));
+        art->params.push_back(param(p, dir));
+        art->paramShapes.push_back(p.storedShape());
+      }
       try {
         art->executable = device_->load(art->manifest, dir);
       } catch (const std::runtime_error& e) {
@@ -218,18 +229,22 @@ class CompiledBackend : public Backend {
     }
     device::BufferPtr buffer;
     size_t star = spec.name.find(".*.");
+    bool stored = spec.storage.has_value();
+    size_t bytes = spec.byteCount();
     if (star == std::string::npos) {
-      const ParamBytes& host = hostParam(spec.name, byteCount(spec), dir);
-      buffer = device_->import(host.bytes, host.owner, linnet::byteSize(spec.dtype));
+      const ParamBytes& host = hostParam(spec.name, bytes, stored, dir);
+      buffer = stored ? device_->import(host.stored, host.storedOwner, 1)
+                      : device_->import(host.bytes, host.owner, linnet::byteSize(spec.dtype));
       hostParams_.erase(spec.name);
     } else {
       // `layers.*.x` [L, ...]: layer k's `layers.k.x` at slot k. The
       // per-layer bytes (and the mapping or copy behind them) go once copied.
-      buffer = device_->allocate(byteCount(spec));
-      size_t slot = byteCount(spec) / static_cast<size_t>(std::max<int64_t>(spec.shape.at(0), 1));
+      buffer = device_->allocate(bytes);
+      size_t slot = bytes / static_cast<size_t>(std::max<int64_t>(spec.shape.at(0), 1));
       for (int64_t k = 0; k < spec.shape[0]; ++k) {
         std::string one = spec.name.substr(0, star) + "." + std::to_string(k) + spec.name.substr(star + 2);
-        device_->write(*buffer, k * slot, hostParam(one, slot, dir).bytes);
+        const ParamBytes& host = hostParam(one, slot, stored, dir);
+        device_->write(*buffer, k * slot, stored ? host.stored : host.bytes);
         hostParams_.erase(one);
       }
     }
@@ -237,13 +252,44 @@ class CompiledBackend : public Backend {
     return buffer;
   }
 
-  const ParamBytes& hostParam(const std::string& path, size_t bytes, const fs::path& dir) const {
+  const ParamBytes& hostParam(const std::string& path, size_t bytes, bool stored, const fs::path& dir) const {
     auto it = hostParams_.find(path);
-    if (it == hostParams_.end() || it->second.bytes.size() != bytes)
+    if (it == hostParams_.end() || (stored ? it->second.stored : it->second.bytes).size() != bytes)
       throw Error(fmt::format("{}: the artifact reads a param `{}` that the model does not have (or of another "
                               "size)",
                               dir.string(), path));
     return it->second;
+  }
+
+  // Which manifest params the entries read in the checkpoint's storage: a
+  // param whose bound bytes have one (every layer the same, for a stacked
+  // one). Handed to linnetc with each entry (ArtifactCache::setParamStorage).
+  void planStorage() {
+    std::vector<std::string> flags;
+    for (const TensorSpec& spec : model_.params) {
+      size_t star = spec.name.find(".*.");
+      std::vector<std::string> paths;
+      if (star == std::string::npos) paths.push_back(spec.name);
+      else
+        for (int64_t k = 0; k < spec.shape.at(0); ++k)
+          paths.push_back(spec.name.substr(0, star) + "." + std::to_string(k) + spec.name.substr(star + 2));
+      std::optional<Storage> common;
+      for (size_t i = 0; i < paths.size(); ++i) {
+        auto it = hostParams_.find(paths[i]);
+        std::optional<Storage> s = it == hostParams_.end() ? std::nullopt : it->second.storage;
+        if (!s || (i > 0 && s != common)) {
+          common.reset();
+          break;
+        }
+        common = s;
+      }
+      if (!common) continue;
+      storage_[spec.name] = *common;
+      for (ParamInfo& p : params_)
+        if (std::find(paths.begin(), paths.end(), p.path) != paths.end()) p.storage = common;
+      flags.push_back(fmt::format("{}={}", spec.name, name(*common)));
+    }
+    cache_.setParamStorage(flags);
   }
 
   struct DeviceParam {
@@ -258,6 +304,7 @@ class CompiledBackend : public Backend {
   std::vector<ParamInfo> params_;                  // per layer, as bound
   std::map<std::string, ParamBytes> hostParams_;   // bound, not yet on the device
   std::map<std::string, DeviceParam> deviceParams_;  // by manifest path, stacked ones included
+  std::map<std::string, Storage> storage_;           // manifest params read in a storage format
   std::map<std::string, int64_t> dims_;
   int threads_ = 1;
   std::vector<device::BufferPtr> states_;          // in the manifest's order

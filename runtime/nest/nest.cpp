@@ -19,6 +19,14 @@ struct Model::Impl {
   std::string backendName;
 };
 
+int64_t ParamInfo::heldBytes() const {
+  int64_t rows = 1;
+  for (size_t a = 0; a + 1 < shape.size(); ++a) rows *= shape[a];
+  int64_t last = shape.empty() ? 1 : shape.back();
+  if (storage && !shape.empty()) return rows * storageRowBytes(*storage, last).value_or(0);
+  return rows * last * static_cast<int64_t>(linnet::byteSize(dtype));
+}
+
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;

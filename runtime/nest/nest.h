@@ -20,11 +20,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "common/storage.h"
 #include "nest/tensor.h"
 
 namespace linnet::nest {
@@ -66,12 +68,21 @@ struct LoadOptions {
   // Threads compiled code may use; 0: all cores. The reference backend runs
   // on one thread whatever this says.
   int threads = 0;
+  // Dequantize a checkpoint's quantized (and f16/bf16) weights into the
+  // model's dtype at load, as the reference backend must, instead of
+  // letting compiled code read them in their own storage (common/storage.h).
+  bool dequantize = false;
 };
 
 struct ParamInfo {
   std::string path;
   std::vector<int64_t> shape;
   DType dtype = DType::F32;
+  // How the backend holds it, once bound: nullopt for plain elements of
+  // dtype, else a storage format (a GGUF's q4_1 rows, say).
+  std::optional<Storage> storage;
+  // Bytes held: shape x dtype, or whole rows in the storage format.
+  int64_t heldBytes() const;
 };
 
 class Model {

@@ -54,14 +54,42 @@ void checkGgufShapes(const gguf::File& file, const std::string& path, const std:
                "for; positions beyond it may give poor output\n",
                kContextGeneric, maxSeq->second, *arch, *context, path);
 }
+
+// A GGUF tensor's storage that compiled code reads as is.
+std::optional<Storage> storageOf(gguf::GgmlType t) {
+  switch (t) {
+    case gguf::GgmlType::F16: return Storage::F16;
+    case gguf::GgmlType::BF16: return Storage::BF16;
+    case gguf::GgmlType::Q8_0: return Storage::Q8_0;
+    case gguf::GgmlType::Q4_0: return Storage::Q4_0;
+    case gguf::GgmlType::Q4_1: return Storage::Q4_1;
+    case gguf::GgmlType::Q4_K: return Storage::Q4_K;
+    case gguf::GgmlType::Q5_K: return Storage::Q5_K;
+    case gguf::GgmlType::Q6_K: return Storage::Q6_K;
+    default: return std::nullopt;
+  }
+}
 #endif
+
+// A checkpoint tensor in its own storage, by checkpoint name.
+struct Stored {
+  Storage storage;
+  std::span<const std::byte> bytes;
+  std::shared_ptr<const void> owner;
+};
+
+struct Opened {
+  weights::Checkpoint checkpoint;
+  std::map<std::string, Stored, std::less<>> stored;  // GGUF matrices in a Storage format
+};
 
 // A checkpoint from a safetensors file or index, or from a GGUF file: its
 // tensors are dequantized to f32 under their Hugging Face names and layout,
 // written to a temporary safetensors file that is mapped and then unlinked,
-// so that the same binding checks apply to both.
-weights::Checkpoint openCheckpoint(const std::string& path, const std::map<std::string, int64_t>& dims) {
-  if (!path.ends_with(".gguf")) return weights::Checkpoint::open(path);
+// so that the same binding checks apply to both. A GGUF's quantized
+// matrices are also kept as stored, for compiled code to read.
+Opened openCheckpoint(const std::string& path, const std::map<std::string, int64_t>& dims) {
+  if (!path.ends_with(".gguf")) return {weights::Checkpoint::open(path), {}};
 #ifdef LINNET_HAVE_GGUF
   // Opened once: its metadata is checked, then its tensors are read.
   gguf::File file = gguf::File::open(path);
@@ -80,7 +108,17 @@ weights::Checkpoint openCheckpoint(const std::string& path, const std::map<std::
   std::filesystem::remove(temp);  // the mapping stays valid
   // Messages name the GGUF, not the deleted temporary file.
   checkpoint.setDescription(path);
-  return checkpoint;
+  Opened opened{std::move(checkpoint), {}};
+  auto keep = std::make_shared<gguf::File>(file);
+  for (const gguf::TensorInfo& t : file.tensors()) {
+    auto storage = storageOf(t.type);
+    auto hf = gguf::llamaHuggingFaceName(t.name);
+    if (!storage || !hf || t.shape.size() != 2) continue;
+    gguf::StoredTensor st = gguf::storedAsHuggingFace(file, t);
+    std::shared_ptr<const void> owner = st.owned ? std::shared_ptr<const void>(st.owned) : keep;
+    opened.stored.emplace(*hf, Stored{*storage, st.data, owner});
+  }
+  return opened;
 #else
   throw Error(fmt::format("{}: this build has no GGUF reader", path));
 #endif
@@ -114,7 +152,8 @@ std::vector<ParamBytes> bindParams(const std::string& package, const std::vector
   try {
     std::vector<weights::ParamSpec> specs;
     for (const auto& p : params) specs.push_back({p.path, p.shape, p.dtype});
-    weights::Checkpoint checkpoint = openCheckpoint(options.weights, dims);
+    Opened opened = openCheckpoint(options.weights, dims);
+    weights::Checkpoint& checkpoint = opened.checkpoint;
     std::filesystem::path bindingsPath = std::filesystem::path(package) / "bindings.json";
     weights::BindOptions bindOptions;
     if (options.convertDTypes && !specs.empty()) bindOptions.convertTo = specs.front().dtype;
@@ -122,7 +161,18 @@ std::vector<ParamBytes> bindParams(const std::string& package, const std::vector
     auto bound = std::make_shared<weights::BoundWeights>(
         weights::bind(specs, weights::Bindings::load(bindingsPath), checkpoint, bindOptions));
     std::vector<ParamBytes> out;
-    for (const auto& p : params) out.push_back({bound->at(p.path).data, bound});
+    for (const auto& p : params) {
+      const weights::BoundTensor& b = bound->at(p.path);
+      out.push_back({b.data, bound});
+      auto stored = opened.stored.find(b.checkpointName);
+      if (options.dequantize || stored == opened.stored.end() || p.dtype != DType::F32 || p.shape.size() != 2)
+        continue;
+      auto rowBytes = storageRowBytes(stored->second.storage, p.shape[1]);
+      if (!rowBytes || stored->second.bytes.size() != static_cast<size_t>(p.shape[0] * *rowBytes)) continue;
+      out.back().storage = stored->second.storage;
+      out.back().stored = stored->second.bytes;
+      out.back().storedOwner = stored->second.owner;
+    }
     return out;
   } catch (const std::exception& e) {
     // The library's hint names its own option; say what a loader user sets.

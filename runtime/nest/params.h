@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "common/storage.h"
 #include "nest/nest.h"
 
 namespace linnet::nest {
@@ -20,6 +22,12 @@ namespace linnet::nest {
 struct ParamBytes {
   std::span<const std::byte> bytes;
   std::shared_ptr<const void> owner;
+  // The checkpoint's own storage of an f32 weight, when it holds one that
+  // compiled code can read as is (a GGUF's Q4_1 rows, say): whole rows in
+  // `storage`, kept alive by `storedOwner`. Unset for plain tensors.
+  std::optional<Storage> storage;
+  std::span<const std::byte> stored;
+  std::shared_ptr<const void> storedOwner;
 };
 
 // For each of `params`, in order. Throws Error with the CLI's messages (no

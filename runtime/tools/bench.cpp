@@ -226,7 +226,7 @@ ParamTotals paramTotals(const nest::Model& model) {
   for (const auto& p : model.params()) {
     int64_t n = 1;
     for (int64_t d : p.shape) n *= d;
-    int64_t bytes = n * static_cast<int64_t>(linnet::byteSize(p.dtype));
+    int64_t bytes = p.heldBytes();
     ++t.tensors;
     t.values += n;
     t.bytes += bytes;
@@ -235,7 +235,7 @@ ParamTotals paramTotals(const nest::Model& model) {
       t.embeddingBytes += bytes;
       if (!p.shape.empty() && p.shape[0] > 0) t.embeddingRowBytes += bytes / p.shape[0];
     }
-    t.bytesByDType[linnet::name(p.dtype)] += bytes;
+    t.bytesByDType[p.storage ? std::string(linnet::name(*p.storage)) : linnet::name(p.dtype)] += bytes;
   }
   return t;
 }
@@ -332,8 +332,9 @@ void printHeader(const Options& o, const nest::Model& model, const Common& c) {
              c.threads == 1 ? "" : "s");
   row("config", configText(c.generics));
   row("weights", weightsText(o));
+  // Bytes as held: a GGUF's quantized rows stay in their format.
   std::vector<std::string> dtypes;
-  for (const auto& [d, b] : c.params.bytesByDType) dtypes.push_back(d);
+  for (const auto& [d, b] : c.params.bytesByDType) dtypes.push_back(fmt::format("{} {}", d, withCommas(b)));
   row("parameters", fmt::format("{} tensors, {} values, {} bytes ({})", c.params.tensors, withCommas(c.params.values),
                                 withCommas(c.params.bytes), fmt::join(dtypes, ", ")));
 }

@@ -190,6 +190,8 @@ void addLoadOptions(CLI::App* cmd, linnet::nest::LoadOptions& load) {
       ->type_name("PATH");
   cmd->add_flag("--random-weights", load.randomWeights, "Seeded random parameters instead of a checkpoint");
   cmd->add_flag("--convert", load.convertDTypes, "Convert checkpoint floats to the model's dtype");
+  cmd->add_flag("--dequantize", load.dequantize,
+                "Dequantize a GGUF's quantized weights at load (compiled code otherwise reads them as stored)");
   once(cmd->add_option("--stdlib", load.stdlib, "Standard library folder (default: LINNET_STDLIB, then the build's)"))
       ->type_name("DIR");
   repeatable(cmd->add_option_function<std::vector<std::string>>(

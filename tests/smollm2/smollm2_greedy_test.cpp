@@ -1,5 +1,6 @@
-// SmolLM2-135M-Instruct, a real model from its GGUF file (Q8_0 and Q4_1,
-// dequantized at load), on one backend (built once per backend: the
+// SmolLM2-135M-Instruct, a real model from its GGUF file (Q8_0 and Q4_1:
+// dequantized at load by the reference backend, read as stored by compiled
+// code's weight kernels), on one backend (built once per backend: the
 // reference, and compiled CPU code) against transformers on the same file: 32 greedy new tokens after each of five chat-templated prompts
 // (tests/data/smollm2/greedy.json, made by tests/smollm2/make_fixtures.py).
 // The model file is fetched by scripts/fetch-smollm2.sh (ctest fixture).

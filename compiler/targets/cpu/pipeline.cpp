@@ -17,6 +17,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "targets/cpu/kernel_calls.h"
 #include "targets/cpu/parallel_loops.h"
 #include "transforms/pipeline.h"
 
@@ -35,6 +36,7 @@ bool threaded() { return LINNET_OPENMP_LIB_DIR[0] != '\0'; }
 
 void lower(mlir::ModuleOp module, Stage stage) {
   mlir::MLIRContext* ctx = module.getContext();
+  lowerToKernelCalls(module);
   {
     mlir::PassManager pm(ctx, mlir::ModuleOp::getOperationName());
     // No linalg-fuse-elementwise-ops: it takes a reduction or a dot product
@@ -135,6 +137,18 @@ void memrefCopy(int64_t elem, Unranked* src, Unranked* dst) {
   return out;
 }
 
+namespace {
+
+struct KernelSource {
+  const char* path;  // under the kernels' include root
+  const char* text;
+};
+constexpr KernelSource kKernelSources[] = {
+#include "kernel_sources.inc"
+};
+
+}  // namespace
+
 void compileSharedObject(const std::string& llvmIR, const std::string& shim, const std::string& soPath) {
   namespace fs = std::filesystem;
   fs::path out(soPath);
@@ -143,15 +157,24 @@ void compileSharedObject(const std::string& llvmIR, const std::string& shim, con
   fs::path c = dir / (out.stem().string() + "_shim.c");
   std::ofstream(ll) << llvmIR;
   std::ofstream(c) << shim;
+  // The weight kernels, compiled for this machine beside the model's code.
+  fs::path kernels = dir / (out.stem().string() + "_kernels");
+  for (const KernelSource& k : kKernelSources) {
+    fs::create_directories((kernels / k.path).parent_path());
+    std::ofstream(kernels / k.path) << k.text;
+  }
   const char* clang = std::getenv("LINNET_CLANG");
   std::vector<std::string> command = {clang ? clang : LINNET_CLANG, "-O3", "-march=native", "-fPIC", "-shared", "-w",
-                                      "-o", out.string(), ll.string(), c.string(), "-lm"};
+                                      "-o", out.string(), ll.string(), c.string(),
+                                      (kernels / "linnet_kernels.c").string(), "-I", kernels.string(), "-lm"};
   if (threaded()) {
+    command.push_back("-fopenmp");
     // The OpenMP runtime, found where it was at configure time.
     for (std::string flag : {"-L", "-Wl,-rpath,"}) command.push_back(flag + LINNET_OPENMP_LIB_DIR);
     command.push_back("-lomp");
   }
   ProcessResult r = runProcess(command);
+  fs::remove_all(kernels);
   if (r.exitCode != 0) throw PipelineError(fmt::format("clang failed to build {}:\n{}", out.string(), r.errors));
   fs::remove(c);
 }
