@@ -164,9 +164,18 @@ std::vector<ParamBytes> bindParams(const std::string& package, const std::vector
     for (const auto& p : params) {
       const weights::BoundTensor& b = bound->at(p.path);
       out.push_back({b.data, bound});
-      auto stored = opened.stored.find(b.checkpointName);
-      if (options.dequantize || stored == opened.stored.end() || p.dtype != DType::F32 || p.shape.size() != 2)
+      if (options.dequantize || p.dtype != DType::F32 || p.shape.size() != 2) continue;
+      // A bf16 or f16 checkpoint converted for an f32 model: its own bytes.
+      if (b.converted && (b.storedDType == DType::BF16 || b.storedDType == DType::F16)) {
+        if (const weights::TensorInfo* t = bound->checkpoint().find(b.checkpointName)) {
+          out.back().storage = b.storedDType == DType::BF16 ? Storage::BF16 : Storage::F16;
+          out.back().stored = t->data;
+          out.back().storedOwner = bound;
+        }
         continue;
+      }
+      auto stored = opened.stored.find(b.checkpointName);
+      if (stored == opened.stored.end()) continue;
       auto rowBytes = storageRowBytes(stored->second.storage, p.shape[1]);
       if (!rowBytes || stored->second.bytes.size() != static_cast<size_t>(p.shape[0] * *rowBytes)) continue;
       out.back().storage = stored->second.storage;

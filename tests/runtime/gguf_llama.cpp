@@ -112,6 +112,28 @@ TEST_CASE("loadAsHuggingFace restores the Hugging Face tensors", "[gguf][llama]"
   CHECK(std::memcmp(emb.data.data(), f.at("token_embd.weight").data.data(), emb.data.size()) == 0);
 }
 
+TEST_CASE("storedAsHuggingFace keeps the blocks and moves whole q/k rows", "[gguf][llama]") {
+  File f = File::open(dataDir() / "llama.gguf");
+  auto tensors = loadAsHuggingFace(f);
+  std::size_t reordered = 0;
+  for (const TensorInfo& t : f.tensors()) {
+    auto hf = llamaHuggingFaceName(t.name);
+    if (!hf) continue;
+    INFO("tensor " << t.name);
+    StoredTensor stored = storedAsHuggingFace(f, t);
+    CHECK(stored.type == t.type);
+    CHECK(stored.shape == t.shape);
+    REQUIRE(stored.data.size() == t.data.size());
+    // Dequantized, the stored rows are the Hugging Face tensor.
+    std::vector<float> values(t.elementCount);
+    dequantize(stored.type, stored.data, values);
+    CHECK(values == tensors.at(*hf).toF32());
+    if (stored.owned) ++reordered;
+    else CHECK(stored.data.data() == t.data.data());  // not copied
+  }
+  CHECK(reordered > 0);  // the q and k weights (and biases) of each layer
+}
+
 TEST_CASE("tied embeddings: no output.weight, no lm_head", "[gguf][llama]") {
   File f = File::open(dataDir() / "tied.gguf");
   CHECK(hasTiedEmbeddings(f));
