@@ -1,0 +1,705 @@
+/* The CPU weight-product kernels (linnet_kernels.h has the ABI).
+ *
+ * Two paths for a product out = x . W^T:
+ *  - decode (M <= DECODE_MAX_M): per row of W, each chunk of K is
+ *    dequantized once into an L1 buffer and dotted with every row of x
+ *    (up to DECODE_ROWS at a time); memory-bound, parallel over rows of W.
+ *  - prefill: per panel of NR rows of W, each KC-slice of K is dequantized
+ *    once into a K-major [KC][NR] scratch, then an MR x NR register-blocked
+ *    micro-kernel runs over every row of x; parallel over panels.
+ * Either way one output element's sum depends only on (M, K), never on the
+ * thread that computes it. AVX-512 intrinsics where __AVX512F__ is defined,
+ * plain C otherwise.
+ */
+
+/* Dequantization must round d*q and then +m on their own, as the C++ does. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include "linnet_kernels.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
+
+/* The unit test builds a second, portable copy under other names. */
+#ifdef LINNET_KERNELS_PORTABLE_TEST
+#define KERNEL(name) linnet_portable##name
+#else
+#define KERNEL(name) name
+#endif
+
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#define MAYBE_UNUSED __attribute__((unused))
+#else
+#define ALWAYS_INLINE inline
+#define MAYBE_UNUSED
+#endif
+
+/* Products below this many weight elements (N*K) run on the calling thread:
+ * forking costs more than they take. */
+#define PARALLEL_MIN_WORK 65536
+/* Decode path: K is dequantized CHUNK elements at a time (a multiple of
+ * every block size) and reused for up to DECODE_ROWS rows of x. */
+#define CHUNK 256
+#define DECODE_ROWS 4
+#ifndef LINNET_KERNELS_DECODE_MAX_M
+#define LINNET_KERNELS_DECODE_MAX_M 4
+#endif
+/* Prefill path: panels of NR rows of W, KC columns of K at a time (the
+ * [KC][NR] f32 scratch is 32 KiB, within L1), MR rows of x per micro-tile. */
+#define NR 32
+#define KC 256
+#define MR 8
+
+#define QK_K 256
+
+/* ---- scalar helpers ---------------------------------------------------- */
+
+static inline uint16_t load_u16(const uint8_t* p) {
+  uint16_t v;
+  memcpy(&v, p, 2);
+  return v;
+}
+
+static inline float bits_to_f32(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* IEEE binary16 -> f32 exactly as runtime/base/half.cpp (NaN payload kept). */
+static inline float f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  if (exp == 0x1f) return bits_to_f32(sign | 0x7f800000u | (mant << 13));
+  if (exp != 0) return bits_to_f32(sign | ((exp + 112u) << 23) | (mant << 13));
+  if (mant == 0) return bits_to_f32(sign);
+  float v = (float)mant * 0x1p-24f; /* subnormal: exact in f32 */
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  return bits_to_f32(sign | u);
+}
+
+static inline float f16_at(const uint8_t* p) { return f16_to_f32(load_u16(p)); }
+static inline float bf16_to_f32(uint16_t h) { return bits_to_f32((uint32_t)h << 16); }
+
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+static int format_known(int64_t format) { return format >= 0 && format < LINNET_STORAGE_COUNT; }
+
+/* The (scale, min) pair j of a Q4_K/Q5_K block's 12 packed scale bytes. */
+static inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
+  if (j < 4) {
+    *d = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+    *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+/* ---- portable dequantization: one block, operation for operation as
+ * runtime/gguf/types.cpp ------------------------------------------------- */
+
+MAYBE_UNUSED static void deq_q8_0_c(const uint8_t* x, float* y) {
+  const float d = f16_at(x);
+  for (int j = 0; j < 32; ++j) y[j] = (float)(int8_t)x[2 + j] * d;
+}
+
+MAYBE_UNUSED static void deq_q4_0_c(const uint8_t* x, float* y) {
+  const float d = f16_at(x);
+  for (int j = 0; j < 16; ++j) {
+    y[j] = (float)((x[2 + j] & 0x0F) - 8) * d;
+    y[j + 16] = (float)((x[2 + j] >> 4) - 8) * d;
+  }
+}
+
+MAYBE_UNUSED static void deq_q4_1_c(const uint8_t* x, float* y) {
+  const float d = f16_at(x), m = f16_at(x + 2);
+  for (int j = 0; j < 16; ++j) {
+    y[j] = (float)(x[4 + j] & 0x0F) * d + m;
+    y[j + 16] = (float)(x[4 + j] >> 4) * d + m;
+  }
+}
+
+/* d * scale and min * m for the 8 sub-blocks of a Q4_K/Q5_K block. */
+static inline void k4_scales(const uint8_t* x, float* ds, float* ms) {
+  const float d = f16_at(x), min = f16_at(x + 2);
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc, m;
+    scale_min_k4(j, x + 4, &sc, &m);
+    ds[j] = d * (float)sc;
+    ms[j] = min * (float)m;
+  }
+}
+
+MAYBE_UNUSED static void deq_q4_k_c(const uint8_t* x, float* y) {
+  float ds[8], ms[8];
+  k4_scales(x, ds, ms);
+  const uint8_t* q = x + 16;
+  for (int j = 0; j < 4; ++j, q += 32, y += 64) {
+    for (int l = 0; l < 32; ++l) y[l] = ds[2 * j] * (float)(q[l] & 0xF) - ms[2 * j];
+    for (int l = 0; l < 32; ++l) y[l + 32] = ds[2 * j + 1] * (float)(q[l] >> 4) - ms[2 * j + 1];
+  }
+}
+
+static void deq_q5_k_c(const uint8_t* x, float* y) {
+  float ds[8], ms[8];
+  k4_scales(x, ds, ms);
+  const uint8_t* qh = x + 16;
+  const uint8_t* ql = x + 48;
+  for (int j = 0; j < 4; ++j, ql += 32, y += 64) {
+    const unsigned u1 = 1u << (2 * j), u2 = 2u << (2 * j);
+    for (int l = 0; l < 32; ++l)
+      y[l] = ds[2 * j] * (float)((ql[l] & 0xF) + ((qh[l] & u1) ? 16 : 0)) - ms[2 * j];
+    for (int l = 0; l < 32; ++l)
+      y[l + 32] = ds[2 * j + 1] * (float)((ql[l] >> 4) + ((qh[l] & u2) ? 16 : 0)) - ms[2 * j + 1];
+  }
+}
+
+MAYBE_UNUSED static void deq_q6_k_c(const uint8_t* x, float* y) {
+  const uint8_t* ql = x;
+  const uint8_t* qh = x + 128;
+  const int8_t* sc = (const int8_t*)(x + 192);
+  const float d = f16_at(x + 208);
+  for (int n = 0; n < QK_K; n += 128, y += 128, ql += 64, qh += 32, sc += 8) {
+    for (int l = 0; l < 32; ++l) {
+      const int is = l / 16;
+      const int q1 = (int8_t)((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+      const int q2 = (int8_t)((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+      const int q3 = (int8_t)((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+      const int q4 = (int8_t)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+      y[l] = d * (float)sc[is] * (float)q1;
+      y[l + 32] = d * (float)sc[is + 2] * (float)q2;
+      y[l + 64] = d * (float)sc[is + 4] * (float)q3;
+      y[l + 96] = d * (float)sc[is + 6] * (float)q4;
+    }
+  }
+}
+
+/* ---- AVX-512 dequantization of the hot formats (bitwise the same: int ->
+ * f32 conversions are exact, and every mul and add/sub is its own op) ---- */
+
+#ifdef __AVX512F__
+
+static ALWAYS_INLINE __m512 bytes_u8_ps(const uint8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)p)));
+}
+
+static ALWAYS_INLINE void deq_q8_0_v(const uint8_t* x, float* y) {
+  const __m512 d = _mm512_set1_ps(f16_at(x));
+  for (int h = 0; h < 2; ++h) {
+    __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)(x + 2 + 16 * h)));
+    _mm512_storeu_ps(y + 16 * h, _mm512_mul_ps(_mm512_cvtepi32_ps(q), d));
+  }
+}
+
+static ALWAYS_INLINE void deq_q4_0_v(const uint8_t* x, float* y) {
+  const __m512 d = _mm512_set1_ps(f16_at(x));
+  const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(x + 2)));
+  const __m512i eight = _mm512_set1_epi32(8);
+  __m512i lo = _mm512_sub_epi32(_mm512_and_si512(b, _mm512_set1_epi32(0xF)), eight);
+  __m512i hi = _mm512_sub_epi32(_mm512_srli_epi32(b, 4), eight);
+  _mm512_storeu_ps(y, _mm512_mul_ps(_mm512_cvtepi32_ps(lo), d));
+  _mm512_storeu_ps(y + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(hi), d));
+}
+
+static ALWAYS_INLINE void deq_q4_1_v(const uint8_t* x, float* y) {
+  const __m512 d = _mm512_set1_ps(f16_at(x)), m = _mm512_set1_ps(f16_at(x + 2));
+  const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(x + 4)));
+  __m512 lo = _mm512_cvtepi32_ps(_mm512_and_si512(b, _mm512_set1_epi32(0xF)));
+  __m512 hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(b, 4));
+  _mm512_storeu_ps(y, _mm512_add_ps(_mm512_mul_ps(lo, d), m));
+  _mm512_storeu_ps(y + 16, _mm512_add_ps(_mm512_mul_ps(hi, d), m));
+}
+
+static ALWAYS_INLINE void deq_q4_k_v(const uint8_t* x, float* y) {
+  float ds[8], ms[8];
+  k4_scales(x, ds, ms);
+  const uint8_t* q = x + 16;
+  const __m512i low4 = _mm512_set1_epi32(0xF);
+  for (int j = 0; j < 4; ++j, q += 32, y += 64) {
+    const __m512 d1 = _mm512_set1_ps(ds[2 * j]), m1 = _mm512_set1_ps(ms[2 * j]);
+    const __m512 d2 = _mm512_set1_ps(ds[2 * j + 1]), m2 = _mm512_set1_ps(ms[2 * j + 1]);
+    for (int h = 0; h < 2; ++h) {
+      const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(q + 16 * h)));
+      __m512 lo = _mm512_cvtepi32_ps(_mm512_and_si512(b, low4));
+      __m512 hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(b, 4));
+      _mm512_storeu_ps(y + 16 * h, _mm512_sub_ps(_mm512_mul_ps(d1, lo), m1));
+      _mm512_storeu_ps(y + 32 + 16 * h, _mm512_sub_ps(_mm512_mul_ps(d2, hi), m2));
+    }
+  }
+}
+
+static ALWAYS_INLINE void deq_q6_k_v(const uint8_t* x, float* y) {
+  const uint8_t* ql = x;
+  const uint8_t* qh = x + 128;
+  const int8_t* sc = (const int8_t*)(x + 192);
+  const float d = f16_at(x + 208);
+  const __m512i low4 = _mm512_set1_epi32(0xF), three = _mm512_set1_epi32(3), bias = _mm512_set1_epi32(32);
+  for (int n = 0; n < QK_K; n += 128, y += 128, ql += 64, qh += 32, sc += 8) {
+    for (int c = 0; c < 2; ++c) { /* values l = 16c .. 16c+15 share their scales */
+      const __m512i a = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(ql + 16 * c)));
+      const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(ql + 32 + 16 * c)));
+      const __m512i h = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(qh + 16 * c)));
+      __m512i q1 = _mm512_or_si512(_mm512_and_si512(a, low4), _mm512_slli_epi32(_mm512_and_si512(h, three), 4));
+      __m512i q2 = _mm512_or_si512(_mm512_and_si512(b, low4),
+                                   _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 2), three), 4));
+      __m512i q3 = _mm512_or_si512(_mm512_srli_epi32(a, 4),
+                                   _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 4), three), 4));
+      __m512i q4 = _mm512_or_si512(_mm512_srli_epi32(b, 4), _mm512_slli_epi32(_mm512_srli_epi32(h, 6), 4));
+      const __m512i qs[4] = {q1, q2, q3, q4};
+      for (int t = 0; t < 4; ++t) {
+        const __m512 s = _mm512_set1_ps(d * (float)sc[c + 2 * t]);
+        const __m512 qf = _mm512_cvtepi32_ps(_mm512_sub_epi32(qs[t], bias));
+        _mm512_storeu_ps(y + 32 * t + 16 * c, _mm512_mul_ps(s, qf));
+      }
+    }
+  }
+}
+
+/* 16 binary16 values: the hardware conversion is exact, but it quiets
+ * signalling NaNs, which half.cpp keeps; NaN lanes are rebuilt from bits. */
+static ALWAYS_INLINE void deq_f16x16_v(const uint8_t* x, float* y) {
+  const __m256i h = _mm256_loadu_si256((const __m256i*)x);
+  __m512 f = _mm512_cvtph_ps(h);
+  const __m512i w = _mm512_cvtepu16_epi32(h);
+  const __mmask16 nan =
+      _mm512_cmpgt_epu32_mask(_mm512_and_si512(w, _mm512_set1_epi32(0x7fff)), _mm512_set1_epi32(0x7c00));
+  if (nan) {
+    __m512i bits = _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(w, _mm512_set1_epi32(0x8000)), 16),
+                                   _mm512_or_si512(_mm512_set1_epi32(0x7f800000),
+                                                   _mm512_slli_epi32(_mm512_and_si512(w, _mm512_set1_epi32(0x3ff)), 13)));
+    f = _mm512_mask_mov_ps(f, nan, _mm512_castsi512_ps(bits));
+  }
+  _mm512_storeu_ps(y, f);
+}
+
+static ALWAYS_INLINE void deq_bf16x16_v(const uint8_t* x, float* y) {
+  const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)x));
+  _mm512_storeu_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
+}
+
+#endif /* __AVX512F__ */
+
+/* Dequantizes `count` elements (whole blocks) starting at block `src` into
+ * dst (no alignment needed for either). */
+static void dequantize(int64_t format, const uint8_t* src, int64_t count, float* dst) {
+  const int64_t be = linnet_storage_block_elements[format], bb = linnet_storage_block_bytes[format];
+  const int64_t nb = count / be;
+  int64_t i = 0;
+  switch (format) {
+    case LINNET_STORAGE_F32:
+      memcpy(dst, src, (size_t)count * 4);
+      return;
+    case LINNET_STORAGE_F16:
+#ifdef __AVX512F__
+      for (; i + 16 <= count; i += 16) deq_f16x16_v(src + 2 * i, dst + i);
+#endif
+      for (; i < count; ++i) dst[i] = f16_at(src + 2 * i);
+      return;
+    case LINNET_STORAGE_BF16:
+#ifdef __AVX512F__
+      for (; i + 16 <= count; i += 16) deq_bf16x16_v(src + 2 * i, dst + i);
+#endif
+      for (; i < count; ++i) dst[i] = bf16_to_f32(load_u16(src + 2 * i));
+      return;
+#ifdef __AVX512F__
+#define DEQ_BLOCKS(fn) for (; i < nb; ++i) fn##_v(src + i * bb, dst + i * be)
+#else
+#define DEQ_BLOCKS(fn) for (; i < nb; ++i) fn##_c(src + i * bb, dst + i * be)
+#endif
+    case LINNET_STORAGE_Q8_0: DEQ_BLOCKS(deq_q8_0); return;
+    case LINNET_STORAGE_Q4_0: DEQ_BLOCKS(deq_q4_0); return;
+    case LINNET_STORAGE_Q4_1: DEQ_BLOCKS(deq_q4_1); return;
+    case LINNET_STORAGE_Q4_K: DEQ_BLOCKS(deq_q4_k); return;
+    case LINNET_STORAGE_Q6_K: DEQ_BLOCKS(deq_q6_k); return;
+#undef DEQ_BLOCKS
+    case LINNET_STORAGE_Q5_K:
+      for (; i < nb; ++i) deq_q5_k_c(src + i * bb, dst + i * be);
+      return;
+    default:
+      return;
+  }
+}
+
+/* ---- the product ------------------------------------------------------- */
+
+/* out = x . W^T on contiguous rows (inner strides 1); row strides are free. */
+typedef struct {
+  int64_t format, m, n, k;
+  const float* x;
+  int64_t ldx; /* floats */
+  const uint8_t* w;
+  int64_t ldw; /* bytes */
+  float* out;
+  int64_t ldo; /* floats */
+} product;
+
+/* ---- decode path: a dequantized chunk of one W row against mr rows of x */
+
+#ifdef __AVX512F__
+
+typedef struct {
+  __m512 v[DECODE_ROWS][4]; /* 4 independent sums per row of x: hides FMA latency */
+} dot_acc;
+
+static ALWAYS_INLINE void dot_chunk(dot_acc* acc, const float* w, const float* const* x, int64_t len, int mr) {
+  int64_t j = 0;
+  for (; j + 64 <= len; j += 64)
+    for (int u = 0; u < 4; ++u) {
+      const __m512 wv = _mm512_loadu_ps(w + j + 16 * u);
+      for (int r = 0; r < mr; ++r)
+        acc->v[r][u] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x[r] + j + 16 * u), acc->v[r][u]);
+    }
+  for (; j + 16 <= len; j += 16) {
+    const __m512 wv = _mm512_loadu_ps(w + j);
+    for (int r = 0; r < mr; ++r) acc->v[r][0] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x[r] + j), acc->v[r][0]);
+  }
+  if (j < len) {
+    const __mmask16 mask = (__mmask16)((1u << (len - j)) - 1);
+    const __m512 wv = _mm512_maskz_loadu_ps(mask, w + j);
+    for (int r = 0; r < mr; ++r)
+      acc->v[r][1] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(mask, x[r] + j), acc->v[r][1]);
+  }
+}
+
+static ALWAYS_INLINE void decode_row(int64_t format, const uint8_t* wrow, int64_t k, const float* const* x,
+                                     float* const* out, int mr) {
+  dot_acc acc;
+  for (int r = 0; r < DECODE_ROWS; ++r)
+    for (int u = 0; u < 4; ++u) acc.v[r][u] = _mm512_setzero_ps();
+  _Alignas(64) float buf[CHUNK];
+  const int64_t be = linnet_storage_block_elements[format], bb = linnet_storage_block_bytes[format];
+  for (int64_t k0 = 0; k0 < k; k0 += CHUNK) {
+    const int64_t len = min64(CHUNK, k - k0);
+    const float* w = buf;
+    if (format == LINNET_STORAGE_F32)
+      w = (const float*)(wrow + 4 * k0); /* read in place: loadu needs no alignment */
+    else
+      dequantize(format, wrow + k0 / be * bb, len, buf);
+    const float* xk[DECODE_ROWS];
+    for (int r = 0; r < mr; ++r) xk[r] = x[r] + k0;
+    dot_chunk(&acc, w, xk, len, mr);
+  }
+  for (int r = 0; r < mr; ++r) {
+    __m512 s = _mm512_add_ps(_mm512_add_ps(acc.v[r][0], acc.v[r][1]), _mm512_add_ps(acc.v[r][2], acc.v[r][3]));
+    *out[r] = _mm512_reduce_add_ps(s);
+  }
+}
+
+#else /* portable */
+
+#define LANES 16
+
+static ALWAYS_INLINE void decode_row(int64_t format, const uint8_t* wrow, int64_t k, const float* const* x,
+                                     float* const* out, int mr) {
+  float acc[DECODE_ROWS][LANES] = {{0}};
+  float buf[CHUNK];
+  const int64_t be = linnet_storage_block_elements[format], bb = linnet_storage_block_bytes[format];
+  for (int64_t k0 = 0; k0 < k; k0 += CHUNK) {
+    const int64_t len = min64(CHUNK, k - k0);
+    dequantize(format, wrow + k0 / be * bb, len, buf);
+    for (int r = 0; r < mr; ++r) {
+      const float* xr = x[r] + k0;
+      int64_t j = 0;
+      for (; j + LANES <= len; j += LANES)
+        for (int l = 0; l < LANES; ++l) acc[r][l] += buf[j + l] * xr[j + l];
+      for (int l = 0; j < len; ++j, ++l) acc[r][l] += buf[j] * xr[j];
+    }
+  }
+  for (int r = 0; r < mr; ++r) {
+    float s = 0;
+    for (int l = 0; l < LANES; ++l) s += acc[r][l];
+    *out[r] = s;
+  }
+}
+
+#endif
+
+/* One specialization per row count, so that the accumulators live in registers. */
+static void decode_row_1(int64_t f, const uint8_t* w, int64_t k, const float* const* x, float* const* o) {
+  decode_row(f, w, k, x, o, 1);
+}
+static void decode_row_2(int64_t f, const uint8_t* w, int64_t k, const float* const* x, float* const* o) {
+  decode_row(f, w, k, x, o, 2);
+}
+static void decode_row_3(int64_t f, const uint8_t* w, int64_t k, const float* const* x, float* const* o) {
+  decode_row(f, w, k, x, o, 3);
+}
+static void decode_row_4(int64_t f, const uint8_t* w, int64_t k, const float* const* x, float* const* o) {
+  decode_row(f, w, k, x, o, 4);
+}
+
+static void matmul_decode(const product* p) {
+  const product q = *p;
+#pragma omp parallel for schedule(static) if (q.n * q.k >= PARALLEL_MIN_WORK)
+  for (int64_t n = 0; n < q.n; ++n) {
+    const uint8_t* wrow = q.w + n * q.ldw;
+    for (int64_t m0 = 0; m0 < q.m; m0 += DECODE_ROWS) {
+      const int mr = (int)min64(DECODE_ROWS, q.m - m0);
+      const float* x[DECODE_ROWS];
+      float* o[DECODE_ROWS];
+      for (int r = 0; r < mr; ++r) {
+        x[r] = q.x + (m0 + r) * q.ldx;
+        o[r] = q.out + (m0 + r) * q.ldo + n;
+      }
+      switch (mr) {
+        case 1: decode_row_1(q.format, wrow, q.k, x, o); break;
+        case 2: decode_row_2(q.format, wrow, q.k, x, o); break;
+        case 3: decode_row_3(q.format, wrow, q.k, x, o); break;
+        default: decode_row_4(q.format, wrow, q.k, x, o); break;
+      }
+    }
+  }
+}
+
+/* ---- prefill path ------------------------------------------------------ */
+
+/* Dequantizes columns [k0, k0+kl) of rows n0 .. n0+nr-1 into pack[kk][j]
+ * (K-major, NR wide; columns j >= nr are zero). */
+static void pack_panel(const product* p, int64_t n0, int nr, int64_t k0, int64_t kl, float* pack) {
+  const int64_t be = linnet_storage_block_elements[p->format], bb = linnet_storage_block_bytes[p->format];
+  _Alignas(64) float row[KC];
+  for (int j = 0; j < nr; ++j) {
+    dequantize(p->format, p->w + (n0 + j) * p->ldw + k0 / be * bb, kl, row);
+    for (int64_t kk = 0; kk < kl; ++kk) pack[kk * NR + j] = row[kk];
+  }
+  for (int j = nr; j < NR; ++j)
+    for (int64_t kk = 0; kk < kl; ++kk) pack[kk * NR + j] = 0.0f;
+}
+
+#ifdef __AVX512F__
+
+/* out[i][0..nr) (+)= sum_kk x[i][kk] * pack[kk][0..nr) for i < mr; `first`
+ * stores, later K-slices add to what the first stored. */
+static ALWAYS_INLINE void micro_tile(const float* pack, int64_t kl, const float* x, int64_t ldx, float* out,
+                                     int64_t ldo, int mr, int nr, int first) {
+  __m512 c[MR][2];
+  for (int i = 0; i < MR; ++i) c[i][0] = c[i][1] = _mm512_setzero_ps();
+  for (int64_t kk = 0; kk < kl; ++kk) {
+    const __m512 b0 = _mm512_load_ps(pack + kk * NR), b1 = _mm512_load_ps(pack + kk * NR + 16);
+    for (int i = 0; i < mr; ++i) {
+      const __m512 a = _mm512_set1_ps(x[i * ldx + kk]);
+      c[i][0] = _mm512_fmadd_ps(a, b0, c[i][0]);
+      c[i][1] = _mm512_fmadd_ps(a, b1, c[i][1]);
+    }
+  }
+  const __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1);
+  const __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1);
+  for (int i = 0; i < mr; ++i) {
+    float* o = out + i * ldo;
+    if (!first) {
+      c[i][0] = _mm512_add_ps(c[i][0], _mm512_maskz_loadu_ps(m0, o));
+      c[i][1] = _mm512_add_ps(c[i][1], _mm512_maskz_loadu_ps(m1, o + 16));
+    }
+    _mm512_mask_storeu_ps(o, m0, c[i][0]);
+    _mm512_mask_storeu_ps(o + 16, m1, c[i][1]);
+  }
+}
+
+#else /* portable */
+
+static ALWAYS_INLINE void micro_tile(const float* pack, int64_t kl, const float* x, int64_t ldx, float* out,
+                                     int64_t ldo, int mr, int nr, int first) {
+  float c[MR][NR] = {{0}};
+  for (int64_t kk = 0; kk < kl; ++kk)
+    for (int i = 0; i < mr; ++i) {
+      const float a = x[i * ldx + kk];
+      for (int j = 0; j < NR; ++j) c[i][j] += a * pack[kk * NR + j];
+    }
+  for (int i = 0; i < mr; ++i)
+    for (int j = 0; j < nr; ++j) out[i * ldo + j] = first ? c[i][j] : out[i * ldo + j] + c[i][j];
+}
+
+#endif
+
+/* A full-height tile is the hot case; give it its own constant row count. */
+static void micro_tile_full(const float* pack, int64_t kl, const float* x, int64_t ldx, float* out, int64_t ldo,
+                            int nr, int first) {
+  micro_tile(pack, kl, x, ldx, out, ldo, MR, nr, first);
+}
+static void micro_tile_part(const float* pack, int64_t kl, const float* x, int64_t ldx, float* out, int64_t ldo,
+                            int mr, int nr, int first) {
+  micro_tile(pack, kl, x, ldx, out, ldo, mr, nr, first);
+}
+
+static void prefill_panel(const product* p, int64_t n0) {
+  _Alignas(64) float pack[KC * NR];
+  const int nr = (int)min64(NR, p->n - n0);
+  for (int64_t k0 = 0; k0 < p->k; k0 += KC) {
+    const int64_t kl = min64(KC, p->k - k0);
+    pack_panel(p, n0, nr, k0, kl, pack);
+    for (int64_t m0 = 0; m0 < p->m; m0 += MR) {
+      const float* x = p->x + m0 * p->ldx + k0;
+      float* out = p->out + m0 * p->ldo + n0;
+      const int mr = (int)min64(MR, p->m - m0);
+      if (mr == MR)
+        micro_tile_full(pack, kl, x, p->ldx, out, p->ldo, nr, k0 == 0);
+      else
+        micro_tile_part(pack, kl, x, p->ldx, out, p->ldo, mr, nr, k0 == 0);
+    }
+  }
+}
+
+static void matmul_prefill(const product* p) {
+  const product q = *p;
+  const int64_t panels = (q.n + NR - 1) / NR;
+#pragma omp parallel for schedule(static) if (q.m * q.n * q.k >= PARALLEL_MIN_WORK)
+  for (int64_t t = 0; t < panels; ++t) prefill_panel(&q, t * NR);
+}
+
+static void matmul(const product* p) {
+  if (p->m <= 0 || p->n <= 0 || !format_known(p->format)) return;
+  if (p->k == 0) {
+    for (int64_t i = 0; i < p->m; ++i)
+      for (int64_t j = 0; j < p->n; ++j) p->out[i * p->ldo + j] = 0.0f;
+    return;
+  }
+  if (p->m <= LINNET_KERNELS_DECODE_MAX_M)
+    matmul_decode(p);
+  else
+    matmul_prefill(p);
+}
+
+/* ---- descriptors: fast path on inner stride 1, else contiguous copies -- */
+
+#include <stdlib.h>
+
+static void* xmalloc(size_t bytes) { return malloc(bytes ? bytes : 1); }
+
+/* The matmul on descriptors: W row i at w_base + i*w_row bytes, byte j of it
+ * at + j*w_col (w_col in bytes: 1 for packed rows, 4 for f32 ones). */
+static void matmul_descriptors(linnet_memref2* x, const uint8_t* w_base, int64_t w_row, int64_t w_col,
+                               linnet_memref2* out, int64_t format, int64_t k) {
+  if (!format_known(format)) return;
+  const int64_t m = out->sizes[0], n = out->sizes[1];
+  if (m <= 0 || n <= 0) return;
+  const int64_t rb = linnet_storage_row_bytes(format, k);
+  product p = {format, m, n, k, NULL, 0, NULL, 0, NULL, 0};
+  float* xcopy = NULL;
+  uint8_t* wcopy = NULL;
+  float* ocopy = NULL;
+
+  const float* xb = (const float*)x->aligned + x->offset;
+  if (x->strides[1] == 1 || k <= 1) {
+    p.x = xb;
+    p.ldx = x->strides[0];
+  } else {
+    xcopy = (float*)xmalloc((size_t)(m * k) * sizeof(float));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < k; ++j) xcopy[i * k + j] = xb[i * x->strides[0] + j * x->strides[1]];
+    p.x = xcopy;
+    p.ldx = k;
+  }
+  if (w_col == 1 || rb <= 1) {
+    p.w = w_base;
+    p.ldw = w_row;
+  } else {
+    wcopy = (uint8_t*)xmalloc((size_t)(n * rb));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < rb; ++j) wcopy[i * rb + j] = w_base[i * w_row + j * w_col];
+    p.w = wcopy;
+    p.ldw = rb;
+  }
+  float* ob = (float*)out->aligned + out->offset;
+  if (out->strides[1] == 1 || n <= 1) {
+    p.out = ob;
+    p.ldo = out->strides[0];
+  } else {
+    ocopy = (float*)xmalloc((size_t)(m * n) * sizeof(float));
+    p.out = ocopy;
+    p.ldo = n;
+  }
+  matmul(&p);
+  if (ocopy)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) ob[i * out->strides[0] + j * out->strides[1]] = ocopy[i * n + j];
+  free(xcopy);
+  free(wcopy);
+  free(ocopy);
+}
+
+void KERNEL(_mlir_ciface_linnet_kernel_matmul_packed)(linnet_memref2* x, linnet_memref2* w, linnet_memref2* out,
+                                                      int64_t format, int64_t k) {
+  const uint8_t* wb = (const uint8_t*)w->aligned + w->offset;
+  matmul_descriptors(x, wb, w->strides[0], w->strides[1], out, format, k);
+}
+
+void KERNEL(_mlir_ciface_linnet_kernel_matmul_f32)(linnet_memref2* x, linnet_memref2* w, linnet_memref2* out) {
+  const float* wb = (const float*)w->aligned + w->offset;
+  const int64_t k = x->sizes[1];
+  if (w->strides[1] == 1 || k <= 1) {
+    matmul_descriptors(x, (const uint8_t*)wb, w->strides[0] * 4, 1, out, LINNET_STORAGE_F32, k);
+    return;
+  }
+  /* A strided f32 W: gather its rows into a contiguous copy. */
+  const int64_t n = w->sizes[0];
+  float* copy = (float*)xmalloc((size_t)(n * k) * sizeof(float));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < k; ++j) copy[i * k + j] = wb[i * w->strides[0] + j * w->strides[1]];
+  matmul_descriptors(x, (const uint8_t*)copy, k * 4, 1, out, LINNET_STORAGE_F32, k);
+  free(copy);
+}
+
+/* ---- unpack and gather: whole rows dequantized ------------------------- */
+
+/* Dequantizes a row of k elements into out[j * stride]. */
+static void dequantize_row(int64_t format, const uint8_t* src, int64_t w_col, int64_t k, float* out,
+                           int64_t stride) {
+  const int64_t be = linnet_storage_block_elements[format], bb = linnet_storage_block_bytes[format];
+  _Alignas(64) float buf[CHUNK];
+  uint8_t bytes[CHUNK * 4]; /* a chunk's bytes when W's inner stride is not 1 */
+  for (int64_t k0 = 0; k0 < k; k0 += CHUNK) {
+    const int64_t len = min64(CHUNK, k - k0), nbytes = len / be * bb;
+    const uint8_t* s = src + k0 / be * bb * w_col;
+    if (w_col != 1) {
+      for (int64_t b = 0; b < nbytes; ++b) bytes[b] = s[b * w_col];
+      s = bytes;
+    }
+    if (stride == 1) {
+      dequantize(format, s, len, out + k0);
+    } else {
+      dequantize(format, s, len, buf);
+      for (int64_t j = 0; j < len; ++j) out[(k0 + j) * stride] = buf[j];
+    }
+  }
+}
+
+void KERNEL(_mlir_ciface_linnet_kernel_unpack)(linnet_memref2* w, linnet_memref2* out, int64_t format, int64_t k) {
+  if (!format_known(format)) return;
+  const int64_t n = out->sizes[0];
+  const uint8_t* wb = (const uint8_t*)w->aligned + w->offset;
+  float* ob = (float*)out->aligned + out->offset;
+  const int64_t w_row = w->strides[0], w_col = w->strides[1], o_row = out->strides[0], o_col = out->strides[1];
+#pragma omp parallel for schedule(static) if (n * k >= PARALLEL_MIN_WORK)
+  for (int64_t i = 0; i < n; ++i) dequantize_row(format, wb + i * w_row, w_col, k, ob + i * o_row, o_col);
+}
+
+void KERNEL(_mlir_ciface_linnet_kernel_gather_rows)(linnet_memref2* w, linnet_memref1* ids, linnet_memref2* out,
+                                                    int64_t format, int64_t k) {
+  if (!format_known(format)) return;
+  const int64_t n = w->sizes[0], r = out->sizes[0];
+  if (n <= 0 || r <= 0) return;
+  const uint8_t* wb = (const uint8_t*)w->aligned + w->offset;
+  const int64_t* ib = (const int64_t*)ids->aligned + ids->offset;
+  float* ob = (float*)out->aligned + out->offset;
+  const int64_t w_row = w->strides[0], w_col = w->strides[1], o_row = out->strides[0], o_col = out->strides[1];
+  const int64_t id_stride = ids->strides[0];
+#pragma omp parallel for schedule(static) if (r * k >= PARALLEL_MIN_WORK)
+  for (int64_t i = 0; i < r; ++i) {
+    int64_t id = ib[i * id_stride];
+    id = id < 0 ? 0 : id >= n ? n - 1 : id;
+    dequantize_row(format, wb + id * w_row, w_col, k, ob + i * o_row, o_col);
+  }
+}

@@ -1,0 +1,101 @@
+/* The CPU kernel library for weight products: matrix products, embedding
+ * lookups and unpacking whose weight operand W stays in its checkpoint's
+ * storage format (common/storage_formats.def). linnet_kernels.c is compiled
+ * with model.so (clang -O3 -march=native -fPIC [-fopenmp]) and called from
+ * the generated code through MLIR's C interface.
+ *
+ * ABI
+ *  - Every function is `_mlir_ciface_linnet_kernel_<name>`: the generated
+ *    code declares `linnet_kernel_<name>` with `llvm.emit_c_interface`, so a
+ *    memref argument arrives as a pointer to its descriptor.
+ *  - Element (i, j) of a linnet_memref2 of T is at
+ *    `(T*)aligned + offset + i*strides[0] + j*strides[1]` (offset and strides
+ *    in elements); any strides work, inner stride 1 is the fast path.
+ *  - W is [N, RowBytes] of i8 holding each row in `format` (a
+ *    linnet_storage_format number): K / BlockElements blocks of BlockBytes
+ *    bytes, laid out as ggml lays them, rows unaligned. `k` is K, a multiple
+ *    of the format's BlockElements; w->sizes[1] is not read (RowBytes is
+ *    computed from format and k). matmul_f32 takes W as f32 [N, K].
+ *  - Dequantized values are bitwise those of linnet::gguf::dequantize
+ *    (runtime/gguf/types.cpp): every product and sum rounded on its own.
+ *  - Products accumulate in f32; only the order of the sum and the use of
+ *    fused multiply-add differ from a plain sum of products. Work is split
+ *    over rows of W only, so results do not depend on the thread count.
+ *  - Outputs are written, never read as inputs; M = 0, N = 0 or R = 0 does
+ *    nothing; K = 0 writes zeros. An unknown format does nothing.
+ */
+#ifndef LINNET_KERNELS_H
+#define LINNET_KERNELS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__has_include)
+#if __has_include("../../../../common/storage_formats.def")
+#define LINNET_STORAGE_FORMATS_DEF "../../../../common/storage_formats.def"
+#endif
+#endif
+#ifndef LINNET_STORAGE_FORMATS_DEF
+#define LINNET_STORAGE_FORMATS_DEF "common/storage_formats.def"
+#endif
+
+/* LINNET_STORAGE_F32 = 0, LINNET_STORAGE_F16, ... in the .def's order. */
+typedef enum linnet_storage_format {
+#define STORAGE(Id, Name, BlockElements, BlockBytes) LINNET_STORAGE_##Id,
+#include LINNET_STORAGE_FORMATS_DEF
+  LINNET_STORAGE_COUNT
+} linnet_storage_format;
+
+/* Elements and bytes per block, indexed by linnet_storage_format. */
+static const int64_t linnet_storage_block_elements[] = {
+#define STORAGE(Id, Name, BlockElements, BlockBytes) BlockElements,
+#include LINNET_STORAGE_FORMATS_DEF
+};
+static const int64_t linnet_storage_block_bytes[] = {
+#define STORAGE(Id, Name, BlockElements, BlockBytes) BlockBytes,
+#include LINNET_STORAGE_FORMATS_DEF
+};
+
+typedef struct {
+  void* allocated;
+  void* aligned;
+  int64_t offset;
+  int64_t sizes[2];
+  int64_t strides[2];
+} linnet_memref2;
+
+typedef struct {
+  void* allocated;
+  void* aligned;
+  int64_t offset;
+  int64_t sizes[1];
+  int64_t strides[1];
+} linnet_memref1;
+
+/* out[m, n] = sum_k x[m, k] * W[n, k]: x f32 [M, K], out f32 [M, N],
+ * w i8 [N, RowBytes] in `format`. */
+void _mlir_ciface_linnet_kernel_matmul_packed(linnet_memref2* x, linnet_memref2* w, linnet_memref2* out,
+                                              int64_t format, int64_t k);
+/* The same with w f32 [N, K]. */
+void _mlir_ciface_linnet_kernel_matmul_f32(linnet_memref2* x, linnet_memref2* w, linnet_memref2* out);
+/* out[r, :] = row clamp(ids[r], 0, N-1) of W dequantized: out f32 [R, K],
+ * ids i64 [R], N = w->sizes[0] (N = 0 does nothing). */
+void _mlir_ciface_linnet_kernel_gather_rows(linnet_memref2* w, linnet_memref1* ids, linnet_memref2* out,
+                                            int64_t format, int64_t k);
+/* out = W dequantized, f32 [N, K]. */
+void _mlir_ciface_linnet_kernel_unpack(linnet_memref2* w, linnet_memref2* out, int64_t format, int64_t k);
+
+/* RowBytes of a row of k elements in `format` (0 for an unknown format). */
+static inline int64_t linnet_storage_row_bytes(int64_t format, int64_t k) {
+  if (format < 0 || format >= LINNET_STORAGE_COUNT) return 0;
+  return k / linnet_storage_block_elements[format] * linnet_storage_block_bytes[format];
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LINNET_KERNELS_H */
