@@ -54,10 +54,15 @@
 #ifndef LINNET_KERNELS_DECODE_MAX_M
 #define LINNET_KERNELS_DECODE_MAX_M 4
 #endif
-/* Prefill path: panels of NR rows of W, KC columns of K at a time (the
- * [KC][NR] f32 scratch is 32 KiB, within L1), MR rows of x per micro-tile. */
+/* Prefill path: panels of NR rows of W, up to KC columns of K at a time
+ * (the [KC][NR] f32 scratch, 128 KiB, stays in L2; fewer K-slices mean
+ * fewer passes over out, whose rows may all fall in one cache set), MR rows
+ * of x per micro-tile. */
 #define NR 32
-#define KC 256
+#ifndef LINNET_KERNELS_KC
+#define LINNET_KERNELS_KC 1024
+#endif
+#define KC LINNET_KERNELS_KC
 #define MR 8
 
 #define QK_K 256
@@ -192,20 +197,24 @@ MAYBE_UNUSED static void deq_q6_k_c(const uint8_t* x, float* y) {
 
 #ifdef __AVX512F__
 
-static ALWAYS_INLINE __m512 bytes_u8_ps(const uint8_t* p) {
-  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)p)));
+/* An f16 scale broadcast to 16 lanes. The hardware conversion quiets a
+ * signalling NaN that f16_to_f32 keeps, but a scale only enters products,
+ * which quiet it the same way. */
+static ALWAYS_INLINE __m512 f16_bcast(const uint8_t* p) {
+  return _mm512_cvtph_ps(_mm256_set1_epi16((short)load_u16(p)));
+}
+
+static ALWAYS_INLINE __m512 bytes_i8_ps(const uint8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)p)));
 }
 
 static ALWAYS_INLINE void deq_q8_0_v(const uint8_t* x, float* y) {
-  const __m512 d = _mm512_set1_ps(f16_at(x));
-  for (int h = 0; h < 2; ++h) {
-    __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)(x + 2 + 16 * h)));
-    _mm512_storeu_ps(y + 16 * h, _mm512_mul_ps(_mm512_cvtepi32_ps(q), d));
-  }
+  const __m512 d = f16_bcast(x);
+  for (int h = 0; h < 2; ++h) _mm512_storeu_ps(y + 16 * h, _mm512_mul_ps(bytes_i8_ps(x + 2 + 16 * h), d));
 }
 
 static ALWAYS_INLINE void deq_q4_0_v(const uint8_t* x, float* y) {
-  const __m512 d = _mm512_set1_ps(f16_at(x));
+  const __m512 d = f16_bcast(x);
   const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(x + 2)));
   const __m512i eight = _mm512_set1_epi32(8);
   __m512i lo = _mm512_sub_epi32(_mm512_and_si512(b, _mm512_set1_epi32(0xF)), eight);
@@ -215,7 +224,7 @@ static ALWAYS_INLINE void deq_q4_0_v(const uint8_t* x, float* y) {
 }
 
 static ALWAYS_INLINE void deq_q4_1_v(const uint8_t* x, float* y) {
-  const __m512 d = _mm512_set1_ps(f16_at(x)), m = _mm512_set1_ps(f16_at(x + 2));
+  const __m512 d = f16_bcast(x), m = f16_bcast(x + 2);
   const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(x + 4)));
   __m512 lo = _mm512_cvtepi32_ps(_mm512_and_si512(b, _mm512_set1_epi32(0xF)));
   __m512 hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(b, 4));
@@ -374,23 +383,127 @@ static ALWAYS_INLINE void dot_chunk(dot_acc* acc, const float* w, const float* c
   }
 }
 
+/* The fused kernels: each dequantizes a row of W in registers, 16 values at
+ * a time, and feeds every vector to the mr rows of x (accumulator u). */
+#define FEED(wv, koff, u)                                                               \
+  do {                                                                                  \
+    const __m512 w_ = (wv);                                                             \
+    for (int r = 0; r < mr; ++r)                                                        \
+      acc->v[r][u] = _mm512_fmadd_ps(w_, _mm512_loadu_ps(x[r] + (koff)), acc->v[r][u]); \
+  } while (0)
+
+static ALWAYS_INLINE void fused_q8_0(dot_acc* acc, const uint8_t* w, int64_t nb, const float* const* x, int mr) {
+  for (int64_t b = 0; b < nb; ++b, w += 34) {
+    const __m512 d = f16_bcast(w);
+    const int u = 2 * (int)(b & 1);
+    FEED(_mm512_mul_ps(bytes_i8_ps(w + 2), d), 32 * b, u);
+    FEED(_mm512_mul_ps(bytes_i8_ps(w + 18), d), 32 * b + 16, u + 1);
+  }
+}
+
+static ALWAYS_INLINE void fused_q4_0(dot_acc* acc, const uint8_t* w, int64_t nb, const float* const* x, int mr) {
+  const __m512i low4 = _mm512_set1_epi32(0xF), eight = _mm512_set1_epi32(8);
+  for (int64_t b = 0; b < nb; ++b, w += 18) {
+    const __m512 d = f16_bcast(w);
+    const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(w + 2)));
+    const __m512 lo = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_and_si512(q, low4), eight));
+    const __m512 hi = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(q, 4), eight));
+    const int u = 2 * (int)(b & 1);
+    FEED(_mm512_mul_ps(lo, d), 32 * b, u);
+    FEED(_mm512_mul_ps(hi, d), 32 * b + 16, u + 1);
+  }
+}
+
+static ALWAYS_INLINE void fused_q4_1(dot_acc* acc, const uint8_t* w, int64_t nb, const float* const* x, int mr) {
+  const __m512i low4 = _mm512_set1_epi32(0xF);
+  for (int64_t b = 0; b < nb; ++b, w += 20) {
+    const __m512 d = f16_bcast(w), m = f16_bcast(w + 2);
+    const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(w + 4)));
+    const __m512 lo = _mm512_cvtepi32_ps(_mm512_and_si512(q, low4));
+    const __m512 hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(q, 4));
+    const int u = 2 * (int)(b & 1);
+    FEED(_mm512_add_ps(_mm512_mul_ps(lo, d), m), 32 * b, u);
+    FEED(_mm512_add_ps(_mm512_mul_ps(hi, d), m), 32 * b + 16, u + 1);
+  }
+}
+
+static ALWAYS_INLINE void fused_q4_k(dot_acc* acc, const uint8_t* w, int64_t nb, const float* const* x, int mr) {
+  const __m512i low4 = _mm512_set1_epi32(0xF);
+  for (int64_t b = 0; b < nb; ++b, w += 144) {
+    float ds[8], ms[8];
+    k4_scales(w, ds, ms);
+    const uint8_t* q = w + 16;
+    for (int j = 0; j < 4; ++j, q += 32) {
+      const __m512 d1 = _mm512_set1_ps(ds[2 * j]), m1 = _mm512_set1_ps(ms[2 * j]);
+      const __m512 d2 = _mm512_set1_ps(ds[2 * j + 1]), m2 = _mm512_set1_ps(ms[2 * j + 1]);
+      const int64_t k0 = 256 * b + 64 * j;
+      for (int h = 0; h < 2; ++h) {
+        const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(q + 16 * h)));
+        const __m512 lo = _mm512_cvtepi32_ps(_mm512_and_si512(v, low4));
+        const __m512 hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
+        FEED(_mm512_sub_ps(_mm512_mul_ps(d1, lo), m1), k0 + 16 * h, h);
+        FEED(_mm512_sub_ps(_mm512_mul_ps(d2, hi), m2), k0 + 32 + 16 * h, 2 + h);
+      }
+    }
+  }
+}
+
+static ALWAYS_INLINE void fused_q6_k(dot_acc* acc, const uint8_t* w, int64_t nb, const float* const* x, int mr) {
+  const __m512i low4 = _mm512_set1_epi32(0xF), three = _mm512_set1_epi32(3), bias = _mm512_set1_epi32(32);
+  for (int64_t b = 0; b < nb; ++b, w += 210) {
+    const uint8_t* ql = w;
+    const uint8_t* qh = w + 128;
+    const int8_t* sc = (const int8_t*)(w + 192);
+    const float d = f16_at(w + 208);
+    for (int n = 0; n < 2; ++n, ql += 64, qh += 32, sc += 8)
+      for (int c = 0; c < 2; ++c) {
+        const __m512i a = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(ql + 16 * c)));
+        const __m512i bb = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(ql + 32 + 16 * c)));
+        const __m512i h = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(qh + 16 * c)));
+        const __m512i q[4] = {
+            _mm512_or_si512(_mm512_and_si512(a, low4), _mm512_slli_epi32(_mm512_and_si512(h, three), 4)),
+            _mm512_or_si512(_mm512_and_si512(bb, low4),
+                            _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 2), three), 4)),
+            _mm512_or_si512(_mm512_srli_epi32(a, 4),
+                            _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 4), three), 4)),
+            _mm512_or_si512(_mm512_srli_epi32(bb, 4), _mm512_slli_epi32(_mm512_srli_epi32(h, 6), 4))};
+        for (int t = 0; t < 4; ++t) {
+          const __m512 s = _mm512_set1_ps(d * (float)sc[c + 2 * t]);
+          const __m512 qf = _mm512_cvtepi32_ps(_mm512_sub_epi32(q[t], bias));
+          FEED(_mm512_mul_ps(s, qf), 256 * b + 128 * n + 32 * t + 16 * c, t);
+        }
+      }
+  }
+}
+
+/* Formats without a fused kernel: a chunk at a time through an L1 buffer. */
+static ALWAYS_INLINE void buffered_row(dot_acc* acc, int64_t format, const uint8_t* wrow, int64_t k,
+                                       const float* const* x, int mr) {
+  _Alignas(64) float buf[CHUNK];
+  const int64_t be = linnet_storage_block_elements[format], bb = linnet_storage_block_bytes[format];
+  for (int64_t k0 = 0; k0 < k; k0 += CHUNK) {
+    const int64_t len = min64(CHUNK, k - k0);
+    dequantize(format, wrow + k0 / be * bb, len, buf);
+    const float* xk[DECODE_ROWS];
+    for (int r = 0; r < mr; ++r) xk[r] = x[r] + k0;
+    dot_chunk(acc, buf, xk, len, mr);
+  }
+}
+
 static ALWAYS_INLINE void decode_row(int64_t format, const uint8_t* wrow, int64_t k, const float* const* x,
                                      float* const* out, int mr) {
   dot_acc acc;
   for (int r = 0; r < DECODE_ROWS; ++r)
     for (int u = 0; u < 4; ++u) acc.v[r][u] = _mm512_setzero_ps();
-  _Alignas(64) float buf[CHUNK];
-  const int64_t be = linnet_storage_block_elements[format], bb = linnet_storage_block_bytes[format];
-  for (int64_t k0 = 0; k0 < k; k0 += CHUNK) {
-    const int64_t len = min64(CHUNK, k - k0);
-    const float* w = buf;
-    if (format == LINNET_STORAGE_F32)
-      w = (const float*)(wrow + 4 * k0); /* read in place: loadu needs no alignment */
-    else
-      dequantize(format, wrow + k0 / be * bb, len, buf);
-    const float* xk[DECODE_ROWS];
-    for (int r = 0; r < mr; ++r) xk[r] = x[r] + k0;
-    dot_chunk(&acc, w, xk, len, mr);
+  const int64_t nb = k / linnet_storage_block_elements[format];
+  switch (format) {
+    case LINNET_STORAGE_F32: dot_chunk(&acc, (const float*)wrow, x, k, mr); break; /* loadu: no alignment */
+    case LINNET_STORAGE_Q8_0: fused_q8_0(&acc, wrow, nb, x, mr); break;
+    case LINNET_STORAGE_Q4_0: fused_q4_0(&acc, wrow, nb, x, mr); break;
+    case LINNET_STORAGE_Q4_1: fused_q4_1(&acc, wrow, nb, x, mr); break;
+    case LINNET_STORAGE_Q4_K: fused_q4_k(&acc, wrow, nb, x, mr); break;
+    case LINNET_STORAGE_Q6_K: fused_q6_k(&acc, wrow, nb, x, mr); break;
+    default: buffered_row(&acc, format, wrow, k, x, mr); break;
   }
   for (int r = 0; r < mr; ++r) {
     __m512 s = _mm512_add_ps(_mm512_add_ps(acc.v[r][0], acc.v[r][1]), _mm512_add_ps(acc.v[r][2], acc.v[r][3]));
@@ -466,17 +579,58 @@ static void matmul_decode(const product* p) {
 
 /* ---- prefill path ------------------------------------------------------ */
 
+#ifdef __AVX512F__
+
+/* pack[c * NR + 0..15] = column c of the 16 x 16 tile rows[0..15][k0 + c]. */
+static ALWAYS_INLINE void transpose16(const float (*rows)[KC], int64_t k0, float* pack) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 8; ++i) {
+    const __m512 a = _mm512_load_ps(rows[2 * i] + k0), b = _mm512_load_ps(rows[2 * i + 1] + k0);
+    t[2 * i] = _mm512_unpacklo_ps(a, b);
+    t[2 * i + 1] = _mm512_unpackhi_ps(a, b);
+  }
+  /* u[4i + c], 128-bit lane L: rows 4i..4i+3 of column 4L + c. */
+  for (int i = 0; i < 4; ++i) {
+    const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 2]);
+    const __m512d c = _mm512_castps_pd(t[4 * i + 1]), d = _mm512_castps_pd(t[4 * i + 3]);
+    u[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+    u[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+    u[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+    u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+  }
+  for (int c = 0; c < 4; ++c) {
+    const __m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88), v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);
+    const __m512 w0 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
+    const __m512 w1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xDD);
+    _mm512_store_ps(pack + (0 + c) * NR, _mm512_shuffle_f32x4(v0, w0, 0x88));
+    _mm512_store_ps(pack + (8 + c) * NR, _mm512_shuffle_f32x4(v0, w0, 0xDD));
+    _mm512_store_ps(pack + (4 + c) * NR, _mm512_shuffle_f32x4(v1, w1, 0x88));
+    _mm512_store_ps(pack + (12 + c) * NR, _mm512_shuffle_f32x4(v1, w1, 0xDD));
+  }
+}
+
+#endif
+
 /* Dequantizes columns [k0, k0+kl) of rows n0 .. n0+nr-1 into pack[kk][j]
- * (K-major, NR wide; columns j >= nr are zero). */
+ * (K-major, NR wide; columns j >= nr are zero), 16 rows at a time. */
 static void pack_panel(const product* p, int64_t n0, int nr, int64_t k0, int64_t kl, float* pack) {
   const int64_t be = linnet_storage_block_elements[p->format], bb = linnet_storage_block_bytes[p->format];
-  _Alignas(64) float row[KC];
-  for (int j = 0; j < nr; ++j) {
-    dequantize(p->format, p->w + (n0 + j) * p->ldw + k0 / be * bb, kl, row);
-    for (int64_t kk = 0; kk < kl; ++kk) pack[kk * NR + j] = row[kk];
+  _Alignas(64) float rows[16][KC];
+  for (int g = 0; g < NR; g += 16) {
+    const int here = nr - g < 0 ? 0 : nr - g > 16 ? 16 : nr - g;
+    if (here == 0) {
+      for (int64_t kk = 0; kk < kl; ++kk) memset(pack + kk * NR + g, 0, 16 * sizeof(float));
+      continue;
+    }
+    for (int j = 0; j < here; ++j) dequantize(p->format, p->w + (n0 + g + j) * p->ldw + k0 / be * bb, kl, rows[j]);
+    for (int j = here; j < 16; ++j) memset(rows[j], 0, (size_t)kl * sizeof(float));
+    int64_t kk = 0;
+#ifdef __AVX512F__
+    for (; kk + 16 <= kl; kk += 16) transpose16((const float (*)[KC])rows, kk, pack + kk * NR + g);
+#endif
+    for (; kk < kl; ++kk)
+      for (int j = 0; j < 16; ++j) pack[kk * NR + g + j] = rows[j][kk];
   }
-  for (int j = nr; j < NR; ++j)
-    for (int64_t kk = 0; kk < kl; ++kk) pack[kk * NR + j] = 0.0f;
 }
 
 #ifdef __AVX512F__
@@ -534,11 +688,19 @@ static void micro_tile_part(const float* pack, int64_t kl, const float* x, int64
   micro_tile(pack, kl, x, ldx, out, ldo, mr, nr, first);
 }
 
+/* K in equal slices of at most KC, each a multiple of 256 (so of every
+ * block) but the last: fewer passes over out than fixed KC-slices. */
+static int64_t slice_length(int64_t k) {
+  const int64_t slices = (k + KC - 1) / KC;
+  return min64(KC, ((k + slices - 1) / slices + 255) / 256 * 256);
+}
+
 static void prefill_panel(const product* p, int64_t n0) {
   _Alignas(64) float pack[KC * NR];
   const int nr = (int)min64(NR, p->n - n0);
-  for (int64_t k0 = 0; k0 < p->k; k0 += KC) {
-    const int64_t kl = min64(KC, p->k - k0);
+  const int64_t kc = slice_length(p->k);
+  for (int64_t k0 = 0; k0 < p->k; k0 += kc) {
+    const int64_t kl = min64(kc, p->k - k0);
     pack_panel(p, n0, nr, k0, kl, pack);
     for (int64_t m0 = 0; m0 < p->m; m0 += MR) {
       const float* x = p->x + m0 * p->ldx + k0;
