@@ -52,7 +52,7 @@
 #define CHUNK 256
 #define DECODE_ROWS 4
 #ifndef LINNET_KERNELS_DECODE_MAX_M
-#define LINNET_KERNELS_DECODE_MAX_M 4
+#define LINNET_KERNELS_DECODE_MAX_M 6
 #endif
 /* Prefill path: panels of NR rows of W, up to KC columns of K at a time
  * (the [KC][NR] f32 scratch, 128 KiB, stays in L2; fewer K-slices mean
@@ -359,27 +359,39 @@ typedef struct {
 
 #ifdef __AVX512F__
 
-typedef struct {
-  __m512 v[DECODE_ROWS][4]; /* 4 independent sums per row of x: hides FMA latency */
-} dot_acc;
+/* 4 independent sums per row of x (hides FMA latency). Each kernel keeps
+ * its own, indexed by constants only, so that they stay in registers. */
+typedef __m512 dot_acc[DECODE_ROWS][4];
 
-static ALWAYS_INLINE void dot_chunk(dot_acc* acc, const float* w, const float* const* x, int64_t len, int mr) {
+static ALWAYS_INLINE void acc_zero(dot_acc acc) {
+  for (int r = 0; r < DECODE_ROWS; ++r)
+    for (int u = 0; u < 4; ++u) acc[r][u] = _mm512_setzero_ps();
+}
+
+static ALWAYS_INLINE void acc_finish(dot_acc acc, int mr, float* const* out) {
+  for (int r = 0; r < mr; ++r) {
+    const __m512 s = _mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_add_ps(acc[r][2], acc[r][3]));
+    *out[r] = _mm512_reduce_add_ps(s);
+  }
+}
+
+static ALWAYS_INLINE void dot_chunk(dot_acc acc, const float* w, const float* const* x, int64_t len, int mr) {
   int64_t j = 0;
   for (; j + 64 <= len; j += 64)
     for (int u = 0; u < 4; ++u) {
       const __m512 wv = _mm512_loadu_ps(w + j + 16 * u);
       for (int r = 0; r < mr; ++r)
-        acc->v[r][u] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x[r] + j + 16 * u), acc->v[r][u]);
+        acc[r][u] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x[r] + j + 16 * u), acc[r][u]);
     }
   for (; j + 16 <= len; j += 16) {
     const __m512 wv = _mm512_loadu_ps(w + j);
-    for (int r = 0; r < mr; ++r) acc->v[r][0] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x[r] + j), acc->v[r][0]);
+    for (int r = 0; r < mr; ++r) acc[r][0] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x[r] + j), acc[r][0]);
   }
   if (j < len) {
     const __mmask16 mask = (__mmask16)((1u << (len - j)) - 1);
     const __m512 wv = _mm512_maskz_loadu_ps(mask, w + j);
     for (int r = 0; r < mr; ++r)
-      acc->v[r][1] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(mask, x[r] + j), acc->v[r][1]);
+      acc[r][1] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(mask, x[r] + j), acc[r][1]);
   }
 }
 
@@ -389,45 +401,62 @@ static ALWAYS_INLINE void dot_chunk(dot_acc* acc, const float* w, const float* c
   do {                                                                                  \
     const __m512 w_ = (wv);                                                             \
     for (int r = 0; r < mr; ++r)                                                        \
-      acc->v[r][u] = _mm512_fmadd_ps(w_, _mm512_loadu_ps(x[r] + (koff)), acc->v[r][u]); \
+      acc[r][u] = _mm512_fmadd_ps(w_, _mm512_loadu_ps(x[r] + (koff)), acc[r][u]);      \
   } while (0)
 
-static ALWAYS_INLINE void fused_q8_0(dot_acc* acc, const uint8_t* w, int64_t nb, const float* const* x, int mr) {
-  for (int64_t b = 0; b < nb; ++b, w += 34) {
-    const __m512 d = f16_bcast(w);
-    const int u = 2 * (int)(b & 1);
-    FEED(_mm512_mul_ps(bytes_i8_ps(w + 2), d), 32 * b, u);
-    FEED(_mm512_mul_ps(bytes_i8_ps(w + 18), d), 32 * b + 16, u + 1);
-  }
+/* One block of a 32-value format into accumulators u, u + 1 (u constant). */
+static ALWAYS_INLINE void block_q8_0(dot_acc acc, const uint8_t* w, int64_t k0, const float* const* x, int mr,
+                                     int u) {
+  const __m512 d = f16_bcast(w);
+  FEED(_mm512_mul_ps(bytes_i8_ps(w + 2), d), k0, u);
+  FEED(_mm512_mul_ps(bytes_i8_ps(w + 18), d), k0 + 16, u + 1);
 }
 
-static ALWAYS_INLINE void fused_q4_0(dot_acc* acc, const uint8_t* w, int64_t nb, const float* const* x, int mr) {
+static ALWAYS_INLINE void block_q4_0(dot_acc acc, const uint8_t* w, int64_t k0, const float* const* x, int mr,
+                                     int u) {
   const __m512i low4 = _mm512_set1_epi32(0xF), eight = _mm512_set1_epi32(8);
-  for (int64_t b = 0; b < nb; ++b, w += 18) {
-    const __m512 d = f16_bcast(w);
-    const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(w + 2)));
-    const __m512 lo = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_and_si512(q, low4), eight));
-    const __m512 hi = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(q, 4), eight));
-    const int u = 2 * (int)(b & 1);
-    FEED(_mm512_mul_ps(lo, d), 32 * b, u);
-    FEED(_mm512_mul_ps(hi, d), 32 * b + 16, u + 1);
-  }
+  const __m512 d = f16_bcast(w);
+  const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(w + 2)));
+  const __m512 lo = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_and_si512(q, low4), eight));
+  const __m512 hi = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(q, 4), eight));
+  FEED(_mm512_mul_ps(lo, d), k0, u);
+  FEED(_mm512_mul_ps(hi, d), k0 + 16, u + 1);
 }
 
-static ALWAYS_INLINE void fused_q4_1(dot_acc* acc, const uint8_t* w, int64_t nb, const float* const* x, int mr) {
+static ALWAYS_INLINE void block_q4_1(dot_acc acc, const uint8_t* w, int64_t k0, const float* const* x, int mr,
+                                     int u) {
   const __m512i low4 = _mm512_set1_epi32(0xF);
-  for (int64_t b = 0; b < nb; ++b, w += 20) {
-    const __m512 d = f16_bcast(w), m = f16_bcast(w + 2);
-    const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(w + 4)));
-    const __m512 lo = _mm512_cvtepi32_ps(_mm512_and_si512(q, low4));
-    const __m512 hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(q, 4));
-    const int u = 2 * (int)(b & 1);
-    FEED(_mm512_add_ps(_mm512_mul_ps(lo, d), m), 32 * b, u);
-    FEED(_mm512_add_ps(_mm512_mul_ps(hi, d), m), 32 * b + 16, u + 1);
-  }
+  const __m512 d = f16_bcast(w), m = f16_bcast(w + 2);
+  const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(w + 4)));
+  const __m512 lo = _mm512_cvtepi32_ps(_mm512_and_si512(q, low4));
+  const __m512 hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(q, 4));
+  FEED(_mm512_add_ps(_mm512_mul_ps(lo, d), m), k0, u);
+  FEED(_mm512_add_ps(_mm512_mul_ps(hi, d), m), k0 + 16, u + 1);
 }
 
-static ALWAYS_INLINE void fused_q4_k(dot_acc* acc, const uint8_t* w, int64_t nb, const float* const* x, int mr) {
+/* Blocks in pairs, so that each has its own accumulators. */
+#define FUSED_32(name, bytes)                                                                                \
+  static ALWAYS_INLINE void fused_##name(const uint8_t* w, int64_t nb, const float* const* x, int mr,       \
+                                         float* const* out) {                                              \
+    dot_acc acc;                                                                                           \
+    acc_zero(acc);                                                                                         \
+    int64_t b = 0;                                                                                         \
+    for (; b + 2 <= nb; b += 2) {                                                                          \
+      block_##name(acc, w + b * (bytes), 32 * b, x, mr, 0);                                                \
+      block_##name(acc, w + (b + 1) * (bytes), 32 * b + 32, x, mr, 2);                                     \
+    }                                                                                                      \
+    if (b < nb) block_##name(acc, w + b * (bytes), 32 * b, x, mr, 0);                                       \
+    acc_finish(acc, mr, out);                                                                              \
+  }
+FUSED_32(q8_0, 34)
+FUSED_32(q4_0, 18)
+FUSED_32(q4_1, 20)
+#undef FUSED_32
+
+static ALWAYS_INLINE void fused_q4_k(const uint8_t* w, int64_t nb, const float* const* x, int mr,
+                                     float* const* out) {
+  dot_acc acc;
+  acc_zero(acc);
   const __m512i low4 = _mm512_set1_epi32(0xF);
   for (int64_t b = 0; b < nb; ++b, w += 144) {
     float ds[8], ms[8];
@@ -446,9 +475,13 @@ static ALWAYS_INLINE void fused_q4_k(dot_acc* acc, const uint8_t* w, int64_t nb,
       }
     }
   }
+  acc_finish(acc, mr, out);
 }
 
-static ALWAYS_INLINE void fused_q6_k(dot_acc* acc, const uint8_t* w, int64_t nb, const float* const* x, int mr) {
+static ALWAYS_INLINE void fused_q6_k(const uint8_t* w, int64_t nb, const float* const* x, int mr,
+                                     float* const* out) {
+  dot_acc acc;
+  acc_zero(acc);
   const __m512i low4 = _mm512_set1_epi32(0xF), three = _mm512_set1_epi32(3), bias = _mm512_set1_epi32(32);
   for (int64_t b = 0; b < nb; ++b, w += 210) {
     const uint8_t* ql = w;
@@ -474,11 +507,22 @@ static ALWAYS_INLINE void fused_q6_k(dot_acc* acc, const uint8_t* w, int64_t nb,
         }
       }
   }
+  acc_finish(acc, mr, out);
 }
 
 /* Formats without a fused kernel: a chunk at a time through an L1 buffer. */
-static ALWAYS_INLINE void buffered_row(dot_acc* acc, int64_t format, const uint8_t* wrow, int64_t k,
-                                       const float* const* x, int mr) {
+static ALWAYS_INLINE void f32_row(const float* w, int64_t k, const float* const* x, int mr, float* const* out) {
+  dot_acc acc;
+  acc_zero(acc);
+  dot_chunk(acc, w, x, k, mr);
+  acc_finish(acc, mr, out);
+}
+
+/* Formats without a fused kernel: a chunk at a time through an L1 buffer. */
+static ALWAYS_INLINE void buffered_row(int64_t format, const uint8_t* wrow, int64_t k, const float* const* x, int mr,
+                                       float* const* out) {
+  dot_acc acc;
+  acc_zero(acc);
   _Alignas(64) float buf[CHUNK];
   const int64_t be = linnet_storage_block_elements[format], bb = linnet_storage_block_bytes[format];
   for (int64_t k0 = 0; k0 < k; k0 += CHUNK) {
@@ -488,26 +532,20 @@ static ALWAYS_INLINE void buffered_row(dot_acc* acc, int64_t format, const uint8
     for (int r = 0; r < mr; ++r) xk[r] = x[r] + k0;
     dot_chunk(acc, buf, xk, len, mr);
   }
+  acc_finish(acc, mr, out);
 }
 
 static ALWAYS_INLINE void decode_row(int64_t format, const uint8_t* wrow, int64_t k, const float* const* x,
                                      float* const* out, int mr) {
-  dot_acc acc;
-  for (int r = 0; r < DECODE_ROWS; ++r)
-    for (int u = 0; u < 4; ++u) acc.v[r][u] = _mm512_setzero_ps();
   const int64_t nb = k / linnet_storage_block_elements[format];
   switch (format) {
-    case LINNET_STORAGE_F32: dot_chunk(&acc, (const float*)wrow, x, k, mr); break; /* loadu: no alignment */
-    case LINNET_STORAGE_Q8_0: fused_q8_0(&acc, wrow, nb, x, mr); break;
-    case LINNET_STORAGE_Q4_0: fused_q4_0(&acc, wrow, nb, x, mr); break;
-    case LINNET_STORAGE_Q4_1: fused_q4_1(&acc, wrow, nb, x, mr); break;
-    case LINNET_STORAGE_Q4_K: fused_q4_k(&acc, wrow, nb, x, mr); break;
-    case LINNET_STORAGE_Q6_K: fused_q6_k(&acc, wrow, nb, x, mr); break;
-    default: buffered_row(&acc, format, wrow, k, x, mr); break;
-  }
-  for (int r = 0; r < mr; ++r) {
-    __m512 s = _mm512_add_ps(_mm512_add_ps(acc.v[r][0], acc.v[r][1]), _mm512_add_ps(acc.v[r][2], acc.v[r][3]));
-    *out[r] = _mm512_reduce_add_ps(s);
+    case LINNET_STORAGE_F32: f32_row((const float*)wrow, k, x, mr, out); break; /* loadu: no alignment */
+    case LINNET_STORAGE_Q8_0: fused_q8_0(wrow, nb, x, mr, out); break;
+    case LINNET_STORAGE_Q4_0: fused_q4_0(wrow, nb, x, mr, out); break;
+    case LINNET_STORAGE_Q4_1: fused_q4_1(wrow, nb, x, mr, out); break;
+    case LINNET_STORAGE_Q4_K: fused_q4_k(wrow, nb, x, mr, out); break;
+    case LINNET_STORAGE_Q6_K: fused_q6_k(wrow, nb, x, mr, out); break;
+    default: buffered_row(format, wrow, k, x, mr, out); break;
   }
 }
 
