@@ -204,6 +204,31 @@ static ALWAYS_INLINE __m512 f16_bcast(const uint8_t* p) {
   return _mm512_cvtph_ps(_mm256_set1_epi16((short)load_u16(p)));
 }
 
+/* 4-bit formats: a sub-block's 16 possible values, computed once with the
+ * same operations as each value (so bitwise the same), then looked up per
+ * value by one permute instead of a convert, a multiply and an add. */
+static ALWAYS_INLINE __m512 nibble_values(void) {
+  return _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+static ALWAYS_INLINE __m512 lookup(__m512 table, __m512i nibbles) { return _mm512_permutexvar_ps(nibbles, table); }
+
+/* k4_scales with vector ops: the 12 packed bytes unpacked as four 32-bit
+ * words (4 scales or 4 mins each), then d * scale and min * m in one
+ * multiply; dsms[0..7] = d * scale, dsms[8..15] = min * m. */
+static ALWAYS_INLINE void k4_scales_v(const uint8_t* x, float* dsms) {
+  uint32_t u[3], w[4];
+  memcpy(u, x + 4, 12);
+  w[0] = u[0] & 0x3f3f3f3fu;                                              /* scales 0-3 */
+  w[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);      /* scales 4-7 */
+  w[2] = u[1] & 0x3f3f3f3fu;                                              /* mins 0-3 */
+  w[3] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4); /* mins 4-7 */
+  const __m512 sm = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)w)));
+  const __m512 dm = _mm512_cvtph_ps(_mm256_set1_epi32((int)(load_u16(x) | ((uint32_t)load_u16(x + 2) << 16))));
+  /* dm holds d, min alternately; spread them to 8 lanes each */
+  const __m512 spread = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), dm);
+  _mm512_storeu_ps(dsms, _mm512_mul_ps(spread, sm));
+}
+
 static ALWAYS_INLINE __m512 bytes_i8_ps(const uint8_t* p) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)p)));
 }
@@ -414,24 +439,18 @@ static ALWAYS_INLINE void block_q8_0(dot_acc acc, const uint8_t* w, int64_t k0, 
 
 static ALWAYS_INLINE void block_q4_0(dot_acc acc, const uint8_t* w, int64_t k0, const float* const* x, int mr,
                                      int u) {
-  const __m512i low4 = _mm512_set1_epi32(0xF), eight = _mm512_set1_epi32(8);
-  const __m512 d = f16_bcast(w);
+  const __m512 t = _mm512_mul_ps(_mm512_sub_ps(nibble_values(), _mm512_set1_ps(8)), f16_bcast(w)); /* (q-8)*d */
   const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(w + 2)));
-  const __m512 lo = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_and_si512(q, low4), eight));
-  const __m512 hi = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(q, 4), eight));
-  FEED(_mm512_mul_ps(lo, d), k0, u);
-  FEED(_mm512_mul_ps(hi, d), k0 + 16, u + 1);
+  FEED(lookup(t, q), k0, u); /* vpermps reads the low 4 bits of each index */
+  FEED(lookup(t, _mm512_srli_epi32(q, 4)), k0 + 16, u + 1);
 }
 
 static ALWAYS_INLINE void block_q4_1(dot_acc acc, const uint8_t* w, int64_t k0, const float* const* x, int mr,
                                      int u) {
-  const __m512i low4 = _mm512_set1_epi32(0xF);
-  const __m512 d = f16_bcast(w), m = f16_bcast(w + 2);
+  const __m512 t = _mm512_add_ps(_mm512_mul_ps(nibble_values(), f16_bcast(w)), f16_bcast(w + 2)); /* q*d + m */
   const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(w + 4)));
-  const __m512 lo = _mm512_cvtepi32_ps(_mm512_and_si512(q, low4));
-  const __m512 hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(q, 4));
-  FEED(_mm512_add_ps(_mm512_mul_ps(lo, d), m), k0, u);
-  FEED(_mm512_add_ps(_mm512_mul_ps(hi, d), m), k0 + 16, u + 1);
+  FEED(lookup(t, q), k0, u);
+  FEED(lookup(t, _mm512_srli_epi32(q, 4)), k0 + 16, u + 1);
 }
 
 /* Blocks in pairs, so that each has its own accumulators. */
@@ -457,21 +476,21 @@ static ALWAYS_INLINE void fused_q4_k(const uint8_t* w, int64_t nb, const float* 
                                      float* const* out) {
   dot_acc acc;
   acc_zero(acc);
-  const __m512i low4 = _mm512_set1_epi32(0xF);
   for (int64_t b = 0; b < nb; ++b, w += 144) {
-    float ds[8], ms[8];
-    k4_scales(w, ds, ms);
+    _Alignas(64) float dsms[16];
+    k4_scales_v(w, dsms);
     const uint8_t* q = w + 16;
     for (int j = 0; j < 4; ++j, q += 32) {
-      const __m512 d1 = _mm512_set1_ps(ds[2 * j]), m1 = _mm512_set1_ps(ms[2 * j]);
-      const __m512 d2 = _mm512_set1_ps(ds[2 * j + 1]), m2 = _mm512_set1_ps(ms[2 * j + 1]);
+      /* d1 * q - m1 for every q, as the reference computes it */
+      const __m512 t1 = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(dsms[2 * j]), nibble_values()),
+                                      _mm512_set1_ps(dsms[8 + 2 * j]));
+      const __m512 t2 = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(dsms[2 * j + 1]), nibble_values()),
+                                      _mm512_set1_ps(dsms[8 + 2 * j + 1]));
       const int64_t k0 = 256 * b + 64 * j;
       for (int h = 0; h < 2; ++h) {
         const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(q + 16 * h)));
-        const __m512 lo = _mm512_cvtepi32_ps(_mm512_and_si512(v, low4));
-        const __m512 hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
-        FEED(_mm512_sub_ps(_mm512_mul_ps(d1, lo), m1), k0 + 16 * h, h);
-        FEED(_mm512_sub_ps(_mm512_mul_ps(d2, hi), m2), k0 + 32 + 16 * h, 2 + h);
+        FEED(lookup(t1, v), k0 + 16 * h, h);
+        FEED(lookup(t2, _mm512_srli_epi32(v, 4)), k0 + 32 + 16 * h, 2 + h);
       }
     }
   }
@@ -486,8 +505,9 @@ static ALWAYS_INLINE void fused_q6_k(const uint8_t* w, int64_t nb, const float* 
   for (int64_t b = 0; b < nb; ++b, w += 210) {
     const uint8_t* ql = w;
     const uint8_t* qh = w + 128;
-    const int8_t* sc = (const int8_t*)(w + 192);
-    const float d = f16_at(w + 208);
+    _Alignas(64) float scales[16]; /* d * scale, for each 16 values */
+    _mm512_store_ps(scales, _mm512_mul_ps(f16_bcast(w + 208), bytes_i8_ps(w + 192)));
+    const float* sc = scales;
     for (int n = 0; n < 2; ++n, ql += 64, qh += 32, sc += 8)
       for (int c = 0; c < 2; ++c) {
         const __m512i a = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(ql + 16 * c)));
@@ -501,7 +521,7 @@ static ALWAYS_INLINE void fused_q6_k(const uint8_t* w, int64_t nb, const float* 
                             _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 4), three), 4)),
             _mm512_or_si512(_mm512_srli_epi32(bb, 4), _mm512_slli_epi32(_mm512_srli_epi32(h, 6), 4))};
         for (int t = 0; t < 4; ++t) {
-          const __m512 s = _mm512_set1_ps(d * (float)sc[c + 2 * t]);
+          const __m512 s = _mm512_set1_ps(sc[c + 2 * t]);
           const __m512 qf = _mm512_cvtepi32_ps(_mm512_sub_epi32(q[t], bias));
           FEED(_mm512_mul_ps(s, qf), 256 * b + 128 * n + 32 * t + 16 * c, t);
         }
