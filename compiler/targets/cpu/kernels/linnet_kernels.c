@@ -555,17 +555,47 @@ static ALWAYS_INLINE void buffered_row(int64_t format, const uint8_t* wrow, int6
   acc_finish(acc, mr, out);
 }
 
-static ALWAYS_INLINE void decode_row(int64_t format, const uint8_t* wrow, int64_t k, const float* const* x,
-                                     float* const* out, int mr) {
-  const int64_t nb = k / linnet_storage_block_elements[format];
-  switch (format) {
-    case LINNET_STORAGE_F32: f32_row((const float*)wrow, k, x, mr, out); break; /* loadu: no alignment */
-    case LINNET_STORAGE_Q8_0: fused_q8_0(wrow, nb, x, mr, out); break;
-    case LINNET_STORAGE_Q4_0: fused_q4_0(wrow, nb, x, mr, out); break;
-    case LINNET_STORAGE_Q4_1: fused_q4_1(wrow, nb, x, mr, out); break;
-    case LINNET_STORAGE_Q4_K: fused_q4_k(wrow, nb, x, mr, out); break;
-    case LINNET_STORAGE_Q6_K: fused_q6_k(wrow, nb, x, mr, out); break;
-    default: buffered_row(format, wrow, k, x, mr, out); break;
+/* Rows [n0, n1) of W against every row of x, DECODE_ROWS rows of x at a
+ * time, with one loop per format and row count so that each inner loop is
+ * compiled for its own constants. */
+#define DECODE_LOOP(call)                                                         \
+  for (int64_t n = n0; n < n1; ++n) {                                             \
+    const uint8_t* wrow = p->w + n * p->ldw;                                      \
+    for (int64_t m0 = 0; m0 < p->m; m0 += DECODE_ROWS) {                          \
+      const int mr = (int)min64(DECODE_ROWS, p->m - m0);                          \
+      const float* x[DECODE_ROWS];                                                \
+      float* o[DECODE_ROWS];                                                      \
+      for (int r = 0; r < mr; ++r) {                                              \
+        x[r] = p->x + (m0 + r) * p->ldx;                                          \
+        o[r] = p->out + (m0 + r) * p->ldo + n;                                    \
+      }                                                                           \
+      switch (mr) {                                                               \
+        case 1: call(1); break;                                                   \
+        case 2: call(2); break;                                                   \
+        case 3: call(3); break;                                                   \
+        default: call(4); break;                                                  \
+      }                                                                           \
+    }                                                                             \
+  }
+
+#define CALL_F32(r) f32_row((const float*)wrow, p->k, x, r, o) /* loadu: no alignment needed */
+#define CALL_Q8_0(r) fused_q8_0(wrow, nb, x, r, o)
+#define CALL_Q4_0(r) fused_q4_0(wrow, nb, x, r, o)
+#define CALL_Q4_1(r) fused_q4_1(wrow, nb, x, r, o)
+#define CALL_Q4_K(r) fused_q4_k(wrow, nb, x, r, o)
+#define CALL_Q6_K(r) fused_q6_k(wrow, nb, x, r, o)
+#define CALL_BUFFERED(r) buffered_row(p->format, wrow, p->k, x, r, o)
+
+static void decode_rows(const product* p, int64_t n0, int64_t n1) {
+  const int64_t nb = p->k / linnet_storage_block_elements[p->format];
+  switch (p->format) {
+    case LINNET_STORAGE_F32: DECODE_LOOP(CALL_F32); break;
+    case LINNET_STORAGE_Q8_0: DECODE_LOOP(CALL_Q8_0); break;
+    case LINNET_STORAGE_Q4_0: DECODE_LOOP(CALL_Q4_0); break;
+    case LINNET_STORAGE_Q4_1: DECODE_LOOP(CALL_Q4_1); break;
+    case LINNET_STORAGE_Q4_K: DECODE_LOOP(CALL_Q4_K); break;
+    case LINNET_STORAGE_Q6_K: DECODE_LOOP(CALL_Q6_K); break;
+    default: DECODE_LOOP(CALL_BUFFERED); break;
   }
 }
 
@@ -596,43 +626,29 @@ static ALWAYS_INLINE void decode_row(int64_t format, const uint8_t* wrow, int64_
   }
 }
 
-#endif
-
-/* One specialization per row count, so that the accumulators live in registers. */
-static void decode_row_1(int64_t f, const uint8_t* w, int64_t k, const float* const* x, float* const* o) {
-  decode_row(f, w, k, x, o, 1);
-}
-static void decode_row_2(int64_t f, const uint8_t* w, int64_t k, const float* const* x, float* const* o) {
-  decode_row(f, w, k, x, o, 2);
-}
-static void decode_row_3(int64_t f, const uint8_t* w, int64_t k, const float* const* x, float* const* o) {
-  decode_row(f, w, k, x, o, 3);
-}
-static void decode_row_4(int64_t f, const uint8_t* w, int64_t k, const float* const* x, float* const* o) {
-  decode_row(f, w, k, x, o, 4);
-}
-
-static void matmul_decode(const product* p) {
-  const product q = *p;
-#pragma omp parallel for schedule(static) if (q.n * q.k >= PARALLEL_MIN_WORK)
-  for (int64_t n = 0; n < q.n; ++n) {
-    const uint8_t* wrow = q.w + n * q.ldw;
-    for (int64_t m0 = 0; m0 < q.m; m0 += DECODE_ROWS) {
-      const int mr = (int)min64(DECODE_ROWS, q.m - m0);
+static void decode_rows(const product* p, int64_t n0, int64_t n1) {
+  for (int64_t n = n0; n < n1; ++n)
+    for (int64_t m0 = 0; m0 < p->m; m0 += DECODE_ROWS) {
+      const int mr = (int)min64(DECODE_ROWS, p->m - m0);
       const float* x[DECODE_ROWS];
       float* o[DECODE_ROWS];
       for (int r = 0; r < mr; ++r) {
-        x[r] = q.x + (m0 + r) * q.ldx;
-        o[r] = q.out + (m0 + r) * q.ldo + n;
+        x[r] = p->x + (m0 + r) * p->ldx;
+        o[r] = p->out + (m0 + r) * p->ldo + n;
       }
-      switch (mr) {
-        case 1: decode_row_1(q.format, wrow, q.k, x, o); break;
-        case 2: decode_row_2(q.format, wrow, q.k, x, o); break;
-        case 3: decode_row_3(q.format, wrow, q.k, x, o); break;
-        default: decode_row_4(q.format, wrow, q.k, x, o); break;
-      }
+      decode_row(p->format, p->w + n * p->ldw, p->k, x, o, mr);
     }
-  }
+}
+
+#endif
+
+/* Rows of W in groups of DECODE_GROUP, split statically over the threads. */
+#define DECODE_GROUP 16
+
+static void matmul_decode(const product* p) {
+  const int64_t groups = (p->n + DECODE_GROUP - 1) / DECODE_GROUP;
+#pragma omp parallel for schedule(static) if (p->n * p->k >= PARALLEL_MIN_WORK)
+  for (int64_t g = 0; g < groups; ++g) decode_rows(p, g * DECODE_GROUP, min64(p->n, (g + 1) * DECODE_GROUP));
 }
 
 /* ---- prefill path ------------------------------------------------------ */
