@@ -184,15 +184,15 @@ static void bench_table(void) {
 
 /* Decode against prefill for small M: where the threshold should be. */
 static void bench_threshold(void) {
-  const int64_t ms[] = {1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32};
+  const int64_t ms[] = {1, 2, 4, 6, 8, 12, 14, 15, 16, 20, 24, 32};
   const int64_t formats[] = {LINNET_STORAGE_F32, LINNET_STORAGE_Q8_0, LINNET_STORAGE_Q4_K};
   const int64_t n = 1536, k = 576;
   float* x = (float*)alloc64(sizeof(float) * 32 * k);
   float* out = (float*)alloc64(sizeof(float) * 32 * n);
   uint8_t* w = (uint8_t*)alloc64((size_t)(n * k * 4));
   for (int64_t i = 0; i < 32 * k; ++i) x[i] = (float)(i % 100) * 0.01f;
-  printf("N=%lld K=%lld: GFLOP/s of each path (2 threads, then 1)\n%-5s %4s %9s %9s %9s %9s\n", (long long)n,
-         (long long)k, "fmt", "M", "decode2", "prefill2", "decode1", "prefill1");
+  printf("N=%lld K=%lld: GFLOP/s of each path (2 threads, then 1; matmul takes decode for M <= %d)\n%-5s %4s %9s %9s %9s %9s\n", (long long)n,
+         (long long)k, LINNET_KERNELS_DECODE_MAX_M, "fmt", "M", "decode2", "prefill2", "decode1", "prefill1");
   for (size_t fi = 0; fi < 3; ++fi) {
     random_weights(formats[fi], w, n, k);
     for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; ++mi) {

@@ -52,7 +52,7 @@
 #define CHUNK 256
 #define DECODE_ROWS 4
 #ifndef LINNET_KERNELS_DECODE_MAX_M
-#define LINNET_KERNELS_DECODE_MAX_M 6
+#define LINNET_KERNELS_DECODE_MAX_M 15
 #endif
 /* Prefill path: panels of NR rows of W, up to KC columns of K at a time
  * (the [KC][NR] f32 scratch, 128 KiB, stays in L2; fewer K-slices mean
