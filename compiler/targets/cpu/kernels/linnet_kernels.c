@@ -1,15 +1,18 @@
 /* The CPU weight-product kernels (linnet_kernels.h has the ABI).
  *
  * Two paths for a product out = x . W^T:
- *  - decode (M <= DECODE_MAX_M): per row of W, each chunk of K is
- *    dequantized once into an L1 buffer and dotted with every row of x
- *    (up to DECODE_ROWS at a time); memory-bound, parallel over rows of W.
- *  - prefill: per panel of NR rows of W, each KC-slice of K is dequantized
- *    once into a K-major [KC][NR] scratch, then an MR x NR register-blocked
- *    micro-kernel runs over every row of x; parallel over panels.
+ *  - decode (M <= LINNET_KERNELS_DECODE_MAX_M): per row of W, a fused loop
+ *    dequantizes 16 values at a time in registers and feeds them to up to
+ *    DECODE_ROWS rows of x (formats without a fused loop go through an L1
+ *    buffer a CHUNK at a time); memory-bound, parallel over rows of W.
+ *  - prefill: per panel of NR rows of W, each K-slice (at most KC) is
+ *    dequantized once into a K-major [KC][NR] scratch on the stack, then an
+ *    MR x NR register-blocked micro-kernel runs over every row of x;
+ *    parallel over panels. Stack use: about 200 KiB per thread.
  * Either way one output element's sum depends only on (M, K), never on the
  * thread that computes it. AVX-512 intrinsics where __AVX512F__ is defined,
- * plain C otherwise.
+ * plain C otherwise. The path threshold and the tile sizes were chosen with
+ * bench/kernels.
  */
 
 /* Dequantization must round d*q and then +m on their own, as the C++ does. */
@@ -21,8 +24,8 @@
 
 #include "linnet_kernels.h"
 
-#include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifdef __AVX512F__
@@ -810,12 +813,12 @@ static void matmul(const product* p) {
 
 /* ---- descriptors: fast path on inner stride 1, else contiguous copies -- */
 
-#include <stdlib.h>
-
 static void* xmalloc(size_t bytes) { return malloc(bytes ? bytes : 1); }
 
-/* The matmul on descriptors: W row i at w_base + i*w_row bytes, byte j of it
- * at + j*w_col (w_col in bytes: 1 for packed rows, 4 for f32 ones). */
+/* The matmul on descriptors: W row i at w_base + i*w_row bytes, byte j of
+ * it at + j*w_col. Views with an inner stride other than 1 are copied to
+ * contiguous scratch (the slow path; if that allocation fails, nothing is
+ * written). */
 static void matmul_descriptors(linnet_memref2* x, const uint8_t* w_base, int64_t w_row, int64_t w_col,
                                linnet_memref2* out, int64_t format, int64_t k) {
   if (!format_known(format)) return;
@@ -833,7 +836,7 @@ static void matmul_descriptors(linnet_memref2* x, const uint8_t* w_base, int64_t
     p.ldx = x->strides[0];
   } else {
     xcopy = (float*)xmalloc((size_t)(m * k) * sizeof(float));
-    for (int64_t i = 0; i < m; ++i)
+    for (int64_t i = 0; xcopy && i < m; ++i)
       for (int64_t j = 0; j < k; ++j) xcopy[i * k + j] = xb[i * x->strides[0] + j * x->strides[1]];
     p.x = xcopy;
     p.ldx = k;
@@ -843,7 +846,7 @@ static void matmul_descriptors(linnet_memref2* x, const uint8_t* w_base, int64_t
     p.ldw = w_row;
   } else {
     wcopy = (uint8_t*)xmalloc((size_t)(n * rb));
-    for (int64_t i = 0; i < n; ++i)
+    for (int64_t i = 0; wcopy && i < n; ++i)
       for (int64_t j = 0; j < rb; ++j) wcopy[i * rb + j] = w_base[i * w_row + j * w_col];
     p.w = wcopy;
     p.ldw = rb;
@@ -857,10 +860,12 @@ static void matmul_descriptors(linnet_memref2* x, const uint8_t* w_base, int64_t
     p.out = ocopy;
     p.ldo = n;
   }
+  if ((p.x == NULL) | (p.w == NULL) | (p.out == NULL)) goto done;
   matmul(&p);
   if (ocopy)
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) ob[i * out->strides[0] + j * out->strides[1]] = ocopy[i * n + j];
+done:
   free(xcopy);
   free(wcopy);
   free(ocopy);
@@ -882,6 +887,7 @@ void KERNEL(_mlir_ciface_linnet_kernel_matmul_f32)(linnet_memref2* x, linnet_mem
   /* A strided f32 W: gather its rows into a contiguous copy. */
   const int64_t n = w->sizes[0];
   float* copy = (float*)xmalloc((size_t)(n * k) * sizeof(float));
+  if (copy == NULL) return;
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < k; ++j) copy[i * k + j] = wb[i * w->strides[0] + j * w->strides[1]];
   matmul_descriptors(x, (const uint8_t*)copy, k * 4, 1, out, LINNET_STORAGE_F32, k);
