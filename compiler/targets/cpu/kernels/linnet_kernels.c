@@ -403,14 +403,25 @@ static ALWAYS_INLINE void acc_finish(dot_acc acc, int mr, float* const* out) {
   }
 }
 
+/* Software prefetch PREFETCH_AHEAD bytes ahead of the weight stream: on
+ * top of the hardware's, it took a row-streaming f32 product from 29 to 42
+ * GB/s out of DRAM on one thread (and +10% from L3). One prefetch per 64
+ * bytes of [p, p + bytes), shifted ahead. */
+#define PREFETCH_AHEAD 4096
+static ALWAYS_INLINE void prefetch_ahead(const void* p, int bytes) {
+  for (int b = 0; b < bytes; b += 64) _mm_prefetch((const char*)p + PREFETCH_AHEAD + b, _MM_HINT_T0);
+}
+
 static ALWAYS_INLINE void dot_chunk(dot_acc acc, const float* w, const float* const* x, int64_t len, int mr) {
   int64_t j = 0;
-  for (; j + 64 <= len; j += 64)
+  for (; j + 64 <= len; j += 64) {
+    prefetch_ahead(w + j, 256);
     for (int u = 0; u < 4; ++u) {
       const __m512 wv = _mm512_loadu_ps(w + j + 16 * u);
       for (int r = 0; r < mr; ++r)
         acc[r][u] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x[r] + j + 16 * u), acc[r][u]);
     }
+  }
   for (; j + 16 <= len; j += 16) {
     const __m512 wv = _mm512_loadu_ps(w + j);
     for (int r = 0; r < mr; ++r) acc[r][0] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x[r] + j), acc[r][0]);
@@ -464,6 +475,7 @@ static ALWAYS_INLINE void block_q4_1(dot_acc acc, const uint8_t* w, int64_t k0, 
     acc_zero(acc);                                                                                         \
     int64_t b = 0;                                                                                         \
     for (; b + 2 <= nb; b += 2) {                                                                          \
+      prefetch_ahead(w + b * (bytes), 64);                                                                 \
       block_##name(acc, w + b * (bytes), 32 * b, x, mr, 0);                                                \
       block_##name(acc, w + (b + 1) * (bytes), 32 * b + 32, x, mr, 2);                                     \
     }                                                                                                      \
@@ -480,6 +492,7 @@ static ALWAYS_INLINE void fused_q4_k(const uint8_t* w, int64_t nb, const float* 
   dot_acc acc;
   acc_zero(acc);
   for (int64_t b = 0; b < nb; ++b, w += 144) {
+    prefetch_ahead(w, 144);
     _Alignas(64) float dsms[16];
     k4_scales_v(w, dsms);
     const uint8_t* q = w + 16;
@@ -506,6 +519,7 @@ static ALWAYS_INLINE void fused_q6_k(const uint8_t* w, int64_t nb, const float* 
   acc_zero(acc);
   const __m512i low4 = _mm512_set1_epi32(0xF), three = _mm512_set1_epi32(3), bias = _mm512_set1_epi32(32);
   for (int64_t b = 0; b < nb; ++b, w += 210) {
+    prefetch_ahead(w, 210);
     const uint8_t* ql = w;
     const uint8_t* qh = w + 128;
     _Alignas(64) float scales[16]; /* d * scale, for each 16 values */
