@@ -1,0 +1,227 @@
+/* Micro-benchmark of the CPU weight-product kernels
+ * (compiler/targets/cpu/kernels): GFLOP/s of the product for M x (N, K) x
+ * format on 1 and 2 threads, beside two bounds measured in the same run:
+ *  - the FMA peak: a tight loop of independent AVX-512 FMAs per thread;
+ *  - for M = 1, the read bandwidth bound: the time to read the weight's
+ *    bytes (the same buffer, the same split over threads).
+ * `bench threshold` compares the decode and prefill paths for small M.
+ * The kernel source is included so that both paths can be called directly.
+ * Build and run: bench/kernels/run.sh */
+#include "../../compiler/targets/cpu/kernels/linnet_kernels.c"
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* 64-byte aligned, as the compiled model's buffers are. */
+static void* alloc64(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* GFLOP/s of independent FMAs on `threads` threads (20 accumulators, enough
+ * to cover latency x throughput on current cores). */
+static double fma_peak(int threads) {
+  const long iters = 10000000; /* ~25 ms */
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    float sink = 0;
+    double t0 = now();
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+    {
+      __m512 a[20];
+      for (int i = 0; i < 20; ++i) a[i] = _mm512_set1_ps((float)i * 1e-3f);
+      const __m512 b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+      for (long it = 0; it < iters; ++it)
+        for (int i = 0; i < 20; ++i) {
+          a[i] = _mm512_fmadd_ps(a[i], b, c);
+          __asm__ volatile("" : "+v"(a[i])); /* keep each FMA */
+        }
+      __m512 s = a[0];
+      for (int i = 1; i < 20; ++i) s = _mm512_add_ps(s, a[i]);
+      sink += _mm512_reduce_add_ps(s);
+    }
+    double t = now() - t0;
+    double gflops = 2.0 * 16 * 20 * (double)iters * threads / t * 1e-9;
+    if (gflops > best) best = gflops;
+    if (sink == 12345.0f) printf(" ");
+  }
+  return best;
+}
+
+/* Seconds to read `bytes` of buf once, split over rows as the kernel splits
+ * them (static schedule over `rows` rows of `bytes / rows`). Best of reps. */
+static double read_time(const uint8_t* buf, int64_t rows, int64_t row_bytes, int threads) {
+  double best = 1e30;
+  for (int rep = 0; rep < 20; ++rep) {
+    __m512i acc = _mm512_setzero_si512();
+    double t0 = now();
+#pragma omp parallel num_threads(threads)
+    {
+      __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+      int nt = omp_get_num_threads(), id = omp_get_thread_num();
+      int64_t r0 = rows * id / nt, r1 = rows * (id + 1) / nt;
+      const uint8_t* p = buf + r0 * row_bytes;
+      int64_t n = (r1 - r0) * row_bytes, i = 0;
+      for (; i + 256 <= n; i += 256) {
+        a0 = _mm512_xor_si512(a0, _mm512_loadu_si512(p + i));
+        a1 = _mm512_xor_si512(a1, _mm512_loadu_si512(p + i + 64));
+        a2 = _mm512_xor_si512(a2, _mm512_loadu_si512(p + i + 128));
+        a3 = _mm512_xor_si512(a3, _mm512_loadu_si512(p + i + 192));
+      }
+      for (; i < n; ++i) a0 = _mm512_xor_si512(a0, _mm512_set1_epi8((char)p[i]));
+      a0 = _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3));
+#pragma omp critical
+      acc = _mm512_xor_si512(acc, a0);
+    }
+    double t = now() - t0;
+    if (t < best) best = t;
+    if (_mm512_reduce_add_epi32(acc) == 123456789) printf(" ");
+  }
+  return best;
+}
+
+static uint16_t f16_bits(float v) { /* rough f32 -> f16 for scales in range */
+  return (uint16_t)_cvtss_sh(v, 0);
+}
+
+/* Random valid rows: random bytes, every f16 scale finite and small. */
+static void random_weights(int64_t format, uint8_t* w, int64_t n, int64_t k) {
+  const int64_t rb = linnet_storage_row_bytes(format, k), bb = linnet_storage_block_bytes[format];
+  uint64_t s = 88172645463325252ull;
+  for (int64_t i = 0; i < n * rb; ++i) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    w[i] = (uint8_t)s;
+  }
+  for (int64_t b = 0; b < n * rb / bb; ++b) {
+    uint8_t* p = w + b * bb;
+    uint16_t h = f16_bits(0.01f);
+    switch (format) {
+      case LINNET_STORAGE_F32: { float v = (float)(p[0] % 200) * 0.01f - 1.0f; memcpy(p, &v, 4); break; }
+      case LINNET_STORAGE_F16: memcpy(p, &h, 2); break;
+      case LINNET_STORAGE_BF16: { uint16_t v = 0x3c00; memcpy(p, &v, 2); break; }
+      case LINNET_STORAGE_Q6_K: memcpy(p + 208, &h, 2); break;
+      default: memcpy(p, &h, 2); memcpy(p + 2, &h, 2); break;
+    }
+  }
+}
+
+typedef void (*path_fn)(const product*);
+
+/* Seconds per call of `fn` (best of calls within ~budget seconds, >= 3). */
+static double time_calls(path_fn fn, const product* p, double budget) {
+  fn(p); /* warm: caches, thread pool */
+  double best = 1e30, start = now();
+  for (int rep = 0; rep < 3 || (now() - start < budget && rep < 200); ++rep) {
+    double t0 = now();
+    fn(p);
+    double t = now() - t0;
+    if (t < best) best = t;
+  }
+  return best;
+}
+
+static const char* format_name(int64_t f) {
+  static const char* names[] = {
+#define STORAGE(Id, Name, BlockElements, BlockBytes) Name,
+#include "../../common/storage_formats.def"
+  };
+  return names[f];
+}
+
+static void setup(product* p, int64_t format, int64_t m, int64_t n, int64_t k, float* x, uint8_t* w, float* out) {
+  product q = {format, m, n, k, x, k, w, linnet_storage_row_bytes(format, k), out, n};
+  *p = q;
+}
+
+static void bench_table(void) {
+  const int64_t ms[] = {1, 16, 128, 512};
+  const int64_t nks[][2] = {{576, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
+  const int64_t formats[] = {LINNET_STORAGE_F32, LINNET_STORAGE_Q8_0, LINNET_STORAGE_Q4_1, LINNET_STORAGE_Q4_K,
+                             LINNET_STORAGE_Q6_K};
+  /* The machine may be shared: each row's bounds are measured right
+   * before it, under the same load, and the best seen is printed too. */
+  double best_peak[3] = {0, 0, 0};
+  printf("decode path for M <= %d; peak: this row's FMA peak on thr threads\n\n", LINNET_KERNELS_DECODE_MAX_M);
+  printf("%-5s %4s %6s %5s %3s | %9s %7s %7s | %8s %9s %7s\n", "fmt", "M", "N", "K", "thr", "GFLOP/s", "peak",
+         "ofPeak", "w GB/s", "bw GB/s", "ofBW");
+  const int64_t maxm = 512, maxn = 49152, maxk = 1536;
+  float* x = (float*)alloc64(sizeof(float) * maxm * maxk);
+  float* out = (float*)alloc64(sizeof(float) * maxm * maxn);
+  uint8_t* w = (uint8_t*)alloc64((size_t)(maxn * 576 * 4 + 4096));
+  for (int64_t i = 0; i < maxm * maxk; ++i) x[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
+  for (size_t fi = 0; fi < sizeof formats / sizeof formats[0]; ++fi)
+    for (size_t s = 0; s < 4; ++s) {
+      const int64_t n = nks[s][0], k = nks[s][1], f = formats[fi];
+      random_weights(f, w, n, k);
+      const int64_t rb = linnet_storage_row_bytes(f, k);
+      const double wbytes = (double)(n * rb);
+      for (size_t mi = 0; mi < 4; ++mi)
+        for (int t = 1; t <= 2; ++t) {
+          omp_set_num_threads(t);
+          const double peak = fma_peak(t);
+          if (peak > best_peak[t]) best_peak[t] = peak;
+          product p;
+          setup(&p, f, ms[mi], n, k, x, w, out);
+          const double secs = time_calls(matmul, &p, 0.15);
+          const double gflops = 2.0 * (double)(ms[mi] * n * k) / secs * 1e-9;
+          printf("%-5s %4lld %6lld %5lld %3d | %9.1f %7.0f %6.1f%% |", format_name(f), (long long)ms[mi],
+                 (long long)n, (long long)k, t, gflops, peak, 100 * gflops / peak);
+          if (ms[mi] == 1) {
+            const double rt = read_time(w, n, rb, t);
+            printf(" %8.1f %9.1f %6.1f%%", wbytes / secs * 1e-9, wbytes / rt * 1e-9, 100 * rt / secs);
+          }
+          printf("\n");
+          fflush(stdout);
+        }
+    }
+  printf("\nbest FMA peak seen: %.1f GFLOP/s on 1 thread, %.1f GFLOP/s on 2 threads\n", best_peak[1],
+         best_peak[2]);
+  free(x);
+  free(out);
+  free(w);
+}
+
+/* Decode against prefill for small M: where the threshold should be. */
+static void bench_threshold(void) {
+  const int64_t ms[] = {1, 2, 4, 6, 8, 12, 14, 15, 16, 20, 24, 32};
+  const int64_t formats[] = {LINNET_STORAGE_F32, LINNET_STORAGE_Q8_0, LINNET_STORAGE_Q4_K};
+  const int64_t n = 1536, k = 576;
+  float* x = (float*)alloc64(sizeof(float) * 32 * k);
+  float* out = (float*)alloc64(sizeof(float) * 32 * n);
+  uint8_t* w = (uint8_t*)alloc64((size_t)(n * k * 4));
+  for (int64_t i = 0; i < 32 * k; ++i) x[i] = (float)(i % 100) * 0.01f;
+  printf("N=%lld K=%lld: GFLOP/s of each path (2 threads, then 1; matmul takes decode for M <= %d)\n%-5s %4s %9s %9s %9s %9s\n", (long long)n,
+         (long long)k, LINNET_KERNELS_DECODE_MAX_M, "fmt", "M", "decode2", "prefill2", "decode1", "prefill1");
+  for (size_t fi = 0; fi < 3; ++fi) {
+    random_weights(formats[fi], w, n, k);
+    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; ++mi) {
+      product p;
+      setup(&p, formats[fi], ms[mi], n, k, x, w, out);
+      double g[4];
+      for (int t = 2, c = 0; t >= 1; --t) {
+        omp_set_num_threads(t);
+        g[c++] = 2.0 * (double)(ms[mi] * n * k) / time_calls(matmul_decode, &p, 0.1) * 1e-9;
+        g[c++] = 2.0 * (double)(ms[mi] * n * k) / time_calls(matmul_prefill, &p, 0.1) * 1e-9;
+      }
+      printf("%-5s %4lld %9.1f %9.1f %9.1f %9.1f\n", format_name(formats[fi]), (long long)ms[mi], g[0], g[1], g[2],
+             g[3]);
+    }
+  }
+  free(x);
+  free(out);
+  free(w);
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "threshold") == 0)
+    bench_threshold();
+  else
+    bench_table();
+  return 0;
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Builds and runs the kernel micro-benchmark (not part of CI).
+#   bash bench/kernels/run.sh             the table: GFLOP/s, FMA peak and bandwidth ratios
+#   bash bench/kernels/run.sh threshold   decode vs prefill path for small M
+# Extra compiler flags via CFLAGS, e.g. CFLAGS=-DLINNET_KERNELS_DECODE_MAX_M=8.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+llvm=${LINNET_LLVM_ROOT:-/usr/lib/llvm-22}
+out=${BENCH_OUT:-/tmp/linnet-kernels-bench}
+"$llvm/bin/clang" -O3 -march=native -fopenmp ${CFLAGS:-} "$here/bench.c" -o "$out" \
+  -L"$llvm/lib" -lomp -Wl,-rpath,"$llvm/lib" -lm
+exec "$out" "$@"
