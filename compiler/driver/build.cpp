@@ -121,7 +121,7 @@ int runBuild(const BuildArgs& args) {
     }
     if (args.emit == "mlir") return print(module), 0;
     markParamStorage(module, generated, gen.params(), storage);
-    if (!args.manifestOnly) transforms::lowerToLinalg(module);
+    if (!args.manifestOnly) transforms::lowerToLinalg(module, target->sharedOptions());
     if (args.emit == "linalg") return print(module), 0;
     if (!args.emit.empty()) {
       if (auto text = target->lower(module, args.emit)) fputs(text->c_str(), stdout);

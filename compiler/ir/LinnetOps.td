@@ -131,6 +131,9 @@ def Linnet_AttentionOp : Linnet_Op<"attention", [Pure]> {
     ops it expands into (linnet-expand-attention): scores `q k^T` in T,
     times scale in f32, rounded to T; masked scores -3e38; softmax over
     the keys in f32; probabilities rounded to T; their product with v.
+    A target may keep it instead (transforms::SharedOptions): the CPU
+    target computes those ops per query row in one kernel, over the keys
+    that row sees (a masked key's probability is exactly 0).
   }];
   let arguments = (ins AnyRankedTensor_:$q, AnyRankedTensor_:$k, AnyRankedTensor_:$v, AnyRankedTensor_:$scale,
                        AnyRankedTensor_:$mask);

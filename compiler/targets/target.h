@@ -19,6 +19,7 @@
 #include "artifact/manifest.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "transforms/pipeline.h"
 
 namespace linnet::targets {
 
@@ -35,6 +36,9 @@ class Target {
   // The --emit stages it adds after the shared ones (ast, checked, mlir,
   // linalg), in pipeline order.
   virtual std::vector<std::string> stages() const = 0;
+  // The ops the target lowers itself, which the shared pipeline then keeps
+  // (f32 attention for a target with its own attention kernel).
+  virtual transforms::SharedOptions sharedOptions() const { return {}; }
   // Dialects, extensions and translations beyond the shared ones.
   virtual void registerDialects(mlir::DialectRegistry& registry) const = 0;
 

@@ -172,6 +172,9 @@ struct Expander {
 
 struct ExpandAttentionPass : PassWrapper<ExpandAttentionPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExpandAttentionPass)
+  ExpandAttentionPass() = default;
+  explicit ExpandAttentionPass(const SharedOptions& options) : options(options) {}
+  SharedOptions options;
   StringRef getArgument() const final { return "linnet-expand-attention"; }
   StringRef getDescription() const final {
     return "Expand linnet.attention into its defining ops over the keys its mask can reach";
@@ -181,7 +184,9 @@ struct ExpandAttentionPass : PassWrapper<ExpandAttentionPass, OperationPass<Modu
   }
   void runOnOperation() override {
     SmallVector<ir::AttentionOp> ops;
-    getOperation().walk([&](ir::AttentionOp op) { ops.push_back(op); });
+    getOperation().walk([&](ir::AttentionOp op) {
+      if (!targetKeepsAttention(op, options)) ops.push_back(op);
+    });
     OpBuilder b(&getContext());
     for (ir::AttentionOp op : ops) Expander(b, op).run();
   }
@@ -189,7 +194,9 @@ struct ExpandAttentionPass : PassWrapper<ExpandAttentionPass, OperationPass<Modu
 
 }  // namespace
 
-std::unique_ptr<Pass> createExpandAttentionPass() { return std::make_unique<ExpandAttentionPass>(); }
+std::unique_ptr<Pass> createExpandAttentionPass(const SharedOptions& options) {
+  return std::make_unique<ExpandAttentionPass>(options);
+}
 void registerExpandAttentionPass() { PassRegistration<ExpandAttentionPass>(); }
 
 }  // namespace linnet::transforms

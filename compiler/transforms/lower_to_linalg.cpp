@@ -99,6 +99,9 @@ using namespace mlir;
 
 struct LowerToLinalgPass : PassWrapper<LowerToLinalgPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerToLinalgPass)
+  LowerToLinalgPass() = default;
+  explicit LowerToLinalgPass(const SharedOptions& options) : options(options) {}
+  SharedOptions options;
   StringRef getArgument() const final { return "linnet-to-linalg"; }
   StringRef getDescription() const final { return "Lower the linnet dialect to linalg, tensor, arith, math and scf"; }
   void getDependentDialects(DialectRegistry& registry) const override {
@@ -111,6 +114,7 @@ struct LowerToLinalgPass : PassWrapper<LowerToLinalgPass, OperationPass<ModuleOp
     target.addIllegalDialect<ir::LinnetDialect>();
     // A param in a storage format is read by the target's own kernels.
     target.addLegalOp<ir::PackedMatmulOp, ir::PackedGatherOp, ir::UnpackOp>();
+    target.addDynamicallyLegalOp<ir::AttentionOp>([this](Operation* op) { return targetKeepsAttention(op, options); });
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect, math::MathDialect, scf::SCFDialect,
                            tensor::TensorDialect>();
     RewritePatternSet patterns(ctx);
@@ -124,7 +128,9 @@ struct LowerToLinalgPass : PassWrapper<LowerToLinalgPass, OperationPass<ModuleOp
 
 }  // namespace
 
-std::unique_ptr<Pass> createLowerToLinalgPass() { return std::make_unique<LowerToLinalgPass>(); }
+std::unique_ptr<Pass> createLowerToLinalgPass(const SharedOptions& options) {
+  return std::make_unique<LowerToLinalgPass>(options);
+}
 
 void registerPasses() {
   PassRegistration<LowerToLinalgPass>();

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "mlir/Pass/Pass.h"
+#include "transforms/pipeline.h"
 
 namespace linnet::transforms {
 
@@ -15,7 +16,7 @@ void registerHoistConstantsPass();
 // linnet-expand-attention: each linnet.attention as its defining ops over
 // the prefix of keys its mask can reach, chosen at run time among a few
 // static lengths (expand_attention.cpp).
-std::unique_ptr<mlir::Pass> createExpandAttentionPass();
+std::unique_ptr<mlir::Pass> createExpandAttentionPass(const SharedOptions& options = {});
 void registerExpandAttentionPass();
 
 // linnet-pack-params: the params an entry's arguments mark `linnet.storage`
@@ -26,7 +27,7 @@ void registerPackParamsPass();
 // linnet-to-linalg: the `linnet` dialect to linalg/tensor/arith/math/scf,
 // a dialect conversion: an op or kind it cannot lower is an error
 // (lower_to_linalg.cpp and the lower_*.cpp patterns).
-std::unique_ptr<mlir::Pass> createLowerToLinalgPass();
+std::unique_ptr<mlir::Pass> createLowerToLinalgPass(const SharedOptions& options = {});
 
 // Makes every pass above available to textual pipelines (linnet-opt).
 void registerPasses();

@@ -10,6 +10,7 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "ir/dialect.h"
 #include "transforms/passes.h"
 
 namespace linnet::transforms {
@@ -47,18 +48,25 @@ void run(mlir::ModuleOp module, mlir::PassManager& pm, const char* what) {
   if (mlir::failed(pm.run(module))) throw PipelineError(fmt::format("internal compiler error in {}:\n{}", what, diagnostics));
 }
 
-void addSharedPipeline(mlir::OpPassManager& pm) {
-  pm.addPass(createExpandAttentionPass());
+bool targetKeepsAttention(mlir::Operation* op, const SharedOptions& options) {
+  auto attention = mlir::dyn_cast<ir::AttentionOp>(op);
+  if (!attention || !options.targetAttentionF32) return false;
+  auto k = attention.getK().getType();
+  return k.getElementType().isF32() && k.getRank() <= 4;  // [..L, K, D], ..L at most two axes
+}
+
+void addSharedPipeline(mlir::OpPassManager& pm, const SharedOptions& options) {
+  pm.addPass(createExpandAttentionPass(options));
   addPipeline(pm, "canonicalize");  // the linnet peepholes (a product with a transpose) first
   pm.addPass(createPackParamsPass());  // after them: it rewrites transpose_b products
   pm.addPass(createHoistConstantsPass());
-  pm.addPass(createLowerToLinalgPass());
+  pm.addPass(createLowerToLinalgPass(options));
   addPipeline(pm, "canonicalize,cse");
 }
 
-void lowerToLinalg(mlir::ModuleOp module) {
+void lowerToLinalg(mlir::ModuleOp module, const SharedOptions& options) {
   mlir::PassManager pm(module.getContext(), mlir::ModuleOp::getOperationName());
-  addSharedPipeline(pm);
+  addSharedPipeline(pm, options);
   run(module, pm, "linnet-to-linalg");
 }
 

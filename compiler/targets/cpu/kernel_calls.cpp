@@ -67,7 +67,77 @@ class KernelCalls {
     replace(op, out, outType);
   }
 
+  // q [..L, G, Q, D], k [..L, K, D], v [..L, K, E] (f32, ..L of at most two
+  // axes, padded to two), the mask broadcast by zero strides: one call.
+  void lower(ir::AttentionOp op) {
+    b_.setInsertionPoint(op);
+    Location loc = op.getLoc();
+    auto result = op.getType();
+    int64_t lead = op.getK().getType().getRank() - 2;  // ..L
+    Value q = withTwoLeading(op.getQ(), lead), k = withTwoLeading(op.getK(), lead), v = withTwoLeading(op.getV(), lead);
+    auto qShape = cast<RankedTensorType>(q.getType()).getShape();
+    int64_t keys = op.getK().getType().getShape()[lead];
+    SmallVector<int64_t> scores{qShape[0], qShape[1], qShape[2], qShape[3], keys};
+    Value mask = broadcastMask(op.getMask(), scores);
+    SmallVector<int64_t> outShape{qShape[0], qShape[1], qShape[2], qShape[3], result.getShape().back()};
+    auto outType = MemRefType::get(outShape, b_.getF32Type());
+    Value out = memref::AllocOp::create(b_, loc, outType, b_.getI64IntegerAttr(64));
+    Value scale = tensor::ExtractOp::create(b_, loc, op.getScale(), ValueRange{});
+    SmallVector<Value> operands{buffer(q), buffer(k), buffer(v), mask, dynamic(out), scale};
+    func::CallOp::create(b_, loc, declaration("linnet_kernel_attention_f32", ValueRange(operands).getTypes()), operands);
+    Value t = bufferization::ToTensorOp::create(b_, loc, RankedTensorType::get(outShape, b_.getF32Type()), out,
+                                                /*restrict=*/true, /*writable=*/true);
+    op.getResult().replaceAllUsesWith(fromTwoLeading(t, result, lead));
+    op.erase();
+  }
+
  private:
+  // [..L, rest] with `lead` axes in ..L (0, 1 or 2) as [L0, L1, rest].
+  Value withTwoLeading(Value t, int64_t lead) {
+    auto type = cast<RankedTensorType>(t.getType());
+    if (lead == 2) return t;
+    SmallVector<int64_t> shape(2 - lead, 1);
+    shape.append(type.getShape().begin(), type.getShape().end());
+    auto to = RankedTensorType::get(shape, type.getElementType());
+    if (type.getRank() == 0) return t;
+    SmallVector<ReassociationIndices> groups;
+    // The added unit axes join the first axis.
+    ReassociationIndices first;
+    for (int64_t a = 0; a <= 2 - lead; ++a) first.push_back(a);
+    groups.push_back(first);
+    for (int64_t a = 1; a < type.getRank(); ++a) groups.push_back({a + 2 - lead});
+    return tensor::ExpandShapeOp::create(b_, t.getLoc(), to, t, groups);
+  }
+  Value fromTwoLeading(Value t, RankedTensorType to, int64_t lead) {
+    if (lead == 2) return t;
+    auto type = cast<RankedTensorType>(t.getType());
+    SmallVector<ReassociationIndices> groups;
+    ReassociationIndices first;
+    for (int64_t a = 0; a <= 2 - lead; ++a) first.push_back(a);
+    groups.push_back(first);
+    for (int64_t a = 3 - lead; a < type.getRank(); ++a) groups.push_back({a});
+    return tensor::CollapseShapeOp::create(b_, t.getLoc(), to, t, groups);
+  }
+
+  // The i1 mask (broadcasting to `scores`, aligned at the right) as a
+  // [L0, L1, G, Q, K] view of its own buffer: a broadcast axis has stride 0.
+  Value broadcastMask(Value mask, ArrayRef<int64_t> scores) {
+    auto type = cast<RankedTensorType>(mask.getType());
+    Location loc = mask.getLoc();
+    Value m = bufferization::ToBufferOp::create(b_, loc, MemRefType::get(type.getShape(), type.getElementType()), mask,
+                                                /*read_only=*/true);
+    int64_t rank = type.getRank(), shift = static_cast<int64_t>(scores.size()) - rank;
+    SmallVector<int64_t> own(rank, 1);
+    for (int64_t a = rank - 2; a >= 0; --a) own[a] = own[a + 1] * type.getShape()[a + 1];
+    SmallVector<int64_t> strides(scores.size(), 0);
+    for (int64_t a = 0; a < rank; ++a)
+      if (a + shift >= 0 && type.getShape()[a] != 1) strides[a + shift] = own[a];
+    auto view = MemRefType::get(scores, type.getElementType(),
+                                StridedLayoutAttr::get(b_.getContext(), 0, strides));
+    Value r = memref::ReinterpretCastOp::create(b_, loc, view, m, 0, scores, strides);
+    return dynamic(r);
+  }
+
   // `t` [.., C] as a matrix [rows, C]: collapsed, or [1, C] for a vector.
   Value matrix(Value t, int64_t columns) {
     auto type = cast<RankedTensorType>(t.getType());
@@ -172,11 +242,12 @@ void lowerToKernelCalls(ModuleOp module) {
   KernelCalls calls(module);
   SmallVector<Operation*> ops;
   module.walk([&](Operation* op) {
-    if (isa<ir::PackedMatmulOp, ir::PackedGatherOp, ir::UnpackOp>(op)) ops.push_back(op);
+    if (isa<ir::PackedMatmulOp, ir::PackedGatherOp, ir::UnpackOp, ir::AttentionOp>(op)) ops.push_back(op);
   });
   for (Operation* op : ops) {
     if (auto m = dyn_cast<ir::PackedMatmulOp>(op)) calls.lower(m);
     else if (auto g = dyn_cast<ir::PackedGatherOp>(op)) calls.lower(g);
+    else if (auto a = dyn_cast<ir::AttentionOp>(op)) calls.lower(a);
     else calls.lower(cast<ir::UnpackOp>(op));
   }
 }
