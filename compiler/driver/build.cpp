@@ -121,6 +121,8 @@ int runBuild(const BuildArgs& args) {
     }
     if (args.emit == "mlir") return print(module), 0;
     markParamStorage(module, generated, gen.params(), storage);
+    // Read by the targets' lowering of weight products (kernel_calls.cpp).
+    if (args.numerics == "fast") module->setAttr("linnet.numerics", mlir::StringAttr::get(&context, "fast"));
     if (!args.manifestOnly) transforms::lowerToLinalg(module, target->sharedOptions());
     if (args.emit == "linalg") return print(module), 0;
     if (!args.emit.empty()) {
@@ -133,6 +135,7 @@ int runBuild(const BuildArgs& args) {
       return 1;
     }
     artifact::Manifest manifest = manifestFor(program, gen, generated, target->name(), storage);
+    manifest.numerics = args.numerics;
     fs::create_directories(args.output);
     if (!args.manifestOnly) {
       std::vector<std::string> functions;

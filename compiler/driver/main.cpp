@@ -138,6 +138,10 @@ int main(int argc, char** argv) {
                      "Write only manifest.json: params, states and entry signatures, no code");
   buildCmd->add_flag("--debug-locations", build.debugLocations, "Print source locations with --emit");
   buildCmd->add_flag("--keep-ir", build.keepIR, "Keep model.ll beside model.so");
+  buildCmd->add_option("--numerics", build.numerics,
+                       "exact (the language's, the default) or fast (weight products may quantize activations to 8 "
+                       "bits)")
+      ->check(CLI::IsMember({"exact", "fast"}));
   buildCmd->add_option("--param-storage", build.paramStorage,
                        "A param held in a storage format: PATH=FORMAT (layers.*.mlp.up.weight=q4_1; repeatable)");
 #endif

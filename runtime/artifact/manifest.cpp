@@ -97,6 +97,7 @@ std::string serialize(const Manifest& m) {
     else g[k] = std::get<std::string>(v);
   }
   j["generics"] = g;
+  j["numerics"] = m.numerics;
   j["params"] = specsJson(m.params);
   j["states"] = specsJson(m.states);
   j["signatures"] = Json::array();
@@ -133,6 +134,9 @@ Manifest parse(std::string_view text, const std::string& where) {
     m.target = j.at("target").get<std::string>();
     m.library = j.at("library").get<std::string>();
     m.init = j.at("init").get<std::string>();
+    m.numerics = j.at("numerics").get<std::string>();
+    if (m.numerics != "exact" && m.numerics != "fast")
+      throw ManifestError(fmt::format("unknown numerics `{}`", m.numerics));
     for (const auto& [k, v] : j.at("generics").items()) {
       if (v.is_number_integer()) m.generics.emplace_back(k, v.get<int64_t>());
       else m.generics.emplace_back(k, v.get<std::string>());

@@ -6,6 +6,7 @@
 //
 //   {"format": "linnet-artifact", "schema": 3,
 //    "package", "target", "library", "init",        (library/init empty: no code)
+//    "numerics": "exact" or "fast",                  how the code computes (exact: the language's)
 //    "generics": {name: number or dtype name},       the root's, as built
 //    "params": [spec], "states": [spec],             in the argument order (abi.h)
 //    "signatures": [{"name", "params": [names]}],     every entry of the root block
@@ -82,6 +83,9 @@ struct Manifest {
   std::string package, target;
   std::string library;  // the code's file in the folder; empty when none was built
   std::string init;     // called once after loading (hoisted constants); may be empty
+  // "exact": the language's numerics; "fast": weight products may quantize
+  // activations to 8 bits (linnetc build --numerics fast).
+  std::string numerics = "exact";
   std::vector<std::pair<std::string, std::variant<int64_t, std::string>>> generics;
   std::vector<TensorSpec> params, states;
   std::vector<Signature> signatures;

@@ -110,6 +110,7 @@ fs::path ArtifactCache::entryPath(const std::string& entry, const std::vector<Te
   for (const auto& a : args) key += "|" + argSpec(a);
   for (const auto& [k, v] : generics) key += fmt::format("|{}={}", k, v);
   for (const auto& s : paramStorage_) key += "|storage " + s;
+  if (settings_.numerics != "exact") key += "|numerics " + settings_.numerics;
   return settings_.cacheDir / fmt::format("{}-{:016x}", entry, fnv(key));
 }
 
@@ -121,6 +122,7 @@ fs::path ArtifactCache::entryDir(const std::string& entry, const std::vector<Ten
   for (const auto& [k, v] : generics) extra.insert(extra.end(), {"--generic", fmt::format("{}={}", k, v)});
   for (const auto& a : args) extra.insert(extra.end(), {"--arg", argSpec(a)});
   for (const auto& s : paramStorage_) extra.insert(extra.end(), {"--param-storage", s});
+  if (settings_.numerics != "exact") extra.insert(extra.end(), {"--numerics", settings_.numerics});
   if (settings_.progress) fmt::print(stderr, "linnet: compiling `{}` for {} ...\n", entry, settings_.target);
   build(dir, extra, fmt::format("entry `{}` could not be compiled for {}", entry, settings_.target));
   return dir;

@@ -23,6 +23,7 @@ struct CacheSettings {
   std::filesystem::path cacheDir;   // empty: $LINNET_CACHE, else ~/.cache/linnet
   std::string linnetc;              // empty: $LINNETC, else the build's linnetc
   bool progress = false;            // say on stderr when compiling
+  std::string numerics = "exact";   // linnetc --numerics
 };
 
 class ArtifactCache {
@@ -42,6 +43,7 @@ class ArtifactCache {
   std::filesystem::path entryPath(const std::string& entry, const std::vector<Tensor>& args,
                                   const std::map<std::string, int64_t>& generics) const;
   const std::filesystem::path& root() const { return settings_.cacheDir; }
+  const std::string& numerics() const { return settings_.numerics; }
   // Params the entries read in a storage format (`linnetc build
   // --param-storage PATH=FORMAT`), known once the checkpoint is bound; part
   // of every entry's key from then on.

@@ -160,6 +160,7 @@ class CompiledBackend : public Backend {
     s.target = driver.target;
     s.cacheDir = options.cacheDir;
     s.progress = isatty(2) || std::getenv("LINNET_PROGRESS");
+    s.numerics = options.numerics;
     return s;
   }
 
@@ -191,6 +192,9 @@ class CompiledBackend : public Backend {
       const artifact::Entry* e = art->manifest.entry(entry);
       if (!e) throw Error(fmt::format("{}: the artifact has no entry `{}`", dir.string(), entry));
       art->entry = static_cast<size_t>(e - art->manifest.entries.data());
+      if (art->manifest.numerics != cache_.numerics())
+        throw Error(fmt::format("{}: an artifact of `{}` numerics, but the model was loaded with `{}`", dir.string(),
+                                art->manifest.numerics, cache_.numerics()));
       // Its states live here, between calls: they must be the model's.
       if (art->manifest.states != model_.states)
         throw Error(fmt::format("{}: the artifact's state members differ from the model's (delete the cache "

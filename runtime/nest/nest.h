@@ -72,6 +72,11 @@ struct LoadOptions {
   // model's dtype at load, as the reference backend must, instead of
   // letting compiled code read them in their own storage (common/storage.h).
   bool dequantize = false;
+  // "exact" (the language's numerics) or "fast": compiled weight products on
+  // quantized weights may quantize activations to 8 bits and use integer dot
+  // products, as llama.cpp does (error bound: linnet_fast_kernels.c). Part
+  // of every compiled entry's cache key; the reference backend refuses it.
+  std::string numerics = "exact";
 };
 
 struct ParamInfo {

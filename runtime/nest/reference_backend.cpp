@@ -48,6 +48,11 @@ Tensor fromReference(const reference::Tensor& r) {
 class ReferenceBackend : public Backend {
  public:
   ReferenceBackend(const std::string& package, const LoadOptions& options) {
+    // The oracle computes the language's definition and nothing else.
+    if (options.numerics != "exact")
+      throw Error(fmt::format("the reference backend computes only the language's exact numerics, not `{}`; run "
+                              "`{}` numerics on compiled code (--backend cpu)",
+                              options.numerics, options.numerics));
     program_ = std::make_unique<sema::Program>(sources_, diags_, stdlibFor(options));
     for (const auto& [k, v] : options.generics) program_->setGeneric(k + "=" + v.str());
     program_->loadPackage(package);

@@ -190,6 +190,11 @@ void addLoadOptions(CLI::App* cmd, linnet::nest::LoadOptions& load) {
       ->type_name("PATH");
   cmd->add_flag("--random-weights", load.randomWeights, "Seeded random parameters instead of a checkpoint");
   cmd->add_flag("--convert", load.convertDTypes, "Convert checkpoint floats to the model's dtype");
+  once(cmd->add_option("--numerics", load.numerics,
+                       "exact (the language's; the default) or fast (compiled weight products on quantized weights "
+                       "quantize activations to 8 bits, as llama.cpp does)"))
+      ->check(CLI::IsMember({"exact", "fast"}))
+      ->type_name("MODE");
   cmd->add_flag("--dequantize", load.dequantize,
                 "Dequantize a GGUF's quantized weights at load (compiled code otherwise reads them as stored)");
   once(cmd->add_option("--stdlib", load.stdlib, "Standard library folder (default: LINNET_STDLIB, then the build's)"))

@@ -33,8 +33,11 @@ class KernelCalls {
     if (storage == Storage::F32) {
       call(loc, "linnet_kernel_matmul_f32", {buffer(x2), buffer(op.getW()), dynamic(out)}, {});
     } else {
-      call(loc, "linnet_kernel_matmul_packed", {buffer(x2), buffer(op.getW()), dynamic(out)},
-           {static_cast<int64_t>(storage), k});
+      // `fast` numerics (linnetc --numerics fast): activations quantized to 8 bits.
+      auto numerics = module_->getAttrOfType<StringAttr>("linnet.numerics");
+      bool fast = numerics && numerics.getValue() == "fast";
+      call(loc, fast ? "linnet_kernel_matmul_packed_fast" : "linnet_kernel_matmul_packed",
+           {buffer(x2), buffer(op.getW()), dynamic(out)}, {static_cast<int64_t>(storage), k});
     }
     replace(op, out, outType);
   }
