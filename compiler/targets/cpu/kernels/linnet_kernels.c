@@ -1074,12 +1074,9 @@ static void attn_row_generic(const attn_args* a, int64_t l0, int64_t l1, int64_t
       buf[j] = s;
       mx = s > mx ? s : mx;
     }
+    for (int64_t j = r.lo; j < r.hi; ++j) buf[j] = dense || m[j * mj] ? expf(buf[j] - mx) : 0.0f;
     float z = 0.0f;
-    for (int64_t j = r.lo; j < r.hi; ++j) {
-      if (!dense && !m[j * mj]) continue;
-      buf[j] = expf(buf[j] - mx);
-      z += buf[j];
-    }
+    for (int64_t j = r.lo; j < r.hi; ++j) z += buf[j];
     for (int64_t j = r.lo; j < r.hi; ++j) {
       if (!dense && !m[j * mj]) continue;
       const float w = buf[j] / z;
@@ -1250,31 +1247,29 @@ static void attn_block_avx(const attn_args* a, int64_t l0, int64_t l1, int64_t t
     const int64_t rlo = kr[r].lo, rhi = kr[r].hi;
     const int dense = kr[r].count == rhi - rlo;
     float mx = ATTN_MASKED;
-    float z = 0.0f;
     if (dense) {
       int64_t j = rlo;
       __m512 vm = _mm512_set1_ps(ATTN_MASKED);
       for (; j + 16 <= rhi; j += 16) vm = _mm512_max_ps(vm, _mm512_loadu_ps(s + j));
       mx = _mm512_reduce_max_ps(vm);
       for (; j < rhi; ++j) mx = s[j] > mx ? s[j] : mx;
-      for (j = rlo; j < rhi; ++j) {
-        s[j] = expf(s[j] - mx);
-        z += s[j];
-      }
+      /* Nothing carried from one expf call to the next (a sum here would
+       * go through the stack: every call clobbers the vector registers). */
+      for (j = rlo; j < rhi; ++j) s[j] = expf(s[j] - mx);
     } else {
       for (int64_t j = rlo; j < rhi; ++j)
         if (m[r][j]) mx = s[j] > mx ? s[j] : mx;
-      for (int64_t j = rlo; j < rhi; ++j) {
-        if (m[r][j]) {
-          s[j] = expf(s[j] - mx);
-          z += s[j];
-        } else {
-          s[j] = 0.0f;
-        }
-      }
+      for (int64_t j = rlo; j < rhi; ++j) s[j] = m[r][j] ? expf(s[j] - mx) : 0.0f;
     }
-    const __m512 vz = _mm512_set1_ps(z);
+    /* Z: 16 sums over j = rlo + 16 t + lane, then the tail in order (masked
+     * keys add +0). */
     int64_t j = rlo;
+    __m512 vs = _mm512_setzero_ps();
+    for (; j + 16 <= rhi; j += 16) vs = _mm512_add_ps(vs, _mm512_loadu_ps(s + j));
+    float z = _mm512_reduce_add_ps(vs);
+    for (; j < rhi; ++j) z += s[j];
+    const __m512 vz = _mm512_set1_ps(z);
+    j = rlo;
     for (; j + 16 <= rhi; j += 16) _mm512_storeu_ps(s + j, _mm512_div_ps(_mm512_loadu_ps(s + j), vz));
     for (; j < rhi; ++j) s[j] = s[j] / z;
     for (j = lo; j < rlo; ++j) s[j] = 0.0f;
