@@ -723,6 +723,10 @@ TEST_CASE("attention: the same bits on 1 and 2 threads", "[cpu_kernels][attentio
       {{1, 3, 3, 64, 64, 64, 64}, causal},
       {{1, 3, 4, 1, 1024, 64, 64}, [](int64_t, int64_t, int64_t, int64_t, int64_t j) { return j < 300; }},
       {{1, 2, 3, 40, 90, 64, 64}, [](int64_t, int64_t, int64_t g, int64_t i, int64_t j) { return (i * j + g) % 3; }},
+      // One (l0, l1): the kernel splits its rows into smaller blocks on 2
+      // threads than on 1.
+      {{1, 1, 3, 5, 300, 64, 64}, [](int64_t, int64_t, int64_t g, int64_t i, int64_t j) { return (i + j * g) % 4; }},
+      {{1, 1, 4, 1, 2048, 64, 64}, [](int64_t, int64_t, int64_t, int64_t, int64_t j) { return j < 700; }},
   };
   for (const Kernels& ks : allKernels())
     for (const Case& cs : cases) {

@@ -984,12 +984,16 @@ void KERNEL(_mlir_ciface_linnet_kernel_gather_rows)(linnet_memref2* w, linnet_me
  * count. */
 
 #include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #define ATTN_MASKED (-3.0e38f) /* sema::kAttentionMasked */
 #define ATTN_ROWS 16
 #define ATTN_PV_ROWS 6
+
 /* Per-thread scratch up to this many floats lives on the stack. */
-#define ATTN_STACK_FLOATS 8192
+#define ATTN_STACK_FLOATS 16384
 
 typedef struct {
   const float* q;
@@ -1127,10 +1131,10 @@ static ALWAYS_INLINE __m512 dots16(const float* q, const float* const* krow, int
   return _mm512_mul_ps(reduce16(acc), _mm512_set1_ps(scale));
 }
 
-/* out rows o[0..nr) = sum_{j in [j0, j1)} w[r][j - base] * v_j over E
- * values, 64 at a time; nr a constant after inlining. */
+/* out rows o[0..nr) = sum_{j in [j0, j1)} w[r][(j - base) * ws] * v_j over
+ * E values, 64 at a time; nr a constant after inlining. */
 static ALWAYS_INLINE void pv_tile(const float* v, int64_t vj, int64_t e, int64_t j0, int64_t j1, const float* const* w,
-                                  int64_t base, float* const* o, const int nr) {
+                                  int64_t base, int64_t ws, float* const* o, const int nr) {
   for (int64_t e0 = 0; e0 < e; e0 += 64) {
     const __mmask16 m0 = tail_mask(e - e0), m1 = tail_mask(e - e0 - 16), m2 = tail_mask(e - e0 - 32),
                     m3 = tail_mask(e - e0 - 48);
@@ -1142,7 +1146,7 @@ static ALWAYS_INLINE void pv_tile(const float* v, int64_t vj, int64_t e, int64_t
         const __m512 v0 = _mm512_loadu_ps(vr), v1 = _mm512_loadu_ps(vr + 16), v2 = _mm512_loadu_ps(vr + 32),
                      v3 = _mm512_loadu_ps(vr + 48);
         for (int r = 0; r < nr; ++r) {
-          const __m512 b = _mm512_set1_ps(w[r][j - base]);
+          const __m512 b = _mm512_set1_ps(w[r][(j - base) * ws]);
           acc[r][0] = _mm512_fmadd_ps(b, v0, acc[r][0]);
           acc[r][1] = _mm512_fmadd_ps(b, v1, acc[r][1]);
           acc[r][2] = _mm512_fmadd_ps(b, v2, acc[r][2]);
@@ -1155,7 +1159,7 @@ static ALWAYS_INLINE void pv_tile(const float* v, int64_t vj, int64_t e, int64_t
         const __m512 v0 = _mm512_maskz_loadu_ps(m0, vr), v1 = _mm512_maskz_loadu_ps(m1, vr + 16),
                      v2 = _mm512_maskz_loadu_ps(m2, vr + 32), v3 = _mm512_maskz_loadu_ps(m3, vr + 48);
         for (int r = 0; r < nr; ++r) {
-          const __m512 b = _mm512_set1_ps(w[r][j - base]);
+          const __m512 b = _mm512_set1_ps(w[r][(j - base) * ws]);
           acc[r][0] = _mm512_fmadd_ps(b, v0, acc[r][0]);
           acc[r][1] = _mm512_fmadd_ps(b, v1, acc[r][1]);
           acc[r][2] = _mm512_fmadd_ps(b, v2, acc[r][2]);
@@ -1173,14 +1177,14 @@ static ALWAYS_INLINE void pv_tile(const float* v, int64_t vj, int64_t e, int64_t
 }
 
 static void pv_rows(const float* v, int64_t vj, int64_t e, int64_t j0, int64_t j1, const float* const* w,
-                    int64_t base, float* const* o, int nr) {
+                    int64_t base, int64_t ws, float* const* o, int nr) {
   switch (nr) {
-    case 1: pv_tile(v, vj, e, j0, j1, w, base, o, 1); break;
-    case 2: pv_tile(v, vj, e, j0, j1, w, base, o, 2); break;
-    case 3: pv_tile(v, vj, e, j0, j1, w, base, o, 3); break;
-    case 4: pv_tile(v, vj, e, j0, j1, w, base, o, 4); break;
-    case 5: pv_tile(v, vj, e, j0, j1, w, base, o, 5); break;
-    default: pv_tile(v, vj, e, j0, j1, w, base, o, ATTN_PV_ROWS); break;
+    case 1: pv_tile(v, vj, e, j0, j1, w, base, ws, o, 1); break;
+    case 2: pv_tile(v, vj, e, j0, j1, w, base, ws, o, 2); break;
+    case 3: pv_tile(v, vj, e, j0, j1, w, base, ws, o, 3); break;
+    case 4: pv_tile(v, vj, e, j0, j1, w, base, ws, o, 4); break;
+    case 5: pv_tile(v, vj, e, j0, j1, w, base, ws, o, 5); break;
+    default: pv_tile(v, vj, e, j0, j1, w, base, ws, o, ATTN_PV_ROWS); break;
   }
 }
 
@@ -1196,9 +1200,90 @@ static void attn_uniform_avx(const float* v, int64_t vj, int64_t nk, int64_t e, 
   }
 }
 
+/* s[j * stride] = expf(s[j * stride] - mx) for j < n (m == NULL) or where
+ * m[j] != 0, else 0. Kept out of line: around each libm call every vector
+ * register is lost, so the callers' vector constants must not be live here,
+ * and nothing is carried from one call to the next. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void exp_run(float* s, int64_t n, int64_t stride, float mx, const uint8_t* m) {
+  if (m == NULL) {
+    for (int64_t j = 0; j < n; ++j) s[j * stride] = expf(s[j * stride] - mx);
+  } else {
+    for (int64_t j = 0; j < n; ++j) s[j * stride] = m[j] ? expf(s[j * stride] - mx) : 0.0f;
+  }
+}
+
+/* Bit r set where row r (in `rows`) sees key j. */
+static ALWAYS_INLINE __mmask16 hole_bits(const uint8_t* const* m, int rows, int64_t j) {
+  __mmask16 bits = (__mmask16)(0xFFFF & ~rows);
+  for (int r = 0; r < 16; ++r)
+    if ((rows >> r & 1) && m[r][j]) bits |= (__mmask16)(1u << r);
+  return bits;
+}
+
+/* Blocks of 8 or more rows: rows in the lanes. qt[d * 16 + r] = q[r][d]; the
+ * weights go to p[(j - lo) * 16 + r] for j in [lo, hi), 0 where row r does
+ * not see key j. Row r's score s_j = (sum over d in order, FMA) * scale;
+ * max, its expfs, and Z = sum over j in order of p_j; w = p / Z. */
+static void attn_softmax_lanes(const attn_args* a, const float* const* q, const uint8_t* const* m, const key_range* kr,
+                               int n, int64_t lo, int64_t hi, const float* k, int64_t kj, float* p, float* qt) {
+  const int64_t d = a->d;
+  for (int64_t c = 0; c < d; ++c)
+    for (int r = 0; r < 16; ++r) qt[c * 16 + r] = r < n ? q[r][c] : 0.0f;
+  const __m512 scale = _mm512_set1_ps(a->scale);
+  for (int64_t j0 = lo; j0 < hi; j0 += 8) {
+    const float* kr8[8];
+    for (int c = 0; c < 8; ++c) kr8[c] = k + min64(j0 + c, hi - 1) * kj;
+    __m512 acc[8];
+    for (int c = 0; c < 8; ++c) acc[c] = _mm512_setzero_ps();
+    for (int64_t x = 0; x < d; ++x) {
+      const __m512 qv = _mm512_load_ps(qt + x * 16);
+      for (int c = 0; c < 8; ++c) acc[c] = _mm512_fmadd_ps(qv, _mm512_set1_ps(kr8[c][x]), acc[c]);
+    }
+    const int nc = (int)min64(8, hi - j0);
+    for (int c = 0; c < nc; ++c) _mm512_store_ps(p + (j0 + c - lo) * 16, _mm512_mul_ps(acc[c], scale));
+  }
+  /* Which lanes see key j: lo_r <= j < hi_r (and the mask byte for rows
+   * with holes). */
+  int32_t rlo[16], rhi[16];
+  int holes = 0;
+  for (int r = 0; r < 16; ++r) {
+    rlo[r] = r < n ? (int32_t)kr[r].lo : INT32_MAX;
+    rhi[r] = r < n ? (int32_t)kr[r].hi : 0;
+    if (r < n && kr[r].count != kr[r].hi - kr[r].lo) holes |= 1 << r;
+  }
+  const __m512i vlo = _mm512_loadu_si512(rlo), vhi = _mm512_loadu_si512(rhi);
+#define SEES(j)                                                                                               \
+  (_mm512_cmple_epi32_mask(vlo, _mm512_set1_epi32((int32_t)(j))) &                                          \
+   _mm512_cmpgt_epi32_mask(vhi, _mm512_set1_epi32((int32_t)(j))) & (holes ? hole_bits(m, holes, j) : 0xFFFF))
+  __m512 vm = _mm512_set1_ps(ATTN_MASKED);
+  for (int64_t j = lo; j < hi; ++j) vm = _mm512_mask_max_ps(vm, SEES(j), vm, _mm512_load_ps(p + (j - lo) * 16));
+  _Alignas(64) float mx[16];
+  _mm512_store_ps(mx, vm);
+  for (int r = 0; r < n; ++r) {
+    float* s = p + r - lo * 16;
+    const float mr = mx[r];
+    exp_run(s + kr[r].lo * 16, kr[r].hi - kr[r].lo, 16, mr, holes >> r & 1 ? m[r] + kr[r].lo : NULL);
+  }
+  __m512 vz = _mm512_setzero_ps();
+  for (int64_t j = lo; j < hi; ++j) {
+    const __m512 e = _mm512_maskz_mov_ps(SEES(j), _mm512_load_ps(p + (j - lo) * 16));
+    _mm512_store_ps(p + (j - lo) * 16, e);
+    vz = _mm512_add_ps(vz, e);
+  }
+#undef SEES
+  vz = _mm512_mask_mov_ps(_mm512_set1_ps(1.0f), (__mmask16)((1u << n) - 1), vz);
+  for (int64_t j = lo; j < hi; ++j) _mm512_store_ps(p + (j - lo) * 16, _mm512_div_ps(_mm512_load_ps(p + (j - lo) * 16), vz));
+}
+
 /* Rows t0 .. t0+nr-1 (t = i * G + g) of (l0, l1); scratch holds
- * ATTN_ROWS x round16(K) floats. */
-static void attn_block_avx(const attn_args* a, int64_t l0, int64_t l1, int64_t t0, int nr, float* scratch) {
+ * ATTN_ROWS x round16(K) + 16 D floats, 64-byte aligned. `lanes`: the
+ * rows-in-lanes scores (for blocks of 8 or more rows), else 16 keys' dot
+ * products at a time per row. */
+static void attn_block_avx(const attn_args* a, int64_t l0, int64_t l1, int64_t t0, int nr, int lanes,
+                           float* scratch) {
   const int64_t nk = a->nk, G = a->g;
   const float* k = a->k + l0 * a->ks[0] + l1 * a->ks[1];
   const float* v = a->v + l0 * a->vs[0] + l1 * a->vs[1];
@@ -1227,55 +1312,58 @@ static void attn_block_avx(const attn_args* a, int64_t l0, int64_t l1, int64_t t
     ++n;
   }
   if (n == 0) return;
-  const int64_t ld = (hi - lo + 15) / 16 * 16;
   float* w[ATTN_ROWS];
-  for (int r = 0; r < n; ++r) w[r] = scratch + r * ld;
+  int64_t ws = 1;
+  if (lanes) {
+    ws = 16;
+    for (int r = 0; r < n; ++r) w[r] = scratch + r;
+    attn_softmax_lanes(a, q, m, kr, n, lo, hi, k, kj, scratch, scratch + 16 * ((a->nk + 15) / 16 * 16));
+  } else {
+    const int64_t ld = (hi - lo + 15) / 16 * 16;
+    for (int r = 0; r < n; ++r) w[r] = scratch + r * ld;
+    /* Scores over the block's keys [lo, hi), 16 keys at a time. */
+    for (int64_t j0 = lo; j0 < hi; j0 += 16) {
+      const float* krow[16];
+      for (int c = 0; c < 16; ++c) krow[c] = k + min64(j0 + c, hi - 1) * kj;
+      for (int r = 0; r < n; ++r) {
+        if (j0 >= kr[r].hi || j0 + 16 <= kr[r].lo) continue;
+        _mm512_storeu_ps(w[r] + (j0 - lo), dots16(q[r], krow, a->d, a->scale));
+      }
+    }
 
-  /* Scores over the block's keys [lo, hi), 16 keys at a time. */
-  for (int64_t j0 = lo; j0 < hi; j0 += 16) {
-    const float* krow[16];
-    for (int c = 0; c < 16; ++c) krow[c] = k + min64(j0 + c, hi - 1) * kj;
+    /* Softmax of each row over its visible keys; 0 elsewhere in [lo, hi). */
     for (int r = 0; r < n; ++r) {
-      if (j0 >= kr[r].hi || j0 + 16 <= kr[r].lo) continue;
-      _mm512_storeu_ps(w[r] + (j0 - lo), dots16(q[r], krow, a->d, a->scale));
-    }
-  }
-
-  /* Softmax of each row over its visible keys; 0 elsewhere in [lo, hi). */
-  for (int r = 0; r < n; ++r) {
-    float* s = w[r] - lo; /* s[j] for j in [lo, hi) */
-    const int64_t rlo = kr[r].lo, rhi = kr[r].hi;
-    const int dense = kr[r].count == rhi - rlo;
-    float mx = ATTN_MASKED;
-    if (dense) {
+      float* s = w[r] - lo; /* s[j] for j in [lo, hi) */
+      const int64_t rlo = kr[r].lo, rhi = kr[r].hi;
+      const int dense = kr[r].count == rhi - rlo;
+      float mx = ATTN_MASKED;
+      if (dense) {
+        int64_t j = rlo;
+        __m512 vm = _mm512_set1_ps(ATTN_MASKED);
+        for (; j + 16 <= rhi; j += 16) vm = _mm512_max_ps(vm, _mm512_loadu_ps(s + j));
+        mx = _mm512_reduce_max_ps(vm);
+        for (; j < rhi; ++j) mx = s[j] > mx ? s[j] : mx;
+        exp_run(s + rlo, rhi - rlo, 1, mx, NULL);
+      } else {
+        for (int64_t j = rlo; j < rhi; ++j)
+          if (m[r][j]) mx = s[j] > mx ? s[j] : mx;
+        exp_run(s + rlo, rhi - rlo, 1, mx, m[r] + rlo);
+      }
+      /* Z: 16 sums over j = rlo + 16 t + lane, then the tail in order (masked
+       * keys add +0). */
       int64_t j = rlo;
-      __m512 vm = _mm512_set1_ps(ATTN_MASKED);
-      for (; j + 16 <= rhi; j += 16) vm = _mm512_max_ps(vm, _mm512_loadu_ps(s + j));
-      mx = _mm512_reduce_max_ps(vm);
-      for (; j < rhi; ++j) mx = s[j] > mx ? s[j] : mx;
-      /* Nothing carried from one expf call to the next (a sum here would
-       * go through the stack: every call clobbers the vector registers). */
-      for (j = rlo; j < rhi; ++j) s[j] = expf(s[j] - mx);
-    } else {
-      for (int64_t j = rlo; j < rhi; ++j)
-        if (m[r][j]) mx = s[j] > mx ? s[j] : mx;
-      for (int64_t j = rlo; j < rhi; ++j) s[j] = m[r][j] ? expf(s[j] - mx) : 0.0f;
+      __m512 vs = _mm512_setzero_ps();
+      for (; j + 16 <= rhi; j += 16) vs = _mm512_add_ps(vs, _mm512_loadu_ps(s + j));
+      float z = _mm512_reduce_add_ps(vs);
+      for (; j < rhi; ++j) z += s[j];
+      const __m512 vz = _mm512_set1_ps(z);
+      j = rlo;
+      for (; j + 16 <= rhi; j += 16) _mm512_storeu_ps(s + j, _mm512_div_ps(_mm512_loadu_ps(s + j), vz));
+      for (; j < rhi; ++j) s[j] = s[j] / z;
+      for (j = lo; j < rlo; ++j) s[j] = 0.0f;
+      for (j = rhi; j < hi; ++j) s[j] = 0.0f;
     }
-    /* Z: 16 sums over j = rlo + 16 t + lane, then the tail in order (masked
-     * keys add +0). */
-    int64_t j = rlo;
-    __m512 vs = _mm512_setzero_ps();
-    for (; j + 16 <= rhi; j += 16) vs = _mm512_add_ps(vs, _mm512_loadu_ps(s + j));
-    float z = _mm512_reduce_add_ps(vs);
-    for (; j < rhi; ++j) z += s[j];
-    const __m512 vz = _mm512_set1_ps(z);
-    j = rlo;
-    for (; j + 16 <= rhi; j += 16) _mm512_storeu_ps(s + j, _mm512_div_ps(_mm512_loadu_ps(s + j), vz));
-    for (; j < rhi; ++j) s[j] = s[j] / z;
-    for (j = lo; j < rlo; ++j) s[j] = 0.0f;
-    for (j = rhi; j < hi; ++j) s[j] = 0.0f;
   }
-
   /* out = W . V in tiles of up to ATTN_PV_ROWS rows, each over its rows'
    * keys. */
   for (int r0 = 0; r0 < n; r0 += ATTN_PV_ROWS) {
@@ -1285,7 +1373,7 @@ static void attn_block_avx(const attn_args* a, int64_t l0, int64_t l1, int64_t t
       plo = min64(plo, kr[r].lo);
       phi = max64(phi, kr[r].hi);
     }
-    pv_rows(v, vj, a->e, plo, phi, (const float* const*)(w + r0), lo, o + r0, pr);
+    pv_rows(v, vj, a->e, plo, phi, (const float* const*)(w + r0), lo, ws, o + r0, pr);
   }
 }
 
@@ -1337,23 +1425,30 @@ void KERNEL(_mlir_ciface_linnet_kernel_attention_f32)(linnet_memref5* q, linnet_
          (a.os[4] == 1 || a.e <= 1) && (a.ms[4] == 0 || a.ms[4] == 1 || a.nk <= 1);
   if (a.nk <= 1) a.ms[4] = 0;
 #endif
-  /* Blocks of rows: up to ATTN_ROWS, fewer when that leaves too few blocks
-   * to share out (the split never changes a row's arithmetic). */
+  /* Blocks of up to ATTN_ROWS rows, halved while there are fewer blocks
+   * than threads. The method (rows in lanes or not) depends on the shape
+   * alone, and a row's arithmetic does not depend on its block, so neither
+   * does the result on the thread count. */
   int64_t block = 1;
+  const int lanes = rows >= 8;
+  (void)lanes;
   if (fast) {
-    block = (a.l0 * a.l1 * rows + 7) / 8;
-    block = block < 1 ? 1 : block > ATTN_ROWS ? ATTN_ROWS : block;
-    block = min64(block, rows);
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    block = min64(ATTN_ROWS, rows);
+    while (block > 1 && a.l0 * a.l1 * ((rows + block - 1) / block) < threads) block = (block + 1) / 2;
   }
   const int64_t per = (rows + block - 1) / block, tasks = a.l0 * a.l1 * per;
-  const int64_t need = fast ? ATTN_ROWS * ((a.nk + 15) / 16 * 16) : a.nk + a.e;
+  const int64_t need = fast ? ATTN_ROWS * ((a.nk + 15) / 16 * 16) + 16 * a.d : a.nk + a.e;
   const double work = (double)(a.l0 * a.l1 * rows) * (double)a.nk * (double)(a.d + a.e);
   int failed = 0;
   (void)work;
 #pragma omp parallel if (work >= ATTN_PARALLEL_MIN_WORK && tasks > 1)
   {
     _Alignas(64) float stack_buf[ATTN_STACK_FLOATS];
-    float* buf = need <= ATTN_STACK_FLOATS ? stack_buf : (float*)malloc((size_t)need * sizeof(float));
+    float* buf = need <= ATTN_STACK_FLOATS ? stack_buf : (float*)aligned_alloc(64, (size_t)(need + 15) / 16 * 64);
     if (buf == NULL) {
 #pragma omp atomic write
       failed = 1;
@@ -1369,7 +1464,7 @@ void KERNEL(_mlir_ciface_linnet_kernel_attention_f32)(linnet_memref5* q, linnet_
         const int64_t t0 = b * block, t1 = min64(rows, t0 + block);
 #ifdef __AVX512F__
         if (fast) {
-          attn_block_avx(&a, l0, l1, t0, (int)(t1 - t0), buf);
+          attn_block_avx(&a, l0, l1, t0, (int)(t1 - t0), lanes, buf);
           continue;
         }
 #endif
