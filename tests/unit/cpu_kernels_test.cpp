@@ -611,7 +611,8 @@ TEST_CASE("attention: decode over a visible prefix of the cache", "[cpu_kernels]
 TEST_CASE("attention: arbitrary masks, fully masked rows, odd sizes", "[cpu_kernels][attention]") {
   std::mt19937 rng(13);
   const AttnShape shapes[] = {{2, 2, 3, 5, 100, 64, 64}, {1, 2, 3, 4, 3, 5, 7}, {2, 1, 1, 9, 40, 17, 33},
-                              {1, 1, 3, 20, 70, 64, 64}, {1, 1, 1, 1, 1, 1, 1}};
+                              {1, 1, 3, 20, 70, 64, 64}, {1, 1, 1, 1, 1, 1, 1},   {1, 1, 4, 30, 200, 17, 130},
+                              {1, 2, 2, 3, 50, 80, 20}};
   for (const Kernels& ks : allKernels())
     for (const AttnShape& s : shapes)
       for (double density : {0.3, 0.9}) {

@@ -1023,12 +1023,27 @@ static key_range scan_mask(const uint8_t* m, int64_t stride, int64_t n) {
   int64_t lo = 0, hi = n, count = 0;
   if (stride == 1) {
     uint64_t w;
+#ifdef __AVX512BW__
+    while (lo + 64 <= n && !_mm512_test_epi8_mask(_mm512_loadu_si512(m + lo), _mm512_loadu_si512(m + lo))) lo += 64;
+#endif
     while (lo + 8 <= n && (memcpy(&w, m + lo, 8), w == 0)) lo += 8;
     while (lo < n && !m[lo]) ++lo;
     if (lo == n) return r;
+#ifdef __AVX512BW__
+    while (hi - 64 >= lo &&
+           !_mm512_test_epi8_mask(_mm512_loadu_si512(m + hi - 64), _mm512_loadu_si512(m + hi - 64)))
+      hi -= 64;
+#endif
     while (hi - 8 >= lo && (memcpy(&w, m + hi - 8, 8), w == 0)) hi -= 8;
     while (!m[hi - 1]) --hi;
-    for (int64_t j = lo; j < hi; ++j) count += m[j] != 0;
+    int64_t j = lo;
+#ifdef __AVX512BW__
+    for (; j + 64 <= hi; j += 64) {
+      const __m512i b = _mm512_loadu_si512(m + j);
+      count += __builtin_popcountll(_mm512_test_epi8_mask(b, b));
+    }
+#endif
+    for (; j < hi; ++j) count += m[j] != 0;
   } else {
     while (lo < n && !m[lo * stride]) ++lo;
     if (lo == n) return r;
@@ -1294,10 +1309,13 @@ static void attn_block_avx(const attn_args* a, int64_t l0, int64_t l1, int64_t t
   key_range kr[ATTN_ROWS];
   int n = 0; /* rows that see a key, compacted */
   int64_t lo = nk, hi = 0;
+  const uint8_t* last = NULL; /* rows of a broadcast mask share a scan */
+  key_range x = {0, 0, 0};
   for (int r = 0; r < nr; ++r) {
     const int64_t g = (t0 + r) % G, i = (t0 + r) / G;
     const uint8_t* mr = attn_mask(a, l0, l1, g, i);
-    const key_range x = scan_mask(mr, mj, nk);
+    if (mr != last) x = scan_mask(mr, mj, nk);
+    last = mr;
     float* orow = attn_out(a, l0, l1, g, i);
     if (x.count == 0) {
       attn_uniform_avx(v, vj, nk, a->e, orow);
