@@ -975,13 +975,19 @@ void KERNEL(_mlir_ciface_linnet_kernel_gather_rows)(linnet_memref2* w, linnet_me
  *    order, w_j = p_j / Z, out = sum_j w_j v_j.
  * AVX-512 path (inner strides 1, the mask's 0 or 1): rows (g, i) of one
  * (l0, l1) in the order (i, g), in blocks of up to ATTN_ROWS rows that
- * share each k and v row: 16 keys' dot products at a time (vectors over d,
- * reduced by one transposing tree, the same for every key), the weights in
- * a per-row score buffer over the block's keys, then PV register tiles of
- * up to ATTN_PV_ROWS rows x 64 values. Other views go through a plain C
- * path, one row at a time. Every row's arithmetic is the same whichever
- * block or thread computes it, so results do not depend on the thread
- * count. */
+ * share each k and v row, over the union of their visible ranges. Scores:
+ * with 8 or more rows per (l0, l1) (prefill), the block's rows in the 16
+ * lanes (q transposed once, each k value broadcast; the weights stored
+ * [key][16 rows]); with fewer (decode), per row 16 keys' dot products at a
+ * time (vectors over d, reduced by one transposing tree, the same for
+ * every key; the weights stored per row). The expfs in an out-of-line loop
+ * (each call clobbers every vector register), then PV register tiles of up
+ * to ATTN_PV_ROWS rows x 64 values. Other views go through a plain C path,
+ * one row at a time. The method depends on the shape only, and a row's
+ * arithmetic is the same whichever block or thread computes it (keys
+ * outside its range enter as +0), so results do not depend on the thread
+ * count. Scratch: ATTN_ROWS x K + 16 D floats per thread (stack up to
+ * 64 KiB, else one allocation per thread per call). K < 2^31. */
 
 #include <math.h>
 #ifdef _OPENMP
