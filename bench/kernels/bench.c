@@ -4,7 +4,8 @@
  *  - the FMA peak: a tight loop of independent AVX-512 FMAs per thread;
  *  - for M = 1, the read bandwidth bound: the time to read the weight's
  *    bytes (the same buffer, the same split over threads).
- * `bench threshold` compares the decode and prefill paths for small M.
+ * `bench threshold` compares the decode and prefill paths for small M;
+ * `bench attention` times attention_f32 (prefill and decode shapes).
  * The kernel source is included so that both paths can be called directly.
  * Build and run: bench/kernels/run.sh */
 #include "../../compiler/targets/cpu/kernels/linnet_kernels.c"
@@ -218,9 +219,102 @@ static void bench_threshold(void) {
   free(w);
 }
 
+/* ---- attention ---------------------------------------------------------- */
+
+static double attn_secs(linnet_memref5* q, linnet_memref4* k, linnet_memref4* v, linnet_memref5* m,
+                        linnet_memref5* o, double budget) {
+  _mlir_ciface_linnet_kernel_attention_f32(q, k, v, m, o, 0.125f);
+  double best = 1e30, start = now();
+  for (int rep = 0; rep < 3 || (now() - start < budget && rep < 500); ++rep) {
+    double t0 = now();
+    _mlir_ciface_linnet_kernel_attention_f32(q, k, v, m, o, 0.125f);
+    double t = now() - t0;
+    if (t < best) best = t;
+  }
+  return best;
+}
+
+/* Seconds for `n` libm expf calls over arguments like softmax's (<= 0),
+ * split over `threads`: the bound set by the exact exp alone. */
+static double expf_secs(int64_t n, int threads) {
+  static float in[1024], res[2][1024];
+  for (int i = 0; i < 1024; ++i) in[i] = -(float)i * 0.01f;
+  double best = 1e30;
+  for (int rep = 0; rep < 5; ++rep) {
+    double t0 = now();
+#pragma omp parallel num_threads(threads)
+    {
+      float* o = res[omp_get_thread_num() & 1];
+      const int64_t mine = n / omp_get_num_threads();
+      for (int64_t i0 = 0; i0 < mine; i0 += 1024)
+        for (int64_t i = 0; i < 1024 && i0 + i < mine; ++i) o[i] = expf(in[i]);
+    }
+    double t = now() - t0;
+    if (t < best) best = t;
+  }
+  if (res[0][1] == 2.0f) printf(" ");
+  return best;
+}
+
+/* G = 3 query heads per key head, L1 = 3 key heads, D = E = 64: causal
+ * prefill (mask [Q, K] broadcast) and decode (mask [K], a prefix visible). */
+static void bench_attention(void) {
+  const int64_t G = 3, L1 = 3, D = 64, E = 64;
+  struct { const char* name; int64_t nq, nk, visible; } cases[] = {
+      {"prefill", 128, 128, 0}, {"prefill", 512, 512, 0}, {"decode", 1, 8192, 512}};
+  printf("attention f32: L0=1 L1=%lld G=%lld D=E=%lld, GFLOP/s = (2D + 2E) x visible (row, key) pairs / time;\n"
+         "expf: the same count of libm expf calls alone, as GFLOP/s of the same work (the exp bound)\n\n",
+         (long long)L1, (long long)G, (long long)D);
+  printf("%-8s %4s %5s %4s %3s | %8s %9s %7s %7s | %9s %6s\n", "case", "Q", "K", "vis", "thr", "us", "GFLOP/s",
+         "peak", "ofPeak", "expf", "ofExp");
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+    const int64_t Q = cases[c].nq, K = cases[c].nk;
+    float* qb = (float*)alloc64(sizeof(float) * (size_t)(L1 * G * Q * D));
+    float* kb = (float*)alloc64(sizeof(float) * (size_t)(L1 * K * D));
+    float* vb = (float*)alloc64(sizeof(float) * (size_t)(L1 * K * E));
+    float* ob = (float*)alloc64(sizeof(float) * (size_t)(L1 * G * Q * E));
+    uint8_t* mb = (uint8_t*)alloc64((size_t)(Q * K));
+    for (int64_t i = 0; i < L1 * G * Q * D; ++i) qb[i] = (float)((i * 7919) % 1000) * 2e-3f - 1.0f;
+    for (int64_t i = 0; i < L1 * K * D; ++i) kb[i] = (float)((i * 104729) % 1000) * 2e-3f - 1.0f;
+    for (int64_t i = 0; i < L1 * K * E; ++i) vb[i] = (float)((i * 31337) % 1000) * 2e-3f - 1.0f;
+    int64_t pairs = 0; /* visible (row, key) pairs over all rows */
+    for (int64_t i = 0; i < Q; ++i)
+      for (int64_t j = 0; j < K; ++j) {
+        const int vis = cases[c].visible ? j < cases[c].visible : j <= i;
+        mb[i * K + j] = (uint8_t)vis;
+        pairs += vis * L1 * G;
+      }
+    linnet_memref5 q = {qb, qb, 0, {1, L1, G, Q, D}, {L1 * G * Q * D, G * Q * D, Q * D, D, 1}};
+    linnet_memref4 k = {kb, kb, 0, {1, L1, K, D}, {L1 * K * D, K * D, D, 1}};
+    linnet_memref4 v = {vb, vb, 0, {1, L1, K, E}, {L1 * K * E, K * E, E, 1}};
+    linnet_memref5 m = {mb, mb, 0, {1, L1, G, Q, K}, {0, 0, 0, K, 1}};
+    if (Q == 1) m.strides[3] = 0;
+    linnet_memref5 o = {ob, ob, 0, {1, L1, G, Q, E}, {L1 * G * Q * E, G * Q * E, Q * E, E, 1}};
+    const double flops = (double)pairs * (double)(2 * D + 2 * E);
+    for (int t = 1; t <= 2; ++t) {
+      omp_set_num_threads(t);
+      const double peak = fma_peak(t);
+      const double secs = attn_secs(&q, &k, &v, &m, &o, 0.3);
+      const double esecs = expf_secs(pairs, t);
+      printf("%-8s %4lld %5lld %4lld %3d | %8.1f %9.1f %7.0f %6.1f%% | %9.1f %5.1f%%\n", cases[c].name,
+             (long long)Q, (long long)K, (long long)(cases[c].visible ? cases[c].visible : K), t, secs * 1e6,
+             flops / secs * 1e-9, peak, 100 * flops / secs * 1e-9 / peak, flops / esecs * 1e-9,
+             100 * esecs / secs);
+      fflush(stdout);
+    }
+    free(qb);
+    free(kb);
+    free(vb);
+    free(ob);
+    free(mb);
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "threshold") == 0)
     bench_threshold();
+  else if (argc > 1 && strcmp(argv[1], "attention") == 0)
+    bench_attention();
   else
     bench_table();
   return 0;

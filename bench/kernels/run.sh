@@ -2,6 +2,7 @@
 # Builds and runs the kernel micro-benchmark (not part of CI).
 #   bash bench/kernels/run.sh             the table: GFLOP/s, FMA peak and bandwidth ratios
 #   bash bench/kernels/run.sh threshold   decode vs prefill path for small M
+#   bash bench/kernels/run.sh attention   attention_f32: causal prefill and decode
 # Extra compiler flags via CFLAGS, e.g. CFLAGS=-DLINNET_KERNELS_DECODE_MAX_M=8.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

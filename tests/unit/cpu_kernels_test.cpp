@@ -6,7 +6,9 @@
 // second copy compiled without AVX-512 (the portable C path).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
+#include <functional>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -31,6 +33,8 @@ void linnet_portable_mlir_ciface_linnet_kernel_matmul_f32(linnet_memref2*, linne
 void linnet_portable_mlir_ciface_linnet_kernel_gather_rows(linnet_memref2*, linnet_memref1*, linnet_memref2*,
                                                            int64_t, int64_t);
 void linnet_portable_mlir_ciface_linnet_kernel_unpack(linnet_memref2*, linnet_memref2*, int64_t, int64_t);
+void linnet_portable_mlir_ciface_linnet_kernel_attention_f32(linnet_memref5*, linnet_memref4*, linnet_memref4*,
+                                                             linnet_memref5*, linnet_memref5*, float);
 }
 #endif
 
@@ -44,16 +48,18 @@ struct Kernels {
   void (*matmulF32)(linnet_memref2*, linnet_memref2*, linnet_memref2*);
   void (*gatherRows)(linnet_memref2*, linnet_memref1*, linnet_memref2*, int64_t, int64_t);
   void (*unpack)(linnet_memref2*, linnet_memref2*, int64_t, int64_t);
+  void (*attention)(linnet_memref5*, linnet_memref4*, linnet_memref4*, linnet_memref5*, linnet_memref5*, float);
 };
 
 std::vector<Kernels> allKernels() {
   std::vector<Kernels> ks = {{"native", _mlir_ciface_linnet_kernel_matmul_packed,
                               _mlir_ciface_linnet_kernel_matmul_f32, _mlir_ciface_linnet_kernel_gather_rows,
-                              _mlir_ciface_linnet_kernel_unpack}};
+                              _mlir_ciface_linnet_kernel_unpack, _mlir_ciface_linnet_kernel_attention_f32}};
 #ifdef LINNET_KERNELS_TEST_PORTABLE
   ks.push_back({"portable", linnet_portable_mlir_ciface_linnet_kernel_matmul_packed,
                 linnet_portable_mlir_ciface_linnet_kernel_matmul_f32,
-                linnet_portable_mlir_ciface_linnet_kernel_gather_rows, linnet_portable_mlir_ciface_linnet_kernel_unpack});
+                linnet_portable_mlir_ciface_linnet_kernel_gather_rows, linnet_portable_mlir_ciface_linnet_kernel_unpack,
+                linnet_portable_mlir_ciface_linnet_kernel_attention_f32});
 #endif
   return ks;
 }
@@ -390,6 +396,352 @@ TEST_CASE("the same bits on 1 and 2 threads", "[cpu_kernels]") {
         CHECK(std::memcmp(out1.data.data(), out2.data.data(), out1.data.size() * 4) == 0);
         checkProduct(f, x, w, out2);
       }
+  omp_set_num_threads(saved);
+}
+#endif
+
+// ---- attention -------------------------------------------------------------
+
+namespace {
+
+// A strided view of T over its own buffer: axis a has stride strides[a]
+// (0 = broadcast), the gaps between elements hold `fill`.
+template <class T, size_t N>
+struct View {
+  std::vector<T> data;
+  std::array<int64_t, N> sizes, strides;
+  int64_t offset;
+  T& at(const std::array<int64_t, N>& i) {
+    int64_t p = offset;
+    for (size_t a = 0; a < N; ++a) p += i[a] * strides[a];
+    return data[static_cast<size_t>(p)];
+  }
+};
+
+// Axes in `broadcast` (bit a for axis a) get stride 0; the others are laid
+// out innermost first with inner stride `inner` and `pad` extra elements
+// after each row of every outer axis.
+template <class T, size_t N>
+View<T, N> makeView(const std::array<int64_t, N>& sizes, T fill, int64_t offset = 0, int64_t inner = 1,
+                    int64_t pad = 0, unsigned broadcast = 0) {
+  View<T, N> v{{}, sizes, {}, offset};
+  int64_t stride = inner, span = 1;
+  for (size_t a = N; a-- > 0;) {
+    if (broadcast >> a & 1) {
+      v.strides[a] = 0;
+      continue;
+    }
+    v.strides[a] = stride;
+    span = stride * sizes[a];
+    stride = span + pad;
+  }
+  v.data.assign(static_cast<size_t>(offset + stride + 1), fill);
+  return v;
+}
+
+template <class T, size_t N>
+void forEach(const std::array<int64_t, N>& sizes, const std::function<void(const std::array<int64_t, N>&)>& f) {
+  int64_t total = 1;
+  for (int64_t s : sizes) total *= s;
+  std::array<int64_t, N> i{};
+  for (int64_t n = 0; n < total; ++n) {
+    int64_t r = n;
+    for (size_t a = N; a-- > 0;) {
+      i[a] = r % sizes[a];
+      r /= sizes[a];
+    }
+    f(i);
+  }
+}
+
+template <size_t N>
+void fillRandom(View<float, N>& v, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> u(lo, hi);
+  forEach<float, N>(v.sizes, [&](const std::array<int64_t, N>& i) { v.at(i) = u(rng); });
+}
+
+template <class T, size_t N>
+linnet_memref4 memref4(View<T, N>& v) {
+  static_assert(N == 4);
+  return {v.data.data(), v.data.data(), v.offset, {v.sizes[0], v.sizes[1], v.sizes[2], v.sizes[3]},
+          {v.strides[0], v.strides[1], v.strides[2], v.strides[3]}};
+}
+template <class T, size_t N>
+linnet_memref5 memref5(View<T, N>& v) {
+  static_assert(N == 5);
+  return {v.data.data(),
+          v.data.data(),
+          v.offset,
+          {v.sizes[0], v.sizes[1], v.sizes[2], v.sizes[3], v.sizes[4]},
+          {v.strides[0], v.strides[1], v.strides[2], v.strides[3], v.strides[4]}};
+}
+
+using Pattern = std::function<bool(int64_t l0, int64_t l1, int64_t g, int64_t i, int64_t j)>;
+
+struct AttnShape {
+  int64_t l0, l1, g, q, k, d, e;
+};
+
+// How the views are laid out: q and out offsets, inner strides and pads,
+// k/v pads and inner strides, the mask's broadcast axes.
+struct AttnLayout {
+  int64_t qInner = 1, qPad = 0, kInner = 1, kPad = 0, vInner = 1, vPad = 0, oInner = 1, oPad = 0;
+  unsigned maskBroadcast = 0;
+};
+
+struct AttnCase {
+  View<float, 5> q, out;
+  View<float, 4> k, v;
+  View<uint8_t, 5> mask;
+  float scale;
+};
+
+AttnCase makeAttnCase(const AttnShape& s, const Pattern& visible, const AttnLayout& lay, std::mt19937& rng) {
+  AttnCase c{makeView<float, 5>({s.l0, s.l1, s.g, s.q, s.d}, NAN, 3, lay.qInner, lay.qPad),
+             makeView<float, 5>({s.l0, s.l1, s.g, s.q, s.e}, NAN, 5, lay.oInner, lay.oPad),
+             makeView<float, 4>({s.l0, s.l1, s.k, s.d}, NAN, 1, lay.kInner, lay.kPad),
+             makeView<float, 4>({s.l0, s.l1, s.k, s.e}, NAN, 2, lay.vInner, lay.vPad),
+             makeView<uint8_t, 5>({s.l0, s.l1, s.g, s.q, s.k}, uint8_t{7}, 4, 1, 0, lay.maskBroadcast),
+             1.0f / std::sqrt(static_cast<float>(std::max<int64_t>(s.d, 1)))};
+  fillRandom(c.q, rng, -2.0f, 2.0f);
+  fillRandom(c.k, rng, -2.0f, 2.0f);
+  fillRandom(c.v, rng);
+  forEach<uint8_t, 5>(c.mask.sizes, [&](const std::array<int64_t, 5>& i) {
+    c.mask.at(i) = visible(i[0], i[1], i[2], i[3], i[4]) ? 1 : 0;
+  });
+  return c;
+}
+
+void runAttention(const Kernels& ks, AttnCase& c) {
+  linnet_memref5 qm = memref5(c.q), mm = memref5(c.mask), om = memref5(c.out);
+  linnet_memref4 km = memref4(c.k), vm = memref4(c.v);
+  ks.attention(&qm, &km, &vm, &mm, &om, c.scale);
+}
+
+// Steps 1-4 of the definition, literally, over all K keys, in f32.
+std::vector<float> referenceAttention(AttnCase& c) {
+  const int64_t K = c.k.sizes[2], D = c.q.sizes[4], E = c.v.sizes[3];
+  std::vector<float> ref;
+  std::vector<float> s(static_cast<size_t>(K));
+  forEach<float, 4>({c.q.sizes[0], c.q.sizes[1], c.q.sizes[2], c.q.sizes[3]}, [&](const std::array<int64_t, 4>& r) {
+    float m = -INFINITY;
+    for (int64_t j = 0; j < K; ++j) {
+      float dot = 0.0f;
+      for (int64_t d = 0; d < D; ++d) dot += c.q.at({r[0], r[1], r[2], r[3], d}) * c.k.at({r[0], r[1], j, d});
+      dot = dot * c.scale;
+      if (!c.mask.at({r[0], r[1], r[2], r[3], j})) dot = -3.0e38f;
+      s[static_cast<size_t>(j)] = dot;
+      m = std::max(m, dot);
+    }
+    float z = 0.0f;
+    for (float& x : s) {
+      x = expf(x - m);
+      z += x;
+    }
+    for (int64_t e = 0; e < E; ++e) {
+      float acc = 0.0f;
+      for (int64_t j = 0; j < K; ++j) acc += s[static_cast<size_t>(j)] / z * c.v.at({r[0], r[1], j, e});
+      ref.push_back(K == 0 ? 0.0f : acc);
+    }
+  });
+  return ref;
+}
+
+// out against the reference within 1e-5 (1 + max |v|); out's gaps untouched.
+void checkAttention(AttnCase& c) {
+  std::vector<float> ref = referenceAttention(c);
+  float vmax = 0.0f;
+  for (float x : c.v.data)
+    if (!std::isnan(x)) vmax = std::max(vmax, std::fabs(x));
+  const float tol = 1e-5f * (1.0f + vmax);
+  int64_t bad = 0;
+  size_t n = 0;
+  std::vector<char> inView(c.out.data.size(), 0);
+  forEach<float, 5>(c.out.sizes, [&](const std::array<int64_t, 5>& i) {
+    const float got = c.out.at(i), want = ref[n++];
+    inView[static_cast<size_t>(&c.out.at(i) - c.out.data.data())] = 1;
+    if (!(std::fabs(got - want) <= tol) && bad++ < 5)
+      UNSCOPED_INFO("out[" << i[0] << "," << i[1] << "," << i[2] << "," << i[3] << "," << i[4] << "] = " << got
+                           << ", expected " << want);
+  });
+  CHECK(bad == 0);
+  int64_t touched = 0;
+  for (size_t p = 0; p < inView.size(); ++p) touched += !inView[p] && !std::isnan(c.out.data[p]);
+  CHECK(touched == 0);
+}
+
+bool causal(int64_t, int64_t, int64_t, int64_t i, int64_t j) { return j <= i; }
+
+// Broadcast bits: axis 0 = L0, 1 = L1, 2 = G, 3 = Q, 4 = K.
+constexpr unsigned kLeading = 0b00111;  // a [Q, K] mask
+
+}  // namespace
+
+TEST_CASE("attention: causal prefill", "[cpu_kernels][attention]") {
+  std::mt19937 rng(11);
+  for (const Kernels& ks : allKernels())
+    for (int64_t g : {1, 3})
+      for (int64_t n : {37, 130})
+        for (unsigned bc : {0u, kLeading}) {
+          INFO(ks.name << " G=" << g << " Q=K=" << n << " broadcast=" << bc);
+          AttnLayout lay;
+          lay.maskBroadcast = bc;
+          AttnCase c = makeAttnCase({1, 2, g, n, n, 64, 64}, causal, lay, rng);
+          runAttention(ks, c);
+          checkAttention(c);
+        }
+}
+
+TEST_CASE("attention: decode over a visible prefix of the cache", "[cpu_kernels][attention]") {
+  std::mt19937 rng(12);
+  for (const Kernels& ks : allKernels())
+    for (int64_t k : {200, 8192})
+      for (int64_t p : {int64_t{1}, int64_t{63}, int64_t{64}, int64_t{65}, int64_t{512}, k}) {
+        if (p > k) continue;
+        INFO(ks.name << " K=" << k << " p=" << p);
+        AttnLayout lay;
+        lay.maskBroadcast = kLeading | 0b01000;  // [K]
+        AttnCase c = makeAttnCase({1, 2, 3, 1, k, 64, 64},
+                                  [p](int64_t, int64_t, int64_t, int64_t, int64_t j) { return j < p; }, lay, rng);
+        runAttention(ks, c);
+        checkAttention(c);
+      }
+}
+
+TEST_CASE("attention: arbitrary masks, fully masked rows, odd sizes", "[cpu_kernels][attention]") {
+  std::mt19937 rng(13);
+  const AttnShape shapes[] = {{2, 2, 3, 5, 100, 64, 64}, {1, 2, 3, 4, 3, 5, 7}, {2, 1, 1, 9, 40, 17, 33},
+                              {1, 1, 3, 20, 70, 64, 64}, {1, 1, 1, 1, 1, 1, 1},   {1, 1, 4, 30, 200, 17, 130},
+                              {1, 2, 2, 3, 50, 80, 20}};
+  for (const Kernels& ks : allKernels())
+    for (const AttnShape& s : shapes)
+      for (double density : {0.3, 0.9}) {
+        INFO(ks.name << " L0=" << s.l0 << " L1=" << s.l1 << " G=" << s.g << " Q=" << s.q << " K=" << s.k
+                     << " D=" << s.d << " E=" << s.e << " density=" << density);
+        // A random pattern, rows with i % 4 == 3 fully masked.
+        std::vector<uint8_t> bits(static_cast<size_t>(s.l0 * s.l1 * s.g * s.q * s.k));
+        std::bernoulli_distribution on(density);
+        for (auto& b : bits) b = on(rng);
+        Pattern pat = [&](int64_t l0, int64_t l1, int64_t g, int64_t i, int64_t j) {
+          if (i % 4 == 3) return false;
+          return bits[static_cast<size_t>((((l0 * s.l1 + l1) * s.g + g) * s.q + i) * s.k + j)] != 0;
+        };
+        AttnCase c = makeAttnCase(s, pat, {}, rng);
+        runAttention(ks, c);
+        checkAttention(c);
+      }
+}
+
+TEST_CASE("attention: every row masked is the mean of the values", "[cpu_kernels][attention]") {
+  std::mt19937 rng(14);
+  for (const Kernels& ks : allKernels())
+    for (unsigned bc : {0u, 0b11111u}) {
+      INFO(ks.name << " broadcast=" << bc);
+      AttnLayout lay;
+      lay.maskBroadcast = bc;
+      AttnCase c = makeAttnCase({1, 2, 3, 4, 50, 64, 64}, [](auto...) { return false; }, lay, rng);
+      runAttention(ks, c);
+      checkAttention(c);
+    }
+}
+
+TEST_CASE("attention: broadcast masks", "[cpu_kernels][attention]") {
+  std::mt19937 rng(15);
+  // Each pattern depends only on the axes that are not broadcast.
+  struct Case {
+    unsigned broadcast;
+    Pattern pat;
+  };
+  const Case cases[] = {
+      {0b00001u, [](int64_t, int64_t l1, int64_t g, int64_t i, int64_t j) { return (j + l1 + g) % 3 != 0 || j <= i; }},
+      {0b00010u, [](int64_t l0, int64_t, int64_t g, int64_t i, int64_t j) { return j <= i + l0 + g; }},
+      {0b00100u, [](int64_t l0, int64_t l1, int64_t, int64_t i, int64_t j) { return j <= i + l0 * 2 + l1; }},
+      {0b00011u, [](int64_t, int64_t, int64_t g, int64_t i, int64_t j) { return (j * 7 + g + i) % 5 < 3; }},
+      // inner stride 0: each (l0, l1, g, i) sees all keys or none
+      {0b10000u, [](int64_t l0, int64_t l1, int64_t g, int64_t i, int64_t) { return (l0 + l1 + g + i) % 3 != 0; }},
+      {0b10111u, [](int64_t, int64_t, int64_t, int64_t i, int64_t) { return i % 2 == 0; }},
+  };
+  for (const Kernels& ks : allKernels())
+    for (const Case& cs : cases) {
+      INFO(ks.name << " broadcast=" << cs.broadcast);
+      AttnLayout lay;
+      lay.maskBroadcast = cs.broadcast;
+      AttnCase c = makeAttnCase({2, 2, 3, 6, 45, 64, 64}, cs.pat, lay, rng);
+      runAttention(ks, c);
+      checkAttention(c);
+    }
+}
+
+TEST_CASE("attention: strided views", "[cpu_kernels][attention]") {
+  std::mt19937 rng(16);
+  AttnLayout padded;  // inner stride 1 with row gaps: the fast path
+  padded.qPad = 3;
+  padded.kPad = 5;
+  padded.vPad = 2;
+  padded.oPad = 7;
+  AttnLayout strided = padded;  // inner strides > 1: the plain path
+  strided.qInner = 2;
+  strided.oInner = 3;
+  AttnLayout kvStrided = padded;
+  kvStrided.kInner = 2;
+  kvStrided.vInner = 3;
+  for (const Kernels& ks : allKernels())
+    for (const AttnLayout& lay : {padded, strided, kvStrided})
+      for (const AttnShape& s : {AttnShape{1, 2, 3, 17, 17, 64, 64}, AttnShape{2, 1, 3, 4, 3, 5, 7}}) {
+        INFO(ks.name << " qInner=" << lay.qInner << " kInner=" << lay.kInner << " D=" << s.d);
+        AttnCase c = makeAttnCase(s, causal, lay, rng);
+        runAttention(ks, c);
+        checkAttention(c);
+      }
+}
+
+TEST_CASE("attention: empty sizes", "[cpu_kernels][attention]") {
+  std::mt19937 rng(17);
+  for (const Kernels& ks : allKernels()) {
+    INFO(ks.name);
+    // K = 0: zeros.
+    AttnCase c = makeAttnCase({1, 2, 3, 4, 0, 8, 8}, causal, {}, rng);
+    runAttention(ks, c);
+    forEach<float, 5>(c.out.sizes, [&](const std::array<int64_t, 5>& i) { CHECK(c.out.at(i) == 0.0f); });
+    // Q = 0 and G = 0 touch nothing.
+    for (const AttnShape& s : {AttnShape{1, 2, 3, 0, 5, 8, 8}, AttnShape{1, 2, 0, 4, 5, 8, 8}}) {
+      AttnCase e = makeAttnCase(s, causal, {}, rng);
+      runAttention(ks, e);
+      for (float x : e.out.data) CHECK(std::isnan(x));
+    }
+  }
+}
+
+#ifdef LINNET_KERNELS_TEST_OPENMP
+TEST_CASE("attention: the same bits on 1 and 2 threads", "[cpu_kernels][attention]") {
+  std::mt19937 rng(18);
+  const int saved = omp_get_max_threads();
+  struct Case {
+    AttnShape shape;
+    Pattern pat;
+  };
+  const Case cases[] = {
+      {{1, 3, 3, 64, 64, 64, 64}, causal},
+      {{1, 3, 4, 1, 1024, 64, 64}, [](int64_t, int64_t, int64_t, int64_t, int64_t j) { return j < 300; }},
+      {{1, 2, 3, 40, 90, 64, 64}, [](int64_t, int64_t, int64_t g, int64_t i, int64_t j) { return (i * j + g) % 3; }},
+      // One (l0, l1): the kernel splits its rows into smaller blocks on 2
+      // threads than on 1.
+      {{1, 1, 3, 5, 300, 64, 64}, [](int64_t, int64_t, int64_t g, int64_t i, int64_t j) { return (i + j * g) % 4; }},
+      {{1, 1, 4, 1, 2048, 64, 64}, [](int64_t, int64_t, int64_t, int64_t, int64_t j) { return j < 700; }},
+  };
+  for (const Kernels& ks : allKernels())
+    for (const Case& cs : cases) {
+      INFO(ks.name << " Q=" << cs.shape.q << " K=" << cs.shape.k);
+      AttnCase c = makeAttnCase(cs.shape, cs.pat, {}, rng);
+      omp_set_num_threads(1);
+      runAttention(ks, c);
+      const std::vector<float> one = c.out.data;
+      std::fill(c.out.data.begin(), c.out.data.end(), NAN);
+      omp_set_num_threads(2);
+      runAttention(ks, c);
+      CHECK(std::memcmp(one.data(), c.out.data.data(), one.size() * 4) == 0);
+      checkAttention(c);
+    }
   omp_set_num_threads(saved);
 }
 #endif

@@ -1,4 +1,5 @@
-/* The CPU weight-product kernels (linnet_kernels.h has the ABI).
+/* The CPU weight-product kernels and a fused attention (linnet_kernels.h has
+ * the ABI; the attention kernel is described at its section below).
  *
  * Two paths for a product out = x . W^T:
  *  - decode (M <= LINNET_KERNELS_DECODE_MAX_M): per row of W, a fused loop
@@ -957,5 +958,543 @@ void KERNEL(_mlir_ciface_linnet_kernel_gather_rows)(linnet_memref2* w, linnet_me
     int64_t id = ib[i * id_stride];
     id = id < 0 ? 0 : id >= n ? n - 1 : id;
     dequantize_row(format, wb + id * w_row, w_col, k, ob + i * o_row, o_col);
+  }
+}
+
+/* ---- attention --------------------------------------------------------- */
+
+/* Fused scaled dot-product attention of grouped query heads (f32), the
+ * language's definition (expand_attention.cpp) computed per query row over
+ * its visible keys only:
+ *  - the mask row is scanned first for its visible range [lo, hi) and
+ *    count; a row that sees no key gets the mean of all K values (each of
+ *    its K scores is -3e38, so each p is 1 and each weight 1/K);
+ *  - else masked keys are skipped: their p = expf(-3e38 - max) is 0;
+ *  - s_j = dot(q, k_j) * scale, max, p_j = expf(s_j - max) (libm's, so
+ *    every exp is bitwise the reference backend's), Z = sum p_j in key
+ *    order, w_j = p_j / Z, out = sum_j w_j v_j.
+ * AVX-512 path (inner strides 1, the mask's 0 or 1): rows (g, i) of one
+ * (l0, l1) in the order (i, g), in blocks of up to ATTN_ROWS rows that
+ * share each k and v row, over the union of their visible ranges. Scores:
+ * with 8 or more rows per (l0, l1) (prefill), the block's rows in the 16
+ * lanes (q transposed once, each k value broadcast; the weights stored
+ * [key][16 rows]); with fewer (decode), per row 16 keys' dot products at a
+ * time (vectors over d, reduced by one transposing tree, the same for
+ * every key; the weights stored per row). The expfs in an out-of-line loop
+ * (each call clobbers every vector register), then PV register tiles of up
+ * to ATTN_PV_ROWS rows x 64 values. Other views go through a plain C path,
+ * one row at a time. The method depends on the shape only, and a row's
+ * arithmetic is the same whichever block or thread computes it (keys
+ * outside its range enter as +0), so results do not depend on the thread
+ * count. Scratch: ATTN_ROWS x K + 16 D floats per thread (stack up to
+ * 64 KiB, else one allocation per thread per call). K < 2^31. */
+
+#include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define ATTN_MASKED (-3.0e38f) /* sema::kAttentionMasked */
+#define ATTN_ROWS 16
+#define ATTN_PV_ROWS 6
+
+/* Per-thread scratch up to this many floats lives on the stack. */
+#define ATTN_STACK_FLOATS 16384
+
+typedef struct {
+  const float* q;
+  const float* k;
+  const float* v;
+  const uint8_t* mask;
+  float* out;
+  int64_t l0, l1, g, nq, nk, d, e;
+  int64_t qs[5], ks[4], vs[4], ms[5], os[5];
+  float scale;
+} attn_args;
+
+typedef struct {
+  int64_t lo, hi, count; /* visible keys: count of them, all in [lo, hi) */
+} key_range;
+
+MAYBE_UNUSED static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Visible keys of the mask row m (byte j at m[j * stride]). */
+static key_range scan_mask(const uint8_t* m, int64_t stride, int64_t n) {
+  key_range r = {0, 0, 0};
+  if (n <= 0) return r;
+  if (stride == 0) {
+    if (m[0]) r.hi = r.count = n;
+    return r;
+  }
+  int64_t lo = 0, hi = n, count = 0;
+  if (stride == 1) {
+    uint64_t w;
+#ifdef __AVX512BW__
+    while (lo + 64 <= n && !_mm512_test_epi8_mask(_mm512_loadu_si512(m + lo), _mm512_loadu_si512(m + lo))) lo += 64;
+#endif
+    while (lo + 8 <= n && (memcpy(&w, m + lo, 8), w == 0)) lo += 8;
+    while (lo < n && !m[lo]) ++lo;
+    if (lo == n) return r;
+#ifdef __AVX512BW__
+    while (hi - 64 >= lo &&
+           !_mm512_test_epi8_mask(_mm512_loadu_si512(m + hi - 64), _mm512_loadu_si512(m + hi - 64)))
+      hi -= 64;
+#endif
+    while (hi - 8 >= lo && (memcpy(&w, m + hi - 8, 8), w == 0)) hi -= 8;
+    while (!m[hi - 1]) --hi;
+    int64_t j = lo;
+#ifdef __AVX512BW__
+    for (; j + 64 <= hi; j += 64) {
+      const __m512i b = _mm512_loadu_si512(m + j);
+      count += __builtin_popcountll(_mm512_test_epi8_mask(b, b));
+    }
+#endif
+    for (; j < hi; ++j) count += m[j] != 0;
+  } else {
+    while (lo < n && !m[lo * stride]) ++lo;
+    if (lo == n) return r;
+    while (!m[(hi - 1) * stride]) --hi;
+    for (int64_t j = lo; j < hi; ++j) count += m[j * stride] != 0;
+  }
+  r.lo = lo;
+  r.hi = hi;
+  r.count = count;
+  return r;
+}
+
+static ALWAYS_INLINE const float* attn_q(const attn_args* a, int64_t l0, int64_t l1, int64_t g, int64_t i) {
+  return a->q + l0 * a->qs[0] + l1 * a->qs[1] + g * a->qs[2] + i * a->qs[3];
+}
+static ALWAYS_INLINE float* attn_out(const attn_args* a, int64_t l0, int64_t l1, int64_t g, int64_t i) {
+  return a->out + l0 * a->os[0] + l1 * a->os[1] + g * a->os[2] + i * a->os[3];
+}
+static ALWAYS_INLINE const uint8_t* attn_mask(const attn_args* a, int64_t l0, int64_t l1, int64_t g, int64_t i) {
+  return a->mask + l0 * a->ms[0] + l1 * a->ms[1] + g * a->ms[2] + i * a->ms[3];
+}
+
+/* One query row, any strides; buf holds K + E floats. */
+static void attn_row_generic(const attn_args* a, int64_t l0, int64_t l1, int64_t g, int64_t i, float* buf) {
+  const int64_t nk = a->nk, d = a->d, e = a->e;
+  const float* q = attn_q(a, l0, l1, g, i);
+  const float* k = a->k + l0 * a->ks[0] + l1 * a->ks[1];
+  const float* v = a->v + l0 * a->vs[0] + l1 * a->vs[1];
+  const uint8_t* m = attn_mask(a, l0, l1, g, i);
+  const int64_t qd = a->qs[4], kj = a->ks[2], kd = a->ks[3], vj = a->vs[2], ve = a->vs[3], mj = a->ms[4];
+  float* o = attn_out(a, l0, l1, g, i);
+  float* acc = buf + nk;
+  for (int64_t c = 0; c < e; ++c) acc[c] = 0.0f;
+  const key_range r = scan_mask(m, mj, nk);
+  if (r.count == 0) {
+    const float w = 1.0f / (float)nk;
+    for (int64_t j = 0; j < nk; ++j)
+      for (int64_t c = 0; c < e; ++c) acc[c] += w * v[j * vj + c * ve];
+  } else {
+    const int dense = r.count == r.hi - r.lo;
+    float mx = ATTN_MASKED;
+    for (int64_t j = r.lo; j < r.hi; ++j) {
+      if (!dense && !m[j * mj]) continue;
+      float s = 0.0f;
+      for (int64_t c = 0; c < d; ++c) s += q[c * qd] * k[j * kj + c * kd];
+      s *= a->scale;
+      buf[j] = s;
+      mx = s > mx ? s : mx;
+    }
+    for (int64_t j = r.lo; j < r.hi; ++j) buf[j] = dense || m[j * mj] ? expf(buf[j] - mx) : 0.0f;
+    float z = 0.0f;
+    for (int64_t j = r.lo; j < r.hi; ++j) z += buf[j];
+    for (int64_t j = r.lo; j < r.hi; ++j) {
+      if (!dense && !m[j * mj]) continue;
+      const float w = buf[j] / z;
+      for (int64_t c = 0; c < e; ++c) acc[c] += w * v[j * vj + c * ve];
+    }
+  }
+  for (int64_t c = 0; c < e; ++c) o[c * a->os[4]] = acc[c];
+}
+
+#ifdef __AVX512F__
+
+static ALWAYS_INLINE __mmask16 tail_mask(int64_t n) {
+  return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+}
+
+/* The 16 horizontal sums of acc[0..15], lane c = sum of acc[c]: the same
+ * tree for every c ((x0 + x2) + (x1 + x3) in each 128-bit lane, then
+ * (L0 + L1) + (L2 + L3)). */
+static ALWAYS_INLINE __m512 reduce16(const __m512* acc) {
+  __m512 t[8], u[4];
+  for (int p = 0; p < 8; ++p)
+    t[p] = _mm512_add_ps(_mm512_unpacklo_ps(acc[2 * p], acc[2 * p + 1]),
+                         _mm512_unpackhi_ps(acc[2 * p], acc[2 * p + 1]));
+  for (int p = 0; p < 4; ++p) {
+    const __m512d x = _mm512_castps_pd(t[2 * p]), y = _mm512_castps_pd(t[2 * p + 1]);
+    u[p] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+  }
+  const __m512 v0 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88), _mm512_shuffle_f32x4(u[0], u[1], 0xDD));
+  const __m512 v1 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x88), _mm512_shuffle_f32x4(u[2], u[3], 0xDD));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x88), _mm512_shuffle_f32x4(v0, v1, 0xDD));
+}
+
+/* s[0..16) = scale * dot(q, krow[c]) for c < 16, D = d; krow entries may
+ * repeat (a short tile repeats its last key). */
+static ALWAYS_INLINE __m512 dots16(const float* q, const float* const* krow, int64_t d, float scale) {
+  __m512 acc[16];
+  for (int c = 0; c < 16; ++c) acc[c] = _mm512_setzero_ps();
+  int64_t d0 = 0;
+  for (; d0 + 16 <= d; d0 += 16) {
+    const __m512 qv = _mm512_loadu_ps(q + d0);
+    for (int c = 0; c < 16; ++c) acc[c] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(krow[c] + d0), acc[c]);
+  }
+  if (d0 < d) {
+    const __mmask16 mt = tail_mask(d - d0);
+    const __m512 qv = _mm512_maskz_loadu_ps(mt, q + d0);
+    for (int c = 0; c < 16; ++c) acc[c] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(mt, krow[c] + d0), acc[c]);
+  }
+  return _mm512_mul_ps(reduce16(acc), _mm512_set1_ps(scale));
+}
+
+/* out rows o[0..nr) = sum_{j in [j0, j1)} w[r][(j - base) * ws] * v_j over
+ * E values, 64 at a time; nr a constant after inlining. */
+static ALWAYS_INLINE void pv_tile(const float* v, int64_t vj, int64_t e, int64_t j0, int64_t j1, const float* const* w,
+                                  int64_t base, int64_t ws, float* const* o, const int nr) {
+  for (int64_t e0 = 0; e0 < e; e0 += 64) {
+    const __mmask16 m0 = tail_mask(e - e0), m1 = tail_mask(e - e0 - 16), m2 = tail_mask(e - e0 - 32),
+                    m3 = tail_mask(e - e0 - 48);
+    __m512 acc[ATTN_PV_ROWS][4];
+    for (int r = 0; r < nr; ++r) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = _mm512_setzero_ps();
+    if (e - e0 >= 64) {
+      for (int64_t j = j0; j < j1; ++j) {
+        const float* vr = v + j * vj + e0;
+        const __m512 v0 = _mm512_loadu_ps(vr), v1 = _mm512_loadu_ps(vr + 16), v2 = _mm512_loadu_ps(vr + 32),
+                     v3 = _mm512_loadu_ps(vr + 48);
+        for (int r = 0; r < nr; ++r) {
+          const __m512 b = _mm512_set1_ps(w[r][(j - base) * ws]);
+          acc[r][0] = _mm512_fmadd_ps(b, v0, acc[r][0]);
+          acc[r][1] = _mm512_fmadd_ps(b, v1, acc[r][1]);
+          acc[r][2] = _mm512_fmadd_ps(b, v2, acc[r][2]);
+          acc[r][3] = _mm512_fmadd_ps(b, v3, acc[r][3]);
+        }
+      }
+    } else {
+      for (int64_t j = j0; j < j1; ++j) {
+        const float* vr = v + j * vj + e0;
+        const __m512 v0 = _mm512_maskz_loadu_ps(m0, vr), v1 = _mm512_maskz_loadu_ps(m1, vr + 16),
+                     v2 = _mm512_maskz_loadu_ps(m2, vr + 32), v3 = _mm512_maskz_loadu_ps(m3, vr + 48);
+        for (int r = 0; r < nr; ++r) {
+          const __m512 b = _mm512_set1_ps(w[r][(j - base) * ws]);
+          acc[r][0] = _mm512_fmadd_ps(b, v0, acc[r][0]);
+          acc[r][1] = _mm512_fmadd_ps(b, v1, acc[r][1]);
+          acc[r][2] = _mm512_fmadd_ps(b, v2, acc[r][2]);
+          acc[r][3] = _mm512_fmadd_ps(b, v3, acc[r][3]);
+        }
+      }
+    }
+    for (int r = 0; r < nr; ++r) {
+      _mm512_mask_storeu_ps(o[r] + e0, m0, acc[r][0]);
+      _mm512_mask_storeu_ps(o[r] + e0 + 16, m1, acc[r][1]);
+      _mm512_mask_storeu_ps(o[r] + e0 + 32, m2, acc[r][2]);
+      _mm512_mask_storeu_ps(o[r] + e0 + 48, m3, acc[r][3]);
+    }
+  }
+}
+
+static void pv_rows(const float* v, int64_t vj, int64_t e, int64_t j0, int64_t j1, const float* const* w,
+                    int64_t base, int64_t ws, float* const* o, int nr) {
+  switch (nr) {
+    case 1: pv_tile(v, vj, e, j0, j1, w, base, ws, o, 1); break;
+    case 2: pv_tile(v, vj, e, j0, j1, w, base, ws, o, 2); break;
+    case 3: pv_tile(v, vj, e, j0, j1, w, base, ws, o, 3); break;
+    case 4: pv_tile(v, vj, e, j0, j1, w, base, ws, o, 4); break;
+    case 5: pv_tile(v, vj, e, j0, j1, w, base, ws, o, 5); break;
+    default: pv_tile(v, vj, e, j0, j1, w, base, ws, o, ATTN_PV_ROWS); break;
+  }
+}
+
+/* The row sees no key: out = sum_j (1/K) v_j over all K keys. */
+static void attn_uniform_avx(const float* v, int64_t vj, int64_t nk, int64_t e, float* o) {
+  const float w = 1.0f / (float)nk;
+  for (int64_t e0 = 0; e0 < e; e0 += 16) {
+    const __mmask16 mt = tail_mask(e - e0);
+    const __m512 b = _mm512_set1_ps(w);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t j = 0; j < nk; ++j) acc = _mm512_fmadd_ps(b, _mm512_maskz_loadu_ps(mt, v + j * vj + e0), acc);
+    _mm512_mask_storeu_ps(o + e0, mt, acc);
+  }
+}
+
+/* s[j * stride] = expf(s[j * stride] - mx) for j < n (m == NULL) or where
+ * m[j] != 0, else 0. Kept out of line: around each libm call every vector
+ * register is lost, so the callers' vector constants must not be live here,
+ * and nothing is carried from one call to the next. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void exp_run(float* s, int64_t n, int64_t stride, float mx, const uint8_t* m) {
+  if (m == NULL) {
+    for (int64_t j = 0; j < n; ++j) s[j * stride] = expf(s[j * stride] - mx);
+  } else {
+    for (int64_t j = 0; j < n; ++j) s[j * stride] = m[j] ? expf(s[j * stride] - mx) : 0.0f;
+  }
+}
+
+/* Bit r set where row r (in `rows`) sees key j. */
+static ALWAYS_INLINE __mmask16 hole_bits(const uint8_t* const* m, int rows, int64_t j) {
+  __mmask16 bits = (__mmask16)(0xFFFF & ~rows);
+  for (int r = 0; r < 16; ++r)
+    if ((rows >> r & 1) && m[r][j]) bits |= (__mmask16)(1u << r);
+  return bits;
+}
+
+/* Blocks of 8 or more rows: rows in the lanes. qt[d * 16 + r] = q[r][d]; the
+ * weights go to p[(j - lo) * 16 + r] for j in [lo, hi), 0 where row r does
+ * not see key j. Row r's score s_j = (sum over d in order, FMA) * scale;
+ * max, its expfs, and Z = sum over j in order of p_j; w = p / Z. */
+static void attn_softmax_lanes(const attn_args* a, const float* const* q, const uint8_t* const* m, const key_range* kr,
+                               int n, int64_t lo, int64_t hi, const float* k, int64_t kj, float* p, float* qt) {
+  const int64_t d = a->d;
+  for (int64_t c = 0; c < d; ++c)
+    for (int r = 0; r < 16; ++r) qt[c * 16 + r] = r < n ? q[r][c] : 0.0f;
+  const __m512 scale = _mm512_set1_ps(a->scale);
+  for (int64_t j0 = lo; j0 < hi; j0 += 8) {
+    const float* kr8[8];
+    for (int c = 0; c < 8; ++c) kr8[c] = k + min64(j0 + c, hi - 1) * kj;
+    __m512 acc[8];
+    for (int c = 0; c < 8; ++c) acc[c] = _mm512_setzero_ps();
+    for (int64_t x = 0; x < d; ++x) {
+      const __m512 qv = _mm512_load_ps(qt + x * 16);
+      for (int c = 0; c < 8; ++c) acc[c] = _mm512_fmadd_ps(qv, _mm512_set1_ps(kr8[c][x]), acc[c]);
+    }
+    const int nc = (int)min64(8, hi - j0);
+    for (int c = 0; c < nc; ++c) _mm512_store_ps(p + (j0 + c - lo) * 16, _mm512_mul_ps(acc[c], scale));
+  }
+  /* Which lanes see key j: lo_r <= j < hi_r (and the mask byte for rows
+   * with holes). */
+  int32_t rlo[16], rhi[16];
+  int holes = 0;
+  for (int r = 0; r < 16; ++r) {
+    rlo[r] = r < n ? (int32_t)kr[r].lo : INT32_MAX;
+    rhi[r] = r < n ? (int32_t)kr[r].hi : 0;
+    if (r < n && kr[r].count != kr[r].hi - kr[r].lo) holes |= 1 << r;
+  }
+  const __m512i vlo = _mm512_loadu_si512(rlo), vhi = _mm512_loadu_si512(rhi);
+#define SEES(j)                                                                                               \
+  (_mm512_cmple_epi32_mask(vlo, _mm512_set1_epi32((int32_t)(j))) &                                          \
+   _mm512_cmpgt_epi32_mask(vhi, _mm512_set1_epi32((int32_t)(j))) & (holes ? hole_bits(m, holes, j) : 0xFFFF))
+  __m512 vm = _mm512_set1_ps(ATTN_MASKED);
+  for (int64_t j = lo; j < hi; ++j) vm = _mm512_mask_max_ps(vm, SEES(j), vm, _mm512_load_ps(p + (j - lo) * 16));
+  _Alignas(64) float mx[16];
+  _mm512_store_ps(mx, vm);
+  for (int r = 0; r < n; ++r) {
+    float* s = p + r - lo * 16;
+    const float mr = mx[r];
+    exp_run(s + kr[r].lo * 16, kr[r].hi - kr[r].lo, 16, mr, holes >> r & 1 ? m[r] + kr[r].lo : NULL);
+  }
+  __m512 vz = _mm512_setzero_ps();
+  for (int64_t j = lo; j < hi; ++j) {
+    const __m512 e = _mm512_maskz_mov_ps(SEES(j), _mm512_load_ps(p + (j - lo) * 16));
+    _mm512_store_ps(p + (j - lo) * 16, e);
+    vz = _mm512_add_ps(vz, e);
+  }
+#undef SEES
+  vz = _mm512_mask_mov_ps(_mm512_set1_ps(1.0f), (__mmask16)((1u << n) - 1), vz);
+  for (int64_t j = lo; j < hi; ++j) _mm512_store_ps(p + (j - lo) * 16, _mm512_div_ps(_mm512_load_ps(p + (j - lo) * 16), vz));
+}
+
+/* Rows t0 .. t0+nr-1 (t = i * G + g) of (l0, l1); scratch holds
+ * ATTN_ROWS x round16(K) + 16 D floats, 64-byte aligned. `lanes`: the
+ * rows-in-lanes scores (for blocks of 8 or more rows), else 16 keys' dot
+ * products at a time per row. */
+static void attn_block_avx(const attn_args* a, int64_t l0, int64_t l1, int64_t t0, int nr, int lanes,
+                           float* scratch) {
+  const int64_t nk = a->nk, G = a->g;
+  const float* k = a->k + l0 * a->ks[0] + l1 * a->ks[1];
+  const float* v = a->v + l0 * a->vs[0] + l1 * a->vs[1];
+  const int64_t kj = a->ks[2], vj = a->vs[2], mj = a->ms[4];
+  const float* q[ATTN_ROWS];
+  const uint8_t* m[ATTN_ROWS];
+  float* o[ATTN_ROWS];
+  key_range kr[ATTN_ROWS];
+  int n = 0; /* rows that see a key, compacted */
+  int64_t lo = nk, hi = 0;
+  const uint8_t* last = NULL; /* rows of a broadcast mask share a scan */
+  key_range x = {0, 0, 0};
+  for (int r = 0; r < nr; ++r) {
+    const int64_t g = (t0 + r) % G, i = (t0 + r) / G;
+    const uint8_t* mr = attn_mask(a, l0, l1, g, i);
+    if (mr != last) x = scan_mask(mr, mj, nk);
+    last = mr;
+    float* orow = attn_out(a, l0, l1, g, i);
+    if (x.count == 0) {
+      attn_uniform_avx(v, vj, nk, a->e, orow);
+      continue;
+    }
+    q[n] = attn_q(a, l0, l1, g, i);
+    m[n] = mr;
+    o[n] = orow;
+    kr[n] = x;
+    lo = min64(lo, x.lo);
+    hi = max64(hi, x.hi);
+    ++n;
+  }
+  if (n == 0) return;
+  float* w[ATTN_ROWS];
+  int64_t ws = 1;
+  if (lanes) {
+    ws = 16;
+    for (int r = 0; r < n; ++r) w[r] = scratch + r;
+    attn_softmax_lanes(a, q, m, kr, n, lo, hi, k, kj, scratch, scratch + 16 * ((a->nk + 15) / 16 * 16));
+  } else {
+    const int64_t ld = (hi - lo + 15) / 16 * 16;
+    for (int r = 0; r < n; ++r) w[r] = scratch + r * ld;
+    /* Scores over the block's keys [lo, hi), 16 keys at a time. */
+    for (int64_t j0 = lo; j0 < hi; j0 += 16) {
+      const float* krow[16];
+      for (int c = 0; c < 16; ++c) krow[c] = k + min64(j0 + c, hi - 1) * kj;
+      for (int r = 0; r < n; ++r) {
+        if (j0 >= kr[r].hi || j0 + 16 <= kr[r].lo) continue;
+        _mm512_storeu_ps(w[r] + (j0 - lo), dots16(q[r], krow, a->d, a->scale));
+      }
+    }
+
+    /* Softmax of each row over its visible keys; 0 elsewhere in [lo, hi). */
+    for (int r = 0; r < n; ++r) {
+      float* s = w[r] - lo; /* s[j] for j in [lo, hi) */
+      const int64_t rlo = kr[r].lo, rhi = kr[r].hi;
+      const int dense = kr[r].count == rhi - rlo;
+      float mx = ATTN_MASKED;
+      if (dense) {
+        int64_t j = rlo;
+        __m512 vm = _mm512_set1_ps(ATTN_MASKED);
+        for (; j + 16 <= rhi; j += 16) vm = _mm512_max_ps(vm, _mm512_loadu_ps(s + j));
+        mx = _mm512_reduce_max_ps(vm);
+        for (; j < rhi; ++j) mx = s[j] > mx ? s[j] : mx;
+        exp_run(s + rlo, rhi - rlo, 1, mx, NULL);
+      } else {
+        for (int64_t j = rlo; j < rhi; ++j)
+          if (m[r][j]) mx = s[j] > mx ? s[j] : mx;
+        exp_run(s + rlo, rhi - rlo, 1, mx, m[r] + rlo);
+      }
+      /* Z: 16 sums over j = rlo + 16 t + lane, then the tail in order (masked
+       * keys add +0). */
+      int64_t j = rlo;
+      __m512 vs = _mm512_setzero_ps();
+      for (; j + 16 <= rhi; j += 16) vs = _mm512_add_ps(vs, _mm512_loadu_ps(s + j));
+      float z = _mm512_reduce_add_ps(vs);
+      for (; j < rhi; ++j) z += s[j];
+      const __m512 vz = _mm512_set1_ps(z);
+      j = rlo;
+      for (; j + 16 <= rhi; j += 16) _mm512_storeu_ps(s + j, _mm512_div_ps(_mm512_loadu_ps(s + j), vz));
+      for (; j < rhi; ++j) s[j] = s[j] / z;
+      for (j = lo; j < rlo; ++j) s[j] = 0.0f;
+      for (j = rhi; j < hi; ++j) s[j] = 0.0f;
+    }
+  }
+  /* out = W . V in tiles of up to ATTN_PV_ROWS rows, each over its rows'
+   * keys. */
+  for (int r0 = 0; r0 < n; r0 += ATTN_PV_ROWS) {
+    const int pr = (int)min64(ATTN_PV_ROWS, n - r0);
+    int64_t plo = hi, phi = lo;
+    for (int r = r0; r < r0 + pr; ++r) {
+      plo = min64(plo, kr[r].lo);
+      phi = max64(phi, kr[r].hi);
+    }
+    pv_rows(v, vj, a->e, plo, phi, (const float* const*)(w + r0), lo, ws, o + r0, pr);
+  }
+}
+
+#endif /* __AVX512F__ */
+
+/* Total query rows below this many row-keys x (D + E) run on the calling
+ * thread. */
+#define ATTN_PARALLEL_MIN_WORK (1 << 18)
+
+void KERNEL(_mlir_ciface_linnet_kernel_attention_f32)(linnet_memref5* q, linnet_memref4* k, linnet_memref4* v,
+                                                      linnet_memref5* mask, linnet_memref5* out, float scale) {
+  attn_args a;
+  a.q = (const float*)q->aligned + q->offset;
+  a.k = (const float*)k->aligned + k->offset;
+  a.v = (const float*)v->aligned + v->offset;
+  a.mask = (const uint8_t*)mask->aligned + mask->offset;
+  a.out = (float*)out->aligned + out->offset;
+  a.l0 = q->sizes[0];
+  a.l1 = q->sizes[1];
+  a.g = q->sizes[2];
+  a.nq = q->sizes[3];
+  a.d = q->sizes[4];
+  a.nk = k->sizes[2];
+  a.e = v->sizes[3];
+  a.scale = scale;
+  for (int i = 0; i < 5; ++i) {
+    a.qs[i] = q->strides[i];
+    a.ms[i] = mask->strides[i];
+    a.os[i] = out->strides[i];
+  }
+  for (int i = 0; i < 4; ++i) {
+    a.ks[i] = k->strides[i];
+    a.vs[i] = v->strides[i];
+  }
+  if (a.l0 <= 0 || a.l1 <= 0 || a.g <= 0 || a.nq <= 0 || a.e <= 0) return;
+  const int64_t rows = a.g * a.nq; /* per (l0, l1) */
+  if (a.nk <= 0) {
+    for (int64_t l0 = 0; l0 < a.l0; ++l0)
+      for (int64_t l1 = 0; l1 < a.l1; ++l1)
+        for (int64_t t = 0; t < rows; ++t) {
+          float* o = attn_out(&a, l0, l1, t % a.g, t / a.g);
+          for (int64_t c = 0; c < a.e; ++c) o[c * a.os[4]] = 0.0f;
+        }
+    return;
+  }
+  int fast = 0;
+#ifdef __AVX512F__
+  fast = (a.qs[4] == 1 || a.d <= 1) && (a.ks[3] == 1 || a.d <= 1) && (a.vs[3] == 1 || a.e <= 1) &&
+         (a.os[4] == 1 || a.e <= 1) && (a.ms[4] == 0 || a.ms[4] == 1 || a.nk <= 1);
+  if (a.nk <= 1) a.ms[4] = 0;
+#endif
+  /* Blocks of up to ATTN_ROWS rows, halved while there are fewer blocks
+   * than threads. The method (rows in lanes or not) depends on the shape
+   * alone, and a row's arithmetic does not depend on its block, so neither
+   * does the result on the thread count. */
+  int64_t block = 1;
+  const int lanes = rows >= 8;
+  (void)lanes;
+  if (fast) {
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    block = min64(ATTN_ROWS, rows);
+    while (block > 1 && a.l0 * a.l1 * ((rows + block - 1) / block) < threads) block = (block + 1) / 2;
+  }
+  const int64_t per = (rows + block - 1) / block, tasks = a.l0 * a.l1 * per;
+  const int64_t need = fast ? ATTN_ROWS * ((a.nk + 15) / 16 * 16) + 16 * a.d : a.nk + a.e;
+  const double work = (double)(a.l0 * a.l1 * rows) * (double)a.nk * (double)(a.d + a.e);
+  int failed = 0;
+  (void)work;
+#pragma omp parallel if (work >= ATTN_PARALLEL_MIN_WORK && tasks > 1)
+  {
+    _Alignas(64) float stack_buf[ATTN_STACK_FLOATS];
+    float* buf = need <= ATTN_STACK_FLOATS ? stack_buf : (float*)aligned_alloc(64, (size_t)(need + 15) / 16 * 64);
+    if (buf == NULL) {
+#pragma omp atomic write
+      failed = 1;
+    }
+#pragma omp barrier
+    int stop;
+#pragma omp atomic read
+    stop = failed;
+    if (!stop) {
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t t = 0; t < tasks; ++t) {
+        const int64_t lk = t / per, b = t % per, l0 = lk / a.l1, l1 = lk % a.l1;
+        const int64_t t0 = b * block, t1 = min64(rows, t0 + block);
+#ifdef __AVX512F__
+        if (fast) {
+          attn_block_avx(&a, l0, l1, t0, (int)(t1 - t0), lanes, buf);
+          continue;
+        }
+#endif
+        for (int64_t r = t0; r < t1; ++r) attn_row_generic(&a, l0, l1, r % a.g, r / a.g, buf);
+      }
+    }
+    if (buf != stack_buf) free(buf);
   }
 }

@@ -1,6 +1,7 @@
 /* The CPU kernel library for weight products: matrix products, embedding
  * lookups and unpacking whose weight operand W stays in its checkpoint's
- * storage format (common/storage_formats.def). linnet_kernels.c is compiled
+ * storage format (common/storage_formats.def); and a fused f32 attention
+ * (attention_f32, its contract beside its declaration). linnet_kernels.c is compiled
  * with model.so (clang -O3 -march=native -fPIC [-fopenmp]) and called from
  * the generated code through MLIR's C interface.
  *
@@ -87,6 +88,40 @@ void _mlir_ciface_linnet_kernel_gather_rows(linnet_memref2* w, linnet_memref1* i
                                             int64_t format, int64_t k);
 /* out = W dequantized, f32 [N, K]. */
 void _mlir_ciface_linnet_kernel_unpack(linnet_memref2* w, linnet_memref2* out, int64_t format, int64_t k);
+
+typedef struct {
+  void* allocated;
+  void* aligned;
+  int64_t offset;
+  int64_t sizes[4];
+  int64_t strides[4];
+} linnet_memref4;
+
+typedef struct {
+  void* allocated;
+  void* aligned;
+  int64_t offset;
+  int64_t sizes[5];
+  int64_t strides[5];
+} linnet_memref5;
+
+/* Scaled dot-product attention of grouped query heads, all f32 (the
+ * language's `attention` for D = f32; G query heads share a key/value head):
+ *   q f32 [L0, L1, G, Q, D], k f32 [L0, L1, K, D], v f32 [L0, L1, K, E],
+ *   mask u8 [L0, L1, G, Q, K] (0 masked, nonzero visible; any stride may be
+ *   0, a broadcast mask), out f32 [L0, L1, G, Q, E].
+ * Sizes are read from q (L0, L1, G, Q, D), k (K) and v (E). Per query row:
+ *   s_j = dot(q, k_j) * scale, or -3e38 where the mask is 0;
+ *   p_j = expf(s_j - max s); out = sum_j (p_j / sum p) * v_j
+ * with libm's expf, every sum in f32 (any order, FMA allowed). Masked keys
+ * are skipped (their p is exactly 0 when the row sees a key and scores
+ * above -3e38 on one); a row that sees no key gets the mean of all K
+ * values. A row costs its visible keys, not K. K = 0 writes zeros; L0, L1,
+ * G or Q = 0 does nothing. Work is split over query rows only. Any strides
+ * (inner stride 1 for q, k, v, out and 0 or 1 for the mask is the fast
+ * path). If scratch cannot be allocated, nothing is written. */
+void _mlir_ciface_linnet_kernel_attention_f32(linnet_memref5* q, linnet_memref4* k, linnet_memref4* v,
+                                              linnet_memref5* mask, linnet_memref5* out, float scale);
 
 /* RowBytes of a row of k elements in `format` (0 for an unknown format). */
 static inline int64_t linnet_storage_row_bytes(int64_t format, int64_t k) {
