@@ -141,12 +141,13 @@ typedef struct {
   float* dxsl;    /* [Kp/4] d_b * (sum of the lane's q) (Q4_1's offset term) */
   float* dxs16;   /* [K/256][16] 8 zeros, then d_b * sum_b q of the 256's 8 blocks (K-quants' mins) */
   float* d;       /* [K/32] d_b */
+  float* dxsb;    /* [K/32] d_b * sum_b q (Q4_1's offset term) */
   int32_t* sum;   /* [K/32] sum_b q */
 } xrow;
 
 static int64_t xrow_bytes(int64_t k) {
   const int64_t kp = round_up(k, 64), nb = k / 32;
-  return kp + 3 * kp + round_up(k / QK_K * 64, 64) + 2 * round_up(nb * 4, 64);
+  return kp + 3 * kp + round_up(k / QK_K * 64, 64) + 3 * round_up(nb * 4, 64);
 }
 
 static void xrow_place(xrow* r, unsigned char* p, int64_t k) {
@@ -157,13 +158,49 @@ static void xrow_place(xrow* r, unsigned char* p, int64_t k) {
   r->dxsl = (float*)(void*)p, p += kp;
   r->dxs16 = (float*)(void*)p, p += round_up(k / QK_K * 64, 64);
   r->d = (float*)(void*)p, p += round_up(nb * 4, 64);
+  r->dxsb = (float*)(void*)p, p += round_up(nb * 4, 64);
   r->sum = (int32_t*)(void*)p;
 }
+
+#ifdef FAST_VNNI
+/* quantize_row's blocks for a contiguous x, 16 lanes at a time (the same
+ * operations: max of |x|, one f32 division per value, round to nearest
+ * even, clamp). 0 if x is not finite. */
+static int quantize_blocks_v(const float* x, int64_t nb, xrow* r) {
+  __mmask16 bad = 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m512 v0 = _mm512_loadu_ps(x + 32 * b), v1 = _mm512_loadu_ps(x + 32 * b + 16);
+    const __m512 a0 = _mm512_abs_ps(v0), a1 = _mm512_abs_ps(v1), a = _mm512_max_ps(a0, a1);
+    bad |= _mm512_cmp_ps_mask(a0, _mm512_set1_ps(FLT_MAX), _CMP_NLE_UQ) |
+           _mm512_cmp_ps_mask(a1, _mm512_set1_ps(FLT_MAX), _CMP_NLE_UQ); /* infinities, NaNs */
+    const float amax = _mm512_reduce_max_ps(a);
+    const float d = amax < 0x1p-64f ? 0.0f : amax / 127.0f;
+    __m512i q0 = _mm512_setzero_si512(), q1 = q0;
+    if (d != 0.0f) {
+      const __m512 dv = _mm512_set1_ps(d), lim = _mm512_set1_ps(127.0f), nlim = _mm512_set1_ps(-127.0f);
+      q0 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_roundscale_ps(_mm512_div_ps(v0, dv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), nlim), lim));
+      q1 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_roundscale_ps(_mm512_div_ps(v1, dv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), nlim), lim));
+    }
+    _mm_storeu_si128((__m128i*)(r->q + 32 * b), _mm512_cvtepi32_epi8(q0));
+    _mm_storeu_si128((__m128i*)(r->q + 32 * b + 16), _mm512_cvtepi32_epi8(q1));
+    r->d[b] = d;
+    r->sum[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+  }
+  return bad == 0;
+}
+#endif
 
 /* Quantizes x[j * sx], j < k (k a multiple of 32); `bias` is the weight's
  * unsigned zero point (corr = -bias * lane sums). 0 if x is not finite. */
 static int quantize_row(const float* x, int64_t sx, int64_t k, int bias, xrow* r) {
-  const int64_t kp = round_up(k, 64), nb = k / 32;
+  const int64_t kp = round_up(k, 64);
+  int64_t nb = k / 32;
+#ifdef FAST_VNNI
+  if (sx == 1) {
+    if (!quantize_blocks_v(x, nb, r)) return 0;
+    nb = 0;
+  }
+#endif
   for (int64_t b = 0; b < nb; ++b) {
     float v[32], amax = 0.0f;
     for (int j = 0; j < 32; ++j) {
@@ -184,6 +221,7 @@ static int quantize_row(const float* x, int64_t sx, int64_t k, int bias, xrow* r
     r->sum[b] = s;
   }
   memset(r->q + k, 0, (size_t)(kp - k));
+  for (int64_t b = 0; b < k / 32; ++b) r->dxsb[b] = r->d[b] * (float)r->sum[b];
   for (int64_t l = 0; l < kp / 4; ++l) {
     const int32_t s = (int32_t)r->q[4 * l] + r->q[4 * l + 1] + r->q[4 * l + 2] + r->q[4 * l + 3];
     const float d = l < k / 4 ? r->d[l / 8] : 0.0f;
@@ -317,7 +355,10 @@ static void product_rows(const fast_product* p, int64_t n0, int64_t n1) {
  * weight plus its zero point), and for each of the mr rows of x: one
  * vpdpbusd against the 64 q's, started from corr (so each int32 lane holds
  * the exact integer dot of 4 values), converted to f32 and multiplied by
- * the lane's weight scale * d_b into a 16-lane f32 accumulator. */
+ * the lane's weight scale * d_b into a 16-lane f32 accumulator. The
+ * 32-value formats take 8 blocks per step (their 8 f16 scales converted
+ * and multiplied by d_b together); each row's 16 lanes are summed with 15
+ * other rows' (reduce16). */
 
 typedef __m512 facc[FAST_ROWS][2];
 
@@ -325,8 +366,24 @@ static ALWAYS_INLINE void acc_zero(facc acc) {
   for (int r = 0; r < FAST_ROWS; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
 }
 
-static ALWAYS_INLINE void acc_store(facc acc, int mr, float* const* out) {
-  for (int r = 0; r < mr; ++r) *out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
+/* A row's 16-lane partial sums, one vector per row of x; reduce16 sums them
+ * for 16 rows of W at once. */
+static ALWAYS_INLINE void acc_store(facc acc, int mr, __m512* const* out) {
+  for (int r = 0; r < mr; ++r) *out[r] = _mm512_add_ps(acc[r][0], acc[r][1]);
+}
+
+/* Lane i of the result = the sum of v[i]'s 16 lanes (a transposing tree). */
+static ALWAYS_INLINE __m512 reduce16(const __m512* v) {
+  __m512 t[8], u[4];
+  for (int i = 0; i < 8; ++i)
+    t[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+  for (int i = 0; i < 4; ++i) {
+    const __m512d a = _mm512_castps_pd(t[2 * i]), b = _mm512_castps_pd(t[2 * i + 1]);
+    u[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)), _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+  }
+  const __m512 w0 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88), _mm512_shuffle_f32x4(u[0], u[1], 0xDD));
+  const __m512 w1 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x88), _mm512_shuffle_f32x4(u[2], u[3], 0xDD));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(w0, w1, 0x88), _mm512_shuffle_f32x4(w0, w1, 0xDD));
 }
 
 #define PREFETCH_AHEAD 4096
@@ -356,59 +413,115 @@ static ALWAYS_INLINE __m512 f16_pair(const uint8_t* a, const uint8_t* b) {
   } while (0)
 
 /* Q8_0, two blocks: the s8 weights + 128 as u8 (corr holds -128 * sums). */
-static ALWAYS_INLINE void pair_q8_0(facc acc, const uint8_t* a, const uint8_t* b, int64_t e,
+static ALWAYS_INLINE void pair_q8_0(facc acc, const uint8_t* a, const uint8_t* b, int two, int64_t e,
                                     const xrow* const* x, int mr, int u) {
   const __m256i lo = _mm256_loadu_si256((const __m256i*)(a + 2));
-  const __m512i v = b ? _mm512_inserti64x4(_mm512_castsi256_si512(lo), _mm256_loadu_si256((const __m256i*)(b + 2)), 1)
-                      : _mm512_zextsi256_si512(lo);
-  const __m512 sw = b ? f16_pair(a, b) : _mm512_maskz_mov_ps(0x00FF, f16_pair(a, a));
+  const __m512i v = two ? _mm512_inserti64x4(_mm512_castsi256_si512(lo), _mm256_loadu_si256((const __m256i*)(b + 2)), 1)
+                        : _mm512_zextsi256_si512(lo);
+  const __m512 sw = two ? f16_pair(a, b) : _mm512_maskz_mov_ps(0x00FF, f16_pair(a, a));
   FEED(_mm512_xor_si512(v, _mm512_set1_epi8((char)0x80)), sw, e, u);
 }
 
 /* 16 bytes of nibbles of two blocks -> [lo(a), hi(a), lo(b), hi(b)]. */
-static ALWAYS_INLINE __m512i nibbles_pair(const uint8_t* qa, const uint8_t* qb) {
+static ALWAYS_INLINE __m512i nibbles_pair(const uint8_t* qa, const uint8_t* qb, int two) {
   const __m256i a = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)qa));
-  const __m512i v = qb ? _mm512_inserti64x4(_mm512_castsi256_si512(a),
+  const __m512i v = two ? _mm512_inserti64x4(_mm512_castsi256_si512(a),
                                             _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)qb)), 1)
                        : _mm512_zextsi256_si512(a);
   return _mm512_and_si512(_mm512_mask_srli_epi16(v, 0xFF00FF00u, v, 4), _mm512_set1_epi8(0x0F));
 }
 
-static ALWAYS_INLINE void pair_q4_0(facc acc, const uint8_t* a, const uint8_t* b, int64_t e,
+static ALWAYS_INLINE void pair_q4_0(facc acc, const uint8_t* a, const uint8_t* b, int two, int64_t e,
                                     const xrow* const* x, int mr, int u) {
-  const __m512 sw = b ? f16_pair(a, b) : _mm512_maskz_mov_ps(0x00FF, f16_pair(a, a));
-  FEED(nibbles_pair(a + 2, b ? b + 2 : NULL), sw, e, u);
+  const __m512 sw = two ? f16_pair(a, b) : _mm512_maskz_mov_ps(0x00FF, f16_pair(a, a));
+  FEED(nibbles_pair(a + 2, b + 2, two), sw, e, u);
 }
 
-static ALWAYS_INLINE void pair_q4_1(facc acc, const uint8_t* a, const uint8_t* b, int64_t e,
+static ALWAYS_INLINE void pair_q4_1(facc acc, const uint8_t* a, const uint8_t* b, int two, int64_t e,
                                     const xrow* const* x, int mr, int u) {
   uint32_t da, db = 0;
   memcpy(&da, a, 4);
-  if (b) memcpy(&db, b, 4);
+  if (two) memcpy(&db, b, 4);
   const __m512 dm = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)(da | ((uint64_t)db << 32)))));
   const __m512 sw = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2), dm);
   const __m512 mw = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3), dm);
-  FEED(nibbles_pair(a + 4, b ? b + 4 : NULL), sw, e, u);
+  FEED(nibbles_pair(a + 4, b + 4, two), sw, e, u);
   for (int r = 0; r < mr; ++r) acc[r][u] = _mm512_fmadd_ps(mw, _mm512_loadu_ps(x[r]->dxsl + e / 4), acc[r][u]);
 }
 
-/* The 32-value formats, two blocks per step, alternating accumulators. */
+/* 8 f16 at a, a + stride, ..., a + 7 stride, as f32. */
+static ALWAYS_INLINE __m256 f16x8(const uint8_t* a, int stride) {
+  uint64_t lo = 0, hi = 0;
+  for (int i = 0; i < 4; ++i) {
+    lo |= (uint64_t)load_u16(a + i * stride) << (16 * i);
+    hi |= (uint64_t)load_u16(a + (i + 4) * stride) << (16 * i);
+  }
+  return _mm256_cvtph_ps(_mm_set_epi64x((long long)hi, (long long)lo));
+}
+
+/* [s[2p] x8, s[2p+1] x8] */
+static ALWAYS_INLINE __m512 spread8(__m256 s, int p) {
+  const __m512i lo = _mm512_set1_epi32(2 * p);
+  return _mm512_permutexvar_ps(_mm512_mask_add_epi32(lo, 0xFF00, lo, _mm512_set1_epi32(1)), _mm512_castps256_ps512(s));
+}
+
+/* Eight blocks of a 32-value format from block b (element 32 b): the
+ * weight scales of all eight converted at once and multiplied by each row's
+ * d_b (one product per block), then spread over each pair's 16 lanes. */
+#define FEED8(wv, e, p, u)                                                                                 \
+  do {                                                                                                     \
+    const __m512i w_ = (wv);                                                                               \
+    for (int r = 0; r < mr; ++r) {                                                                         \
+      const __m512i i_ = _mm512_dpbusd_epi32(_mm512_loadu_si512(x[r]->corr + (e) / 4), w_,                 \
+                                             _mm512_loadu_si512(x[r]->q + (e)));                           \
+      acc[r][u] = _mm512_fmadd_ps(spread8(s8[r], p), _mm512_cvtepi32_ps(i_), acc[r][u]);                   \
+    }                                                                                                      \
+  } while (0)
+
+static ALWAYS_INLINE void group8_q8_0(facc acc, const uint8_t* w, int64_t b, const xrow* const* x, int mr) {
+  const __m256 dw = f16x8(w, 34);
+  __m256 s8[FAST_ROWS];
+  for (int r = 0; r < mr; ++r) s8[r] = _mm256_mul_ps(dw, _mm256_loadu_ps(x[r]->d + b));
+  for (int p = 0; p < 4; ++p) {
+    const uint8_t* a = w + 68 * p;
+    const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i*)(a + 2))),
+                                         _mm256_loadu_si256((const __m256i*)(a + 36)), 1);
+    FEED8(_mm512_xor_si512(v, _mm512_set1_epi8((char)0x80)), 32 * b + 64 * p, p, p & 1);
+  }
+}
+
+static ALWAYS_INLINE void group8_q4_0(facc acc, const uint8_t* w, int64_t b, const xrow* const* x, int mr) {
+  const __m256 dw = f16x8(w, 18);
+  __m256 s8[FAST_ROWS];
+  for (int r = 0; r < mr; ++r) s8[r] = _mm256_mul_ps(dw, _mm256_loadu_ps(x[r]->d + b));
+  for (int p = 0; p < 4; ++p) FEED8(nibbles_pair(w + 36 * p + 2, w + 36 * p + 20, 1), 32 * b + 64 * p, p, p & 1);
+}
+
+static ALWAYS_INLINE void group8_q4_1(facc acc, const uint8_t* w, int64_t b, const xrow* const* x, int mr) {
+  const __m256 dw = f16x8(w, 20), mw = f16x8(w + 2, 20);
+  __m256 s8[FAST_ROWS];
+  for (int r = 0; r < mr; ++r) {
+    s8[r] = _mm256_mul_ps(dw, _mm256_loadu_ps(x[r]->d + b));
+    /* the offsets: m_b d_b sum_b, lanes 0-7 */
+    acc[r][1] = _mm512_fmadd_ps(_mm512_zextps256_ps512(mw), _mm512_zextps256_ps512(_mm256_loadu_ps(x[r]->dxsb + b)),
+                                acc[r][1]);
+  }
+  for (int p = 0; p < 4; ++p) FEED8(nibbles_pair(w + 40 * p + 4, w + 40 * p + 24, 1), 32 * b + 64 * p, p, p & 1);
+}
+
+/* The 32-value formats, eight blocks per step, then the rest two at a time. */
 #define ROW_32(name, bytes)                                                                                 \
   static ALWAYS_INLINE void row_##name(const uint8_t* w, int64_t nb, const xrow* const* x, int mr,          \
-                                       float* const* out) {                                                \
+                                       __m512* const* out) {                                                \
     facc acc;                                                                                              \
     acc_zero(acc);                                                                                         \
     int64_t b = 0;                                                                                         \
-    for (; b + 4 <= nb; b += 4) {                                                                          \
-      prefetch_ahead(w + b * (bytes), 4 * (bytes));                                                        \
-      pair_##name(acc, w + b * (bytes), w + (b + 1) * (bytes), 32 * b, x, mr, 0);                          \
-      pair_##name(acc, w + (b + 2) * (bytes), w + (b + 3) * (bytes), 32 * b + 64, x, mr, 1);               \
+    for (; b + 8 <= nb; b += 8) {                                                                          \
+      prefetch_ahead(w + b * (bytes), 8 * (bytes));                                                        \
+      group8_##name(acc, w + b * (bytes), b, x, mr);                                                       \
     }                                                                                                      \
-    if (b + 2 <= nb) {                                                                                     \
-      pair_##name(acc, w + b * (bytes), w + (b + 1) * (bytes), 32 * b, x, mr, 0);                          \
-      b += 2;                                                                                              \
-    }                                                                                                      \
-    if (b < nb) pair_##name(acc, w + b * (bytes), NULL, 32 * b, x, mr, 1);                                 \
+    for (; b + 2 <= nb; b += 2) pair_##name(acc, w + b * (bytes), w + (b + 1) * (bytes), 1, 32 * b, x, mr, 0); \
+    if (b < nb) pair_##name(acc, w + b * (bytes), w, 0, 32 * b, x, mr, 1);                                 \
     acc_store(acc, mr, out);                                                                               \
   }
 ROW_32(q8_0, 34)
@@ -436,7 +549,7 @@ static ALWAYS_INLINE __m512 spread_pair(__m512 v, int j) {
   return _mm512_permutexvar_ps(_mm512_mask_add_epi32(lo, 0xFF00, lo, _mm512_set1_epi32(1)), v);
 }
 
-static ALWAYS_INLINE void row_qk45(const uint8_t* w, int64_t nb, const xrow* const* x, int mr, float* const* out,
+static ALWAYS_INLINE void row_qk45(const uint8_t* w, int64_t nb, const xrow* const* x, int mr, __m512* const* out,
                                    int five) {
   facc acc;
   acc_zero(acc);
@@ -463,14 +576,14 @@ static ALWAYS_INLINE void row_qk45(const uint8_t* w, int64_t nb, const xrow* con
   acc_store(acc, mr, out);
 }
 
-static ALWAYS_INLINE void row_q4_k(const uint8_t* w, int64_t nb, const xrow* const* x, int mr, float* const* out) {
+static ALWAYS_INLINE void row_q4_k(const uint8_t* w, int64_t nb, const xrow* const* x, int mr, __m512* const* out) {
   row_qk45(w, nb, x, mr, out, 0);
 }
-static ALWAYS_INLINE void row_q5_k(const uint8_t* w, int64_t nb, const xrow* const* x, int mr, float* const* out) {
+static ALWAYS_INLINE void row_q5_k(const uint8_t* w, int64_t nb, const xrow* const* x, int mr, __m512* const* out) {
   row_qk45(w, nb, x, mr, out, 1);
 }
 
-static ALWAYS_INLINE void row_q6_k(const uint8_t* w, int64_t nb, const xrow* const* x, int mr, float* const* out) {
+static ALWAYS_INLINE void row_q6_k(const uint8_t* w, int64_t nb, const xrow* const* x, int mr, __m512* const* out) {
   facc acc;
   acc_zero(acc);
   const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
@@ -496,18 +609,19 @@ static ALWAYS_INLINE void row_q6_k(const uint8_t* w, int64_t nb, const xrow* con
   acc_store(acc, mr, out);
 }
 
-/* Rows [n0, n1) of W against every row of x, FAST_ROWS rows of x at a time,
- * one loop per format and row count. */
+/* Rows [n0, n1) of W (at most ROW_GROUP) against every row of x, FAST_ROWS
+ * rows of x at a time, one loop per format and row count; the partial sums
+ * of the group's rows are then reduced 16 at a time. */
 #define ROWS_LOOP(fn)                                                             \
   for (int64_t n = n0; n < n1; ++n) {                                             \
     const uint8_t* wrow = p->w + n * p->ldw;                                      \
     for (int64_t m0 = 0; m0 < p->m; m0 += FAST_ROWS) {                            \
       const int mr = (int)min64(FAST_ROWS, p->m - m0);                            \
       const xrow* x[FAST_ROWS];                                                   \
-      float* o[FAST_ROWS];                                                        \
+      __m512* o[FAST_ROWS];                                                       \
       for (int r = 0; r < mr; ++r) {                                              \
         x[r] = &p->x[m0 + r];                                                     \
-        o[r] = p->out + (m0 + r) * p->ldo + n * p->sdo;                           \
+        o[r] = &part[m0 + r][n - n0];                                             \
       }                                                                           \
       switch (mr) {                                                               \
         case 1: fn(wrow, nb, x, 1, o); break;                                     \
@@ -520,6 +634,7 @@ static ALWAYS_INLINE void row_q6_k(const uint8_t* w, int64_t nb, const xrow* con
 
 static void product_rows(const fast_product* p, int64_t n0, int64_t n1) {
   const int64_t nb = p->k / linnet_storage_block_elements[p->format];
+  __m512 part[LINNET_FAST_MAX_M][ROW_GROUP];
   switch (p->format) {
     case LINNET_STORAGE_Q8_0: ROWS_LOOP(row_q8_0); break;
     case LINNET_STORAGE_Q4_0: ROWS_LOOP(row_q4_0); break;
@@ -531,7 +646,20 @@ static void product_rows(const fast_product* p, int64_t n0, int64_t n1) {
       for (int64_t n = n0; n < n1; ++n)
         for (int64_t m = 0; m < p->m; ++m)
           p->out[m * p->ldo + n * p->sdo] = dot_row_c(p->format, p->w + n * p->ldw, p->k, &p->x[m]);
-      break;
+      return;
+  }
+  const int cnt = (int)(n1 - n0);
+  for (int64_t m = 0; m < p->m; ++m) {
+    for (int i = cnt; i < ROW_GROUP; ++i) part[m][i] = _mm512_setzero_ps();
+    const __m512 sums = reduce16(part[m]);
+    float* o = p->out + m * p->ldo + n0 * p->sdo;
+    if (p->sdo == 1) {
+      _mm512_mask_storeu_ps(o, (__mmask16)((1u << cnt) - 1), sums);
+    } else {
+      _Alignas(64) float tmp[16];
+      _mm512_store_ps(tmp, sums);
+      for (int i = 0; i < cnt; ++i) o[i * p->sdo] = tmp[i];
+    }
   }
 }
 
