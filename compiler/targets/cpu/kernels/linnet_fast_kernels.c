@@ -368,8 +368,8 @@ static ALWAYS_INLINE void acc_zero(facc acc) {
 
 /* A row's 16-lane partial sums, one vector per row of x; reduce16 sums them
  * for 16 rows of W at once. */
-static ALWAYS_INLINE void acc_store(facc acc, int mr, __m512* const* out) {
-  for (int r = 0; r < mr; ++r) *out[r] = _mm512_add_ps(acc[r][0], acc[r][1]);
+static ALWAYS_INLINE void acc_store(facc acc, int mr, __m512* out) {
+  for (int r = 0; r < mr; ++r) out[r * ROW_GROUP] = _mm512_add_ps(acc[r][0], acc[r][1]);
 }
 
 /* Lane i of the result = the sum of v[i]'s 16 lanes (a transposing tree). */
@@ -512,7 +512,7 @@ static ALWAYS_INLINE void group8_q4_1(facc acc, const uint8_t* w, int64_t b, con
 /* The 32-value formats, eight blocks per step, then the rest two at a time. */
 #define ROW_32(name, bytes)                                                                                 \
   static ALWAYS_INLINE void row_##name(const uint8_t* w, int64_t nb, const xrow* const* x, int mr,          \
-                                       __m512* const* out) {                                                \
+                                       __m512* out) {                                                \
     facc acc;                                                                                              \
     acc_zero(acc);                                                                                         \
     int64_t b = 0;                                                                                         \
@@ -549,7 +549,7 @@ static ALWAYS_INLINE __m512 spread_pair(__m512 v, int j) {
   return _mm512_permutexvar_ps(_mm512_mask_add_epi32(lo, 0xFF00, lo, _mm512_set1_epi32(1)), v);
 }
 
-static ALWAYS_INLINE void row_qk45(const uint8_t* w, int64_t nb, const xrow* const* x, int mr, __m512* const* out,
+static ALWAYS_INLINE void row_qk45(const uint8_t* w, int64_t nb, const xrow* const* x, int mr, __m512* out,
                                    int five) {
   facc acc;
   acc_zero(acc);
@@ -576,14 +576,14 @@ static ALWAYS_INLINE void row_qk45(const uint8_t* w, int64_t nb, const xrow* con
   acc_store(acc, mr, out);
 }
 
-static ALWAYS_INLINE void row_q4_k(const uint8_t* w, int64_t nb, const xrow* const* x, int mr, __m512* const* out) {
+static ALWAYS_INLINE void row_q4_k(const uint8_t* w, int64_t nb, const xrow* const* x, int mr, __m512* out) {
   row_qk45(w, nb, x, mr, out, 0);
 }
-static ALWAYS_INLINE void row_q5_k(const uint8_t* w, int64_t nb, const xrow* const* x, int mr, __m512* const* out) {
+static ALWAYS_INLINE void row_q5_k(const uint8_t* w, int64_t nb, const xrow* const* x, int mr, __m512* out) {
   row_qk45(w, nb, x, mr, out, 1);
 }
 
-static ALWAYS_INLINE void row_q6_k(const uint8_t* w, int64_t nb, const xrow* const* x, int mr, __m512* const* out) {
+static ALWAYS_INLINE void row_q6_k(const uint8_t* w, int64_t nb, const xrow* const* x, int mr, __m512* out) {
   facc acc;
   acc_zero(acc);
   const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
@@ -611,18 +611,17 @@ static ALWAYS_INLINE void row_q6_k(const uint8_t* w, int64_t nb, const xrow* con
 
 /* Rows [n0, n1) of W (at most ROW_GROUP) against every row of x, FAST_ROWS
  * rows of x at a time, one loop per format and row count; the partial sums
- * of the group's rows are then reduced 16 at a time. */
+ * of the group's rows are then reduced 16 at a time. (The row pointers are
+ * set once per group of x rows: rebuilding them per row of W cost a failed
+ * store-to-load forwarding, ~40 cycles, per row.) */
 #define ROWS_LOOP(fn)                                                             \
-  for (int64_t n = n0; n < n1; ++n) {                                             \
-    const uint8_t* wrow = p->w + n * p->ldw;                                      \
-    for (int64_t m0 = 0; m0 < p->m; m0 += FAST_ROWS) {                            \
-      const int mr = (int)min64(FAST_ROWS, p->m - m0);                            \
-      const xrow* x[FAST_ROWS];                                                   \
-      __m512* o[FAST_ROWS];                                                       \
-      for (int r = 0; r < mr; ++r) {                                              \
-        x[r] = &p->x[m0 + r];                                                     \
-        o[r] = &part[m0 + r][n - n0];                                             \
-      }                                                                           \
+  for (int64_t m0 = 0; m0 < p->m; m0 += FAST_ROWS) {                              \
+    const int mr = (int)min64(FAST_ROWS, p->m - m0);                              \
+    const xrow* x[FAST_ROWS];                                                     \
+    for (int r = 0; r < mr; ++r) x[r] = &p->x[m0 + r];                            \
+    for (int64_t n = n0; n < n1; ++n) {                                           \
+      const uint8_t* wrow = p->w + n * p->ldw;                                    \
+      __m512* o = &part[m0][n - n0];                                              \
       switch (mr) {                                                               \
         case 1: fn(wrow, nb, x, 1, o); break;                                     \
         case 2: fn(wrow, nb, x, 2, o); break;                                     \
