@@ -1,0 +1,369 @@
+// The `fast` numerics' weight product (compiler/targets/cpu/kernels/
+// linnet_fast_kernels.c), on the build's kernels (AVX512-VNNI where the build
+// machine has it) and on the portable C copy:
+//  - the documented error bound against the exact product, element by
+//    element, for every format, several (M, N, K), strided views: with x^ the
+//    int8-dequantized x (d_b = max_b |x| / 127), w the exactly dequantized
+//    weight and a_j its magnitude before cancellation (|w_j| for Q8_0, Q4_0,
+//    Q6_K, |d q_j| + |m| for Q4_1, |d sc q_j| + |dmin mn| for Q4_K, Q5_K),
+//      |fast - exact| <= sum_b (d_b / 2)(1 + 2^-16) sum_{j in b} |w_j|
+//                        + 4 K FLT_EPSILON sum_j (|x_j| + d_b) a_j;
+//  - that the integer path really runs: fast against sum_j x^_j w_j (x^
+//    recomputed here), within the rounding term alone;
+//  - the same bits on 1 and 2 OpenMP threads.
+#include <catch2/catch.hpp>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "compiler/targets/cpu/kernels/linnet_kernels.h"
+#include "gguf/types.h"
+
+#ifdef LINNET_KERNELS_TEST_OPENMP
+#include <omp.h>
+#endif
+
+extern "C" {
+void _mlir_ciface_linnet_kernel_matmul_packed_fast(linnet_memref2*, linnet_memref2*, linnet_memref2*, int64_t,
+                                                   int64_t);
+#ifdef LINNET_KERNELS_TEST_PORTABLE
+void linnet_portable_mlir_ciface_linnet_kernel_matmul_packed_fast(linnet_memref2*, linnet_memref2*,
+                                                                  linnet_memref2*, int64_t, int64_t);
+#endif
+}
+
+namespace {
+
+using linnet::gguf::GgmlType;
+using Fn = void (*)(linnet_memref2*, linnet_memref2*, linnet_memref2*, int64_t, int64_t);
+
+struct Kernel {
+  const char* name;
+  Fn fast;
+};
+
+std::vector<Kernel> fastKernels() {
+  std::vector<Kernel> ks = {{"native", _mlir_ciface_linnet_kernel_matmul_packed_fast}};
+#ifdef LINNET_KERNELS_TEST_PORTABLE
+  ks.push_back({"portable", linnet_portable_mlir_ciface_linnet_kernel_matmul_packed_fast});
+#endif
+  return ks;
+}
+
+// M above this takes the exact kernel (LINNET_FAST_MAX_M in the C file).
+constexpr int64_t kFastMaxM = 8;
+
+struct Format {
+  int64_t id;
+  const char* name;
+  GgmlType ggml;
+  bool integer;  // has the integer path
+};
+
+const Format kFormats[] = {
+    {LINNET_STORAGE_F32, "f32", GgmlType::F32, false},    {LINNET_STORAGE_F16, "f16", GgmlType::F16, false},
+    {LINNET_STORAGE_BF16, "bf16", GgmlType::BF16, false}, {LINNET_STORAGE_Q8_0, "q8_0", GgmlType::Q8_0, true},
+    {LINNET_STORAGE_Q4_0, "q4_0", GgmlType::Q4_0, true},  {LINNET_STORAGE_Q4_1, "q4_1", GgmlType::Q4_1, true},
+    {LINNET_STORAGE_Q4_K, "q4_k", GgmlType::Q4_K, true},  {LINNET_STORAGE_Q5_K, "q5_k", GgmlType::Q5_K, true},
+    {LINNET_STORAGE_Q6_K, "q6_k", GgmlType::Q6_K, true},
+};
+
+int64_t blockElements(const Format& f) { return linnet_storage_block_elements[f.id]; }
+int64_t blockBytes(const Format& f) { return linnet_storage_block_bytes[f.id]; }
+int64_t rowBytes(const Format& f, int64_t k) { return linnet_storage_row_bytes(f.id, k); }
+
+void putU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
+
+// A finite f16 scale of either sign, magnitude in [2^-12, 2^-2].
+uint16_t randomScale(std::mt19937& rng) {
+  std::uniform_real_distribution<float> mag(-12.0f, -2.0f);
+  float v = std::exp2(mag(rng));
+  if (rng() & 1) v = -v;
+  return linnet::gguf::f32ToF16(v);
+}
+
+// One random, valid block of `f` (every byte random, scales finite), as
+// tests/unit/cpu_kernels_test.cpp makes them.
+void randomBlock(const Format& f, std::mt19937& rng, uint8_t* b) {
+  for (int64_t i = 0; i < blockBytes(f); ++i) b[i] = static_cast<uint8_t>(rng());
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  switch (f.id) {
+    case LINNET_STORAGE_F32: {
+      float v = u(rng);
+      std::memcpy(b, &v, 4);
+      break;
+    }
+    case LINNET_STORAGE_F16: putU16(b, linnet::gguf::f32ToF16(u(rng))); break;
+    case LINNET_STORAGE_BF16: putU16(b, linnet::gguf::f32ToBf16(u(rng))); break;
+    case LINNET_STORAGE_Q8_0:
+    case LINNET_STORAGE_Q4_0: putU16(b, randomScale(rng)); break;
+    case LINNET_STORAGE_Q4_1:
+    case LINNET_STORAGE_Q4_K:
+    case LINNET_STORAGE_Q5_K:
+      putU16(b, randomScale(rng));
+      putU16(b + 2, randomScale(rng));
+      break;
+    case LINNET_STORAGE_Q6_K: putU16(b + 208, randomScale(rng)); break;
+    default: FAIL("no random block for format " << f.name);
+  }
+}
+
+// W [N, K], row i at `offset + i * rowStride` bytes (the gaps hold junk).
+struct Weights {
+  std::vector<uint8_t> bytes;
+  int64_t n, k, offset, rowStride;
+  const uint8_t* row(int64_t i) const { return bytes.data() + offset + i * rowStride; }
+  linnet_memref2 memref() { return {bytes.data(), bytes.data(), offset, {n, rowStride}, {rowStride, 1}}; }
+};
+
+Weights randomWeights(const Format& f, int64_t n, int64_t k, std::mt19937& rng, int64_t offset = 0,
+                      int64_t pad = 0) {
+  const int64_t rb = rowBytes(f, k);
+  Weights w{std::vector<uint8_t>(static_cast<size_t>(offset + n * (rb + pad) + 1)), n, k, offset, rb + pad};
+  for (auto& b : w.bytes) b = static_cast<uint8_t>(rng());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < k / blockElements(f); ++j)
+      randomBlock(f, rng, const_cast<uint8_t*>(w.row(i)) + j * blockBytes(f));
+  return w;
+}
+
+std::vector<float> dequantRow(const Format& f, const uint8_t* row, int64_t k) {
+  std::vector<float> out(static_cast<size_t>(k));
+  const auto* src = reinterpret_cast<const std::byte*>(row);
+  linnet::gguf::dequantize(f.ggml, std::span<const std::byte>(src, static_cast<size_t>(rowBytes(f, k))), out);
+  return out;
+}
+
+// The exactly dequantized row w and each value's magnitude before
+// cancellation a: the offset term (m of Q4_1, -dmin mn of the K-quants) is
+// the dequantized value of the block with its quants zeroed.
+struct DeqRow {
+  std::vector<float> w;
+  std::vector<double> a;
+};
+
+DeqRow dequantWithMagnitudes(const Format& f, const uint8_t* row, int64_t k) {
+  DeqRow r{dequantRow(f, row, k), {}};
+  r.a.resize(static_cast<size_t>(k));
+  std::vector<uint8_t> zeroed(row, row + rowBytes(f, k));
+  int64_t from = 0, to = 0;  // the quant bytes in each block
+  if (f.id == LINNET_STORAGE_Q4_1) from = 4, to = 20;
+  if (f.id == LINNET_STORAGE_Q4_K) from = 16, to = 144;
+  if (f.id == LINNET_STORAGE_Q5_K) from = 16, to = 176;
+  for (int64_t b = 0; to > 0 && b < k / blockElements(f); ++b)
+    std::memset(zeroed.data() + b * blockBytes(f) + from, 0, static_cast<size_t>(to - from));
+  const std::vector<float> off = to > 0 ? dequantRow(f, zeroed.data(), k) : std::vector<float>(k, 0.0f);
+  for (int64_t j = 0; j < k; ++j) {
+    const double o = off[j], w = r.w[j];
+    r.a[j] = std::fabs(w - o) + std::fabs(o);
+  }
+  return r;
+}
+
+struct Matrix {
+  std::vector<float> data;
+  int64_t rows, cols, offset, rowStride, colStride;
+  float& at(int64_t i, int64_t j) { return data[static_cast<size_t>(offset + i * rowStride + j * colStride)]; }
+  linnet_memref2 memref() { return {data.data(), data.data(), offset, {rows, cols}, {rowStride, colStride}}; }
+};
+
+Matrix makeMatrix(int64_t rows, int64_t cols, int64_t offset = 0, int64_t rowPad = 0, int64_t colStride = 1,
+                  float fill = NAN) {
+  const int64_t rowStride = cols * colStride + rowPad;
+  return {std::vector<float>(static_cast<size_t>(offset + rows * rowStride + 1), fill), rows, cols, offset,
+          rowStride, colStride};
+}
+
+// Random x whose blocks of 32 have magnitudes 2^-8 .. 2^8 (some all zero),
+// so that each block's scale matters.
+void fillRandom(Matrix& m, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f), e(-8.0f, 8.0f);
+  for (int64_t i = 0; i < m.rows; ++i)
+    for (int64_t j0 = 0; j0 < m.cols; j0 += 32) {
+      const float s = rng() % 11 == 0 ? 0.0f : std::exp2(e(rng));
+      for (int64_t j = j0; j < std::min(m.cols, j0 + 32); ++j) m.at(i, j) = s * u(rng);
+    }
+}
+
+// The kernel's int8 activations, recomputed: x^ = d q, d = max|x| / 127 (f32).
+std::vector<double> quantized(Matrix& x, int64_t i) {
+  std::vector<double> out(static_cast<size_t>(x.cols));
+  for (int64_t b = 0; b < x.cols; b += 32) {
+    float amax = 0;
+    for (int64_t j = b; j < b + 32; ++j) amax = std::max(amax, std::fabs(x.at(i, j)));
+    const float d = amax < 0x1p-64f ? 0.0f : amax / 127.0f;
+    for (int64_t j = b; j < b + 32; ++j) {
+      const float q = d == 0 ? 0.0f : std::clamp(std::rint(x.at(i, j) / d), -127.0f, 127.0f);
+      out[j] = static_cast<double>(d) * q;
+    }
+  }
+  return out;
+}
+
+// out against the documented bound, and (where the integer path runs)
+// against sum_j x^_j w_j within the rounding term.
+void checkFast(const Format& f, Matrix& x, const Weights& w, Matrix& out) {
+  const bool integer = f.integer && x.rows <= kFastMaxM;
+  std::vector<DeqRow> deq;
+  for (int64_t n = 0; n < w.n; ++n) deq.push_back(dequantWithMagnitudes(f, w.row(n), w.k));
+  int64_t bad = 0, badModel = 0;
+  double worst = 0;  // largest |fast - exact| / bound
+  for (int64_t m = 0; m < x.rows; ++m) {
+    const std::vector<double> xq = quantized(x, m);
+    for (int64_t n = 0; n < w.n; ++n) {
+      double exact = 0, model = 0, eq = 0, er = 0;
+      for (int64_t b = 0; b < w.k; b += 32) {
+        double amax = 0;
+        for (int64_t j = b; j < std::min(w.k, b + 32); ++j) amax = std::max(amax, std::fabs((double)x.at(m, j)));
+        const double d = amax / 127.0;
+        double sw = 0;
+        for (int64_t j = b; j < std::min(w.k, b + 32); ++j) {
+          const double xj = x.at(m, j), wj = deq[n].w[j];
+          exact += xj * wj;
+          model += xq[j] * wj;
+          sw += std::fabs(wj);
+          er += (std::fabs(xj) + d) * deq[n].a[j];
+        }
+        eq += d / 2 * (1 + 0x1p-16) * sw;
+      }
+      er *= 4.0 * static_cast<double>(w.k) * FLT_EPSILON;
+      const double got = out.at(m, n), bound = eq + er + 1e-30;
+      worst = std::max(worst, std::fabs(got - exact) / bound);
+      if (!(std::fabs(got - exact) <= bound) && bad++ < 5)
+        UNSCOPED_INFO("out[" << m << ", " << n << "] = " << got << ", exact " << exact << " +- " << bound);
+      if (integer && !(std::fabs(got - model) <= er + 1e-30) && badModel++ < 5)
+        UNSCOPED_INFO("out[" << m << ", " << n << "] = " << got << ", int8 model " << model << " +- " << er);
+    }
+  }
+  CHECK(bad == 0);
+  CHECK(badModel == 0);
+  CHECK(worst <= 1.0);
+}
+
+std::vector<int64_t> testKs(const Format& f) {
+  const int64_t be = blockElements(f);
+  if (be == 1) return {32, 96, 576};
+  if (be == 32) return {32, 96, 288, 576, 1088};
+  return {256, 768, 1536};
+}
+
+}  // namespace
+
+TEST_CASE("matmul_packed_fast within its documented error bound", "[cpu_kernels][fast]") {
+  std::mt19937 rng(11);
+  const int64_t shapes[][2] = {{1, 1}, {1, 37}, {2, 5}, {3, 9}, {4, 33}, {5, 17}, {8, 19}, {9, 7}, {20, 33}};
+  for (const Kernel& ks : fastKernels())
+    for (const Format& f : kFormats)
+      for (int64_t k : testKs(f))
+        for (const auto& mn : shapes) {
+          const int64_t m = mn[0], n = mn[1];
+          INFO(ks.name << " " << f.name << " M=" << m << " N=" << n << " K=" << k);
+          Weights w = randomWeights(f, n, k, rng, 7, 13);
+          Matrix x = makeMatrix(m, k, 5, 3);
+          fillRandom(x, rng);
+          Matrix out = makeMatrix(m, n, 2, 6);
+          linnet_memref2 xm = x.memref(), wm = w.memref(), om = out.memref();
+          ks.fast(&xm, &wm, &om, f.id, k);
+          checkFast(f, x, w, out);
+        }
+}
+
+TEST_CASE("matmul_packed_fast through views with inner strides", "[cpu_kernels][fast]") {
+  std::mt19937 rng(12);
+  for (const Kernel& ks : fastKernels())
+    for (const Format& f : kFormats)
+      for (int64_t m : {1, 3, 8, 12}) {
+        INFO(ks.name << " " << f.name << " M=" << m);
+        const int64_t n = 19, k = testKs(f)[1], rb = rowBytes(f, k);
+        Weights w = randomWeights(f, n, k, rng);
+        std::vector<uint8_t> wide(static_cast<size_t>(2 * n * rb + 3), 0x7F);
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < rb; ++j) wide[static_cast<size_t>(3 + i * 2 * rb + 2 * j)] = w.row(i)[j];
+        linnet_memref2 wm = {wide.data(), wide.data(), 3, {n, rb}, {2 * rb, 2}};
+        Matrix x = makeMatrix(m, k, 1, 1, 2);
+        fillRandom(x, rng);
+        Matrix out = makeMatrix(m, n, 3, 1, 2);
+        linnet_memref2 xm = x.memref(), om = out.memref();
+        ks.fast(&xm, &wm, &om, f.id, k);
+        checkFast(f, x, w, out);
+        CHECK(std::isnan(out.data[static_cast<size_t>(out.offset + 1)]));  // junk between outputs untouched
+      }
+}
+
+TEST_CASE("matmul_packed_fast with a large K (scratch on the heap)", "[cpu_kernels][fast]") {
+  std::mt19937 rng(13);
+  for (const Kernel& ks : fastKernels())
+    for (const Format& f : kFormats) {
+      if (!f.integer) continue;
+      for (int64_t m : {1, 6}) {
+        const int64_t n = 3, k = 8192;
+        INFO(ks.name << " " << f.name << " M=" << m << " K=" << k);
+        Weights w = randomWeights(f, n, k, rng, 1, 1);
+        Matrix x = makeMatrix(m, k);
+        fillRandom(x, rng);
+        Matrix out = makeMatrix(m, n);
+        linnet_memref2 xm = x.memref(), wm = w.memref(), om = out.memref();
+        ks.fast(&xm, &wm, &om, f.id, k);
+        checkFast(f, x, w, out);
+      }
+    }
+}
+
+TEST_CASE("matmul_packed_fast edge cases", "[cpu_kernels][fast]") {
+  for (const Kernel& ks : fastKernels()) {
+    INFO(ks.name);
+    // K = 0: zeros; M = 0, N = 0: nothing.
+    Matrix x = makeMatrix(3, 0), out = makeMatrix(3, 4);
+    std::vector<uint8_t> wb(1);
+    linnet_memref2 wm = {wb.data(), wb.data(), 0, {4, 0}, {0, 1}};
+    linnet_memref2 xm = x.memref(), om = out.memref();
+    ks.fast(&xm, &wm, &om, LINNET_STORAGE_Q8_0, 0);
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 4; ++j) CHECK(out.at(i, j) == 0.0f);
+    Matrix none = makeMatrix(3, 0);
+    linnet_memref2 nm = none.memref();
+    ks.fast(&xm, &wm, &nm, LINNET_STORAGE_Q8_0, 0);
+    CHECK(std::isnan(none.data[0]));
+    // An infinity in x: the exact kernel's result (an infinity or a NaN).
+    std::mt19937 rng(14);
+    const Format& f = kFormats[3];
+    Weights w = randomWeights(f, 4, 64, rng);
+    Matrix xi = makeMatrix(1, 64);
+    fillRandom(xi, rng);
+    xi.at(0, 40) = INFINITY;
+    Matrix oi = makeMatrix(1, 4);
+    linnet_memref2 xim = xi.memref(), wim = w.memref(), oim = oi.memref();
+    ks.fast(&xim, &wim, &oim, f.id, 64);
+    for (int64_t j = 0; j < 4; ++j) CHECK(!std::isfinite(oi.at(0, j)));
+  }
+}
+
+#ifdef LINNET_KERNELS_TEST_OPENMP
+TEST_CASE("matmul_packed_fast: the same bits on 1 and 2 threads", "[cpu_kernels][fast]") {
+  std::mt19937 rng(15);
+  const int saved = omp_get_max_threads();
+  for (const Kernel& ks : fastKernels())
+    for (const Format& f : kFormats)
+      for (int64_t m : {1, 3, 8}) {
+        INFO(ks.name << " " << f.name << " M=" << m);
+        const int64_t n = 300, k = 512;
+        Weights w = randomWeights(f, n, k, rng);
+        Matrix x = makeMatrix(m, k);
+        fillRandom(x, rng);
+        Matrix out1 = makeMatrix(m, n), out2 = makeMatrix(m, n);
+        linnet_memref2 xm = x.memref(), wm = w.memref(), om1 = out1.memref(), om2 = out2.memref();
+        omp_set_num_threads(1);
+        ks.fast(&xm, &wm, &om1, f.id, k);
+        omp_set_num_threads(2);
+        ks.fast(&xm, &wm, &om2, f.id, k);
+        CHECK(std::memcmp(out1.data.data(), out2.data.data(), out1.data.size() * 4) == 0);
+        checkFast(f, x, w, out2);
+      }
+  omp_set_num_threads(saved);
+}
+#endif
