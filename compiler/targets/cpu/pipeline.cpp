@@ -165,8 +165,9 @@ void compileSharedObject(const std::string& llvmIR, const std::string& shim, con
   }
   const char* clang = std::getenv("LINNET_CLANG");
   std::vector<std::string> command = {clang ? clang : LINNET_CLANG, "-O3", "-march=native", "-fPIC", "-shared", "-w",
-                                      "-o", out.string(), ll.string(), c.string(),
-                                      (kernels / "linnet_kernels.c").string(), "-I", kernels.string(), "-lm"};
+                                      "-o", out.string(), ll.string(), c.string(), "-I", kernels.string(), "-lm"};
+  for (const KernelSource& k : kKernelSources)
+    if (std::string_view(k.path).ends_with(".c")) command.push_back((kernels / k.path).string());
   if (threaded()) {
     command.push_back("-fopenmp");
     // The OpenMP runtime, found where it was at configure time.

@@ -80,6 +80,11 @@ typedef struct {
  * w i8 [N, RowBytes] in `format`. */
 void _mlir_ciface_linnet_kernel_matmul_packed(linnet_memref2* x, linnet_memref2* w, linnet_memref2* out,
                                               int64_t format, int64_t k);
+/* The `fast` numerics of the same product (linnet_fast_kernels.c, which
+ * documents its error bound): x quantized to 8 bits per block of 32,
+ * integer dot products per weight block. */
+void _mlir_ciface_linnet_kernel_matmul_packed_fast(linnet_memref2* x, linnet_memref2* w, linnet_memref2* out,
+                                                   int64_t format, int64_t k);
 /* The same with w f32 [N, K]. */
 void _mlir_ciface_linnet_kernel_matmul_f32(linnet_memref2* x, linnet_memref2* w, linnet_memref2* out);
 /* out[r, :] = row clamp(ids[r], 0, N-1) of W dequantized: out f32 [R, K],
