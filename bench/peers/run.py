@@ -41,10 +41,10 @@ def llama_cpp_run(path, threads, prompt_len, context, steps=DECODE_STEPS):
     return prefill, decode
 
 
-def linnet_bench(args, path, mode, prompt_len, context, steps):
+def linnet_bench(args, path, mode, prompt_len, context, steps, numerics="exact"):
     cmd = [args.linnet, "bench", mode, args.package, "--weights", path, "--backend", "cpu", "--threads",
            str(args.threads), "--set", f"MaxSeq={context}", "--prompt-len", str(prompt_len), "--steps", str(steps),
-           "--json"]
+           "--numerics", numerics, "--json"]
     env = dict(os.environ, LINNET_CACHE=args.cache)
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
@@ -75,12 +75,15 @@ def main():
         for what, prompt_len, context in runs:
             lp, ld = llama_cpp_run(path, args.threads, prompt_len, context)
             np_, nd = linnet_run(args, path, prompt_len, context)
+            # `fast` numerics (8-bit activations, as llama.cpp computes): decode only, where it applies.
+            nf = linnet_bench(args, path, "decode", prompt_len, context, DECODE_STEPS, "fast")
             row = {"file": os.path.basename(path), "run": what, "prompt": prompt_len, "context": context,
                    "threads": args.threads, "llama_cpp_prefill": lp, "linnet_prefill": np_,
-                   "llama_cpp_decode": ld, "linnet_decode": nd}
+                   "llama_cpp_decode": ld, "linnet_decode": nd, "linnet_decode_fast": nf}
             rows.append(row)
             print(f"{row['file']:<36} {what:<13} prefill {np_:7.1f} vs {lp:7.1f} ({np_ / lp:4.2f}x)   "
-                  f"decode {nd:6.1f} vs {ld:6.1f} ({nd / ld:4.2f}x)   [linnet vs llama.cpp, tokens/s]", flush=True)
+                  f"decode {nd:6.1f} vs {ld:6.1f} ({nd / ld:4.2f}x)   decode fast {nf:6.1f} ({nf / ld:4.2f}x)   "
+                  f"[linnet vs llama.cpp, tokens/s]", flush=True)
     import llama_cpp
     with open(args.json_out, "w") as f:
         json.dump({"threads": args.threads, "llama_cpp_version": llama_cpp.__version__,
