@@ -115,12 +115,15 @@ void memrefCopy(int64_t elem, Unranked* src, Unranked* dst) {
   int64_t n = 1;
   for (int64_t k = 0; k < rank; ++k) n *= sizes[k];
   if (n == 0) return;
+  /* Rows contiguous in both: one memcpy per row, not per element. */
+  int64_t run = 1, outer = rank;
+  if (rank > 0 && ss[rank - 1] == 1 && ds[rank - 1] == 1) { run = sizes[rank - 1]; outer = rank - 1; }
   int64_t idx[32] = {0};
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < n; i += run) {
     int64_t so = 0, dof = 0;
-    for (int64_t k = 0; k < rank; ++k) { so += idx[k] * ss[k]; dof += idx[k] * ds[k]; }
-    memcpy(d + dof * elem, s + so * elem, elem);
-    for (int64_t k = rank - 1; k >= 0; --k) { if (++idx[k] < sizes[k]) break; idx[k] = 0; }
+    for (int64_t k = 0; k < outer; ++k) { so += idx[k] * ss[k]; dof += idx[k] * ds[k]; }
+    memcpy(d + dof * elem, s + so * elem, run * elem);
+    for (int64_t k = outer - 1; k >= 0; --k) { if (++idx[k] < sizes[k]) break; idx[k] = 0; }
   }
 }
 )";
