@@ -635,9 +635,10 @@ GemmRate gemmRate(int n, int reps) {
 }
 
 void run(const Options& o) {
-  if (o.mode != "decode" && o.mode != "prefill")
-    throw Error(fmt::format("bench: unknown benchmark `{}` (decode or prefill)", o.mode));
+  if (o.mode != "decode" && o.mode != "prefill" && o.mode != "rows" && o.mode != "paged")
+    throw Error(fmt::format("bench: unknown benchmark `{}` (decode, prefill, rows or paged)", o.mode));
   nest::Model model = nest::load(o.package, o.load);
+  if (o.mode == "rows" || o.mode == "paged") return runRows(o, model);
   Common c;
   c.generics = effectiveGenerics(o);
   c.params = paramTotals(model);

@@ -10,6 +10,9 @@
 //            implies (2 * 2-D weight values * tokens) against the rate of a
 //            cache-blocked f32 GEMM of our own, single-threaded.
 //
+//   rows, paged: `Rows` requests decoded together through decode_rows or
+//            decode_paged (bench_rows.cpp), to set one against the other.
+//
 // bench/decode/README.md says how to run it and how to read the figures.
 #pragma once
 
@@ -21,19 +24,22 @@
 namespace linnet::bench {
 
 struct Options {
-  std::string mode;  // "decode" or "prefill"
+  std::string mode;  // "decode", "prefill", "rows" or "paged"
   std::string package;
   nest::LoadOptions load;
   int64_t steps = -1;      // timed calls; -1: the mode's default (decode 32, prefill 3)
   int64_t promptLen = -1;  // -1: the mode's default (decode 8, prefill 64)
   int64_t warmup = 1;      // untimed calls first (the compiled backend builds code on first use)
   bool json = false;       // one JSON object instead of the table
+  int64_t rows = 4;        // paged: requests decoded together
 };
 
 // Runs the benchmark and prints its report on stdout. Failures (a missing
 // entry, an entry of another signature, a model that cannot load) throw
 // nest::Error with the message `linnet` prints.
 void run(const Options& options);
+// rows and paged (bench_rows.cpp): decode_rows or decode_paged steps.
+void runRows(const Options& options, nest::Model& model);
 
 // This machine, measured now.
 struct Bandwidth {

@@ -321,13 +321,14 @@ Commands defineCommands(CLI::App& app, Args& a, linnet::bench::Options& bench) {
   c.bench->footer(std::string(kPackageNotes) + kBenchNotes);
   c.bench->add_option("MODE", bench.mode, "What to time")
       ->required()
-      ->check(oneOf({"decode", "prefill"}));
+      ->check(oneOf({"decode", "prefill", "rows", "paged"}));
   addPackage(c.bench, bench.package);
   addLoadOptions(c.bench, bench.load);
   addInt(c.bench, "--steps", bench.steps, "Timed calls (default: decode 32, prefill 3)", 1);
   addInt(c.bench, "--prompt-len", bench.promptLen, "Prompt tokens (default: decode 8, prefill 64)", 0);
   addInt(c.bench, "--warmup", bench.warmup, "Untimed calls first (default 1)", 0);
   c.bench->add_flag("--json", bench.json, "One JSON object instead of the table");
+  addInt(c.bench, "--rows", bench.rows, "paged: requests decoded together (default 4)", 1);
   addInt(c.bench, "--seed", [&bench](int64_t s) { bench.load.seed = static_cast<uint64_t>(s); },
          "Seed of --random-weights");
 
