@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "tools/bench.h"
@@ -80,7 +82,8 @@ void runRows(const Options& o, nest::Model& model) {
                o.mode, entry, rows, start + warmup, steps, model.threads(), tokensPerSecond, best);
     return;
   }
-  fmt::print("linnet bench {}: {}, {} backend ({} threads)\n", o.mode, model.name(), model.backend(), model.threads());
+  fmt::print("linnet bench {}: {}, {} backend ({} thread{})\n", o.mode, model.name(), model.backend(), model.threads(),
+             model.threads() == 1 ? "" : "s");
   fmt::print("  {:<18}  {} rows at positions {}..{}{}\n", "entry", rows, start + warmup, last - 1,
              paged ? fmt::format(", {} pages of {} each in a pool of {}", pages, pageSize, maxSeq) : "");
   fmt::print("  {:<18}  {} steps in {:.3f} s; best step {:.2f} ms\n", entry, steps, total, best * 1e3);
