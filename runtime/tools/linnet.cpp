@@ -109,6 +109,11 @@ bench prefill: --steps calls (default 3) of `prefill` on --prompt-len
 tokens (default 64, at most MaxSeq); reports tokens/s and the FLOP/s
 they imply (2 x 2-D weight values x tokens) against our own cache-blocked
 512x512x512 f32 GEMM on one thread (our kernel's rate, not a vendor peak).
+bench rows | paged: --steps timed `decode_rows` calls (Batch rows) or
+`decode_paged` calls (--rows requests, each its share of a pool loaded with
+Batch = 1 and MaxSeq positions, in pages of PageSize: pass --set PageSize),
+all rows at positions --prompt-len (default 128) and on; bench/decode/paged.sh
+runs both.
 bench's --seed seeds --random-weights; --json prints one JSON object instead
 of the table. See bench/decode/README.md.
 )";
