@@ -91,12 +91,14 @@ Value Program::Builder::eval(Frame& f, const syntax::Expr& e) {
 }
 
 Value Program::Builder::name(Frame& f, const NameExpr& e) {
+  // A local first, as the checker resolves names: `let none = ...` shadows
+  // the empty Option.
+  if (Value* v = lookup(f, e.name)) return *v;
   if (e.name == "none") {
     Type t;
     t.kind = Type::None;
     return tensorValue(node(f, ExprKind::None, t, e.range));
   }
-  if (Value* v = lookup(f, e.name)) return *v;
   if (auto it = f.env.dims.find(e.name); it != f.env.dims.end()) {
     Value v = constantInt(f, Scalar::I64, it->second, true, e.range);
     v.staticInt = it->second;
