@@ -608,6 +608,27 @@ TEST_CASE("attention: decode over a visible prefix of the cache", "[cpu_kernels]
       }
 }
 
+TEST_CASE("attention: paged rows, each in its own far-apart keys", "[cpu_kernels][attention]") {
+  // decode_paged's shape: the queries are requests, each seeing the slots of
+  // its own pages in one pool (a run of keys, some with holes), far apart;
+  // the kernel groups such rows apart, which must not change a row's result.
+  std::mt19937 rng(21);
+  for (const Kernels& ks : allKernels())
+    for (int64_t rows : {int64_t{2}, int64_t{4}, int64_t{5}}) {
+      const int64_t pool = 4096, own = pool / rows;
+      INFO(ks.name << " rows=" << rows);
+      Pattern pat = [own](int64_t, int64_t, int64_t, int64_t i, int64_t j) {
+        const int64_t at = j - i * own, seen = 40 + 97 * i;  // row i's positions 0 .. seen
+        return at >= 0 && at <= seen && (i != 1 || at % 7 != 3);
+      };
+      for (int64_t g : {int64_t{1}, int64_t{4}}) {
+        AttnCase c = makeAttnCase({1, 2, g, rows, pool, 64, 64}, pat, {}, rng);
+        runAttention(ks, c);
+        checkAttention(c);
+      }
+    }
+}
+
 TEST_CASE("attention: arbitrary masks, fully masked rows, odd sizes", "[cpu_kernels][attention]") {
   std::mt19937 rng(13);
   const AttnShape shapes[] = {{2, 2, 3, 5, 100, 64, 64}, {1, 2, 3, 4, 3, 5, 7}, {2, 1, 1, 9, 40, 17, 33},

@@ -1299,43 +1299,16 @@ static void attn_softmax_lanes(const attn_args* a, const float* const* q, const 
   for (int64_t j = lo; j < hi; ++j) _mm512_store_ps(p + (j - lo) * 16, _mm512_div_ps(_mm512_load_ps(p + (j - lo) * 16), vz));
 }
 
-/* Rows t0 .. t0+nr-1 (t = i * G + g) of (l0, l1); scratch holds
- * ATTN_ROWS x round16(K) + 16 D floats, 64-byte aligned. `lanes`: the
- * rows-in-lanes scores (for blocks of 8 or more rows), else 16 keys' dot
- * products at a time per row. */
-static void attn_block_avx(const attn_args* a, int64_t l0, int64_t l1, int64_t t0, int nr, int lanes,
-                           float* scratch) {
-  const int64_t nk = a->nk, G = a->g;
-  const float* k = a->k + l0 * a->ks[0] + l1 * a->ks[1];
-  const float* v = a->v + l0 * a->vs[0] + l1 * a->vs[1];
-  const int64_t kj = a->ks[2], vj = a->vs[2], mj = a->ms[4];
-  const float* q[ATTN_ROWS];
-  const uint8_t* m[ATTN_ROWS];
-  float* o[ATTN_ROWS];
-  key_range kr[ATTN_ROWS];
-  int n = 0; /* rows that see a key, compacted */
-  int64_t lo = nk, hi = 0;
-  const uint8_t* last = NULL; /* rows of a broadcast mask share a scan */
-  key_range x = {0, 0, 0};
-  for (int r = 0; r < nr; ++r) {
-    const int64_t g = (t0 + r) % G, i = (t0 + r) / G;
-    const uint8_t* mr = attn_mask(a, l0, l1, g, i);
-    if (mr != last) x = scan_mask(mr, mj, nk);
-    last = mr;
-    float* orow = attn_out(a, l0, l1, g, i);
-    if (x.count == 0) {
-      attn_uniform_avx(v, vj, nk, a->e, orow);
-      continue;
-    }
-    q[n] = attn_q(a, l0, l1, g, i);
-    m[n] = mr;
-    o[n] = orow;
-    kr[n] = x;
-    lo = min64(lo, x.lo);
-    hi = max64(hi, x.hi);
-    ++n;
+/* Rows q/m/o/kr[0..n) of one (l0, l1), all seeing a key, over the union
+ * [lo, hi) of their key ranges. */
+static void attn_rows_avx(const attn_args* a, const float* k, const float* v, int64_t kj, int64_t vj,
+                          const float* const* q, const uint8_t* const* m, float* const* o, const key_range* kr, int n,
+                          int lanes, float* scratch) {
+  int64_t lo = a->nk, hi = 0;
+  for (int r = 0; r < n; ++r) {
+    lo = min64(lo, kr[r].lo);
+    hi = max64(hi, kr[r].hi);
   }
-  if (n == 0) return;
   float* w[ATTN_ROWS];
   int64_t ws = 1;
   if (lanes) {
@@ -1398,6 +1371,76 @@ static void attn_block_avx(const attn_args* a, int64_t l0, int64_t l1, int64_t t
       phi = max64(phi, kr[r].hi);
     }
     pv_rows(v, vj, a->e, plo, phi, (const float* const*)(w + r0), lo, ws, o + r0, pr);
+  }
+}
+
+/* Rows t0 .. t0+nr-1 (t = i * G + g) of (l0, l1); scratch holds
+ * ATTN_ROWS x round16(K) + 16 D floats, 64-byte aligned. `lanes`: the
+ * rows-in-lanes scores (for blocks of 8 or more rows), else 16 keys' dot
+ * products at a time per row. */
+static void attn_block_avx(const attn_args* a, int64_t l0, int64_t l1, int64_t t0, int nr, int lanes,
+                           float* scratch) {
+  const int64_t nk = a->nk, G = a->g;
+  const float* k = a->k + l0 * a->ks[0] + l1 * a->ks[1];
+  const float* v = a->v + l0 * a->vs[0] + l1 * a->vs[1];
+  const int64_t kj = a->ks[2], vj = a->vs[2], mj = a->ms[4];
+  const float* q[ATTN_ROWS];
+  const uint8_t* m[ATTN_ROWS];
+  float* o[ATTN_ROWS];
+  key_range kr[ATTN_ROWS];
+  int n = 0; /* rows that see a key, compacted */
+  const uint8_t* last = NULL; /* rows of a broadcast mask share a scan */
+  key_range x = {0, 0, 0};
+  for (int r = 0; r < nr; ++r) {
+    const int64_t g = (t0 + r) % G, i = (t0 + r) / G;
+    const uint8_t* mr = attn_mask(a, l0, l1, g, i);
+    if (mr != last) x = scan_mask(mr, mj, nk);
+    last = mr;
+    float* orow = attn_out(a, l0, l1, g, i);
+    if (x.count == 0) {
+      attn_uniform_avx(v, vj, nk, a->e, orow);
+      continue;
+    }
+    q[n] = attn_q(a, l0, l1, g, i);
+    m[n] = mr;
+    o[n] = orow;
+    kr[n] = x;
+    ++n;
+  }
+  if (n == 0) return;
+  /* Rows whose key ranges lie far apart (requests in their own pages of one
+   * pool) go in separate groups, so a group costs its rows' keys, not the
+   * span between them. A row's arithmetic does not depend on its group. */
+  int order[ATTN_ROWS];
+  for (int r = 0; r < n; ++r) order[r] = r;
+  for (int r = 1; r < n; ++r)
+    for (int s = r; s > 0 && kr[order[s]].lo < kr[order[s - 1]].lo; --s) {
+      const int t = order[s];
+      order[s] = order[s - 1];
+      order[s - 1] = t;
+    }
+  for (int g0 = 0; g0 < n;) {
+    int64_t glo = kr[order[g0]].lo, ghi = kr[order[g0]].hi, widest = ghi - glo;
+    int g1 = g0 + 1;
+    for (; g1 < n; ++g1) {
+      const key_range* x = &kr[order[g1]];
+      const int64_t span = max64(ghi, x->hi) - glo, w = max64(widest, x->hi - x->lo);
+      if (span > 2 * w + 64) break;
+      ghi = max64(ghi, x->hi);
+      widest = w;
+    }
+    const float* gq[ATTN_ROWS];
+    const uint8_t* gm[ATTN_ROWS];
+    float* go[ATTN_ROWS];
+    key_range gk[ATTN_ROWS];
+    for (int r = g0; r < g1; ++r) {
+      gq[r - g0] = q[order[r]];
+      gm[r - g0] = m[order[r]];
+      go[r - g0] = o[order[r]];
+      gk[r - g0] = kr[order[r]];
+    }
+    attn_rows_avx(a, k, v, kj, vj, gq, gm, go, gk, g1 - g0, lanes, scratch);
+    g0 = g1;
   }
 }
 
