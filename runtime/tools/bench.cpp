@@ -240,6 +240,20 @@ ParamTotals paramTotals(const nest::Model& model) {
   return t;
 }
 
+// Bytes of keys and values one decode step reads per sequence at position
+// `pos`: 2 x Layers x KvHeads x (pos + 1) x (H / Heads) elements of T, the
+// llama cards' caches; 0 when the model lacks one of those generics.
+double kvBytesPerToken(const std::map<std::string, std::string>& g, double pos) {
+  auto layers = intGeneric(g, "Layers"), kv = intGeneric(g, "KvHeads"), h = intGeneric(g, "H"),
+       heads = intGeneric(g, "Heads");
+  auto t = g.find("T");
+  if (!layers || !kv || !h || !heads || *heads <= 0 || t == g.end()) return 0;
+  auto dtype = linnet::dtypeNamed(t->second);
+  if (!dtype) return 0;
+  return 2.0 * static_cast<double>(*layers * *kv * (*h / *heads)) * (pos + 1) *
+         static_cast<double>(linnet::byteSize(*dtype));
+}
+
 // Checks that an entry exists (nest's error lists the entries otherwise) and
 // takes (tokens, pos) as the llama cards' `decode` and `prefill` do.
 void requireEntry(const nest::Model& model, const std::string& entry, const char* signature) {
@@ -396,7 +410,11 @@ void runDecode(const Options& o, nest::Model& model, const Common& c) {
   // What one decode step reads: every parameter once, except that an
   // embedding lookup reads one row per sequence, not the whole table.
   int64_t readBytes = c.params.bytes - c.params.embeddingBytes + c.batch * c.params.embeddingRowBytes;
-  double bytesPerToken = static_cast<double>(readBytes) / static_cast<double>(c.batch);
+  double weightBytesPerToken = static_cast<double>(readBytes) / static_cast<double>(c.batch);
+  // And the keys and values attention reads: the positions up to the step's
+  // (the mean over the timed steps), in the llama cards' cache layout.
+  double cacheBytesPerToken = kvBytesPerToken(c.generics, static_cast<double>(first) + (steps - 1) / 2.0);
+  double bytesPerToken = weightBytesPerToken + cacheBytesPerToken;
   double boundTokens = bw.bytesPerSecond / bytesPerToken;
   double boundTokensAll = bwAll.bytesPerSecond / bytesPerToken;
   double fraction = bytesPerToken * tokensPerSecond / bw.bytesPerSecond;
@@ -420,7 +438,8 @@ void runDecode(const Options& o, nest::Model& model, const Common& c) {
     j["ms_per_step"] = total / static_cast<double>(steps) * 1e3;
     j["best_ms_per_step"] = bestStep * 1e3;
     j["weight_bytes"] = c.params.bytes;
-    j["weight_bytes_read_per_token"] = static_cast<int64_t>(bytesPerToken);
+    j["weight_bytes_read_per_token"] = static_cast<int64_t>(weightBytesPerToken);
+    j["cache_bytes_read_per_token"] = static_cast<int64_t>(cacheBytesPerToken);
     j["embedding_bytes"] = c.params.embeddingBytes;
     j["bandwidth_buffer_bytes"] = bufferBytes;
     j["last_level_cache_bytes"] = llc;
@@ -454,8 +473,11 @@ void runDecode(const Options& o, nest::Model& model, const Common& c) {
                           ? fmt::format("; embedding tables {} bytes", withCommas(c.params.embeddingBytes))
                           : "";
   row("weight bytes/token", fmt::format("{} read per token (of {} in all{}; a lookup reads one row)",
-                                        withCommas(static_cast<int64_t>(bytesPerToken)), withCommas(c.params.bytes),
-                                        embed));
+                                        withCommas(static_cast<int64_t>(weightBytesPerToken)),
+                                        withCommas(c.params.bytes), embed));
+  if (cacheBytesPerToken > 0)
+    row("cache bytes/token", fmt::format("{} (keys and values up to the mean position; counted in the bound)",
+                                         withCommas(static_cast<int64_t>(cacheBytesPerToken))));
   row("read bandwidth", fmt::format("{:.1f} GB/s on {} thread{}, {:.1f} GB/s on all {} cores ({} MiB buffer, "
                                     "best of {})",
                                     bw.bytesPerSecond / 1e9, bw.threads, bw.threads == 1 ? "" : "s",

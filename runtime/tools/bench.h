@@ -1,8 +1,9 @@
 // `linnet bench decode|prefill`: a model's decode and prefill speed, set
 // against figures of this machine measured in the same run.
 //
-//   decode:  Batch * N tokens through the `decode` entry, timed; the bytes of
-//            weights one step reads (every parameter once); this machine's
+//   decode:  Batch * N tokens through the `decode` entry, timed; the bytes
+//            one step reads (every parameter once as held, and the keys and
+//            values attention reads up to the position); this machine's
 //            memory read bandwidth (a STREAM-like sum over a buffer of at least
 //            4x the last-level cache); and the fraction of the bandwidth bound
 //            reached, (bytes/token * tokens/s) / bandwidth.

@@ -101,7 +101,8 @@ const char* kBenchNotes = R"(
 bench decode: a prompt of --prompt-len tokens (default 8) through `prefill`
 (or `decode` token by token), --warmup untimed steps (default 1), then
 --steps timed `decode` calls (default 32; fewer if MaxSeq is reached).
-Reports tokens/s, the weight bytes one step reads (every parameter once),
+Reports tokens/s, the bytes one step reads (every parameter once as held,
+and the keys and values up to the position in the llama cards' caches),
 this machine's memory read bandwidth measured in the same run (a sum over
 a 1 GiB buffer, on the backend's threads and on all cores), and the
 fraction of that bandwidth bound reached.
