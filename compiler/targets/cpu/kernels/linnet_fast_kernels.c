@@ -44,6 +44,7 @@
  * tests/unit/cpu_fast_kernels_test.cpp checks this bound element by element.
  */
 #include "linnet_kernels.h"
+#include "linnet_kernels_common.h"
 
 #include <float.h>
 #include <math.h>
@@ -68,11 +69,6 @@ void linnet_portable_mlir_ciface_linnet_kernel_matmul_packed(linnet_memref2* x, 
 void KERNEL(_mlir_ciface_linnet_kernel_matmul_packed_fast)(linnet_memref2* x, linnet_memref2* w,
                                                            linnet_memref2* out, int64_t format, int64_t k);
 
-#if defined(__GNUC__)
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#define ALWAYS_INLINE inline
-#endif
 
 /* Products below this many weight elements (N*K) run on the calling thread. */
 #define PARALLEL_MIN_WORK 65536
@@ -88,47 +84,10 @@ void KERNEL(_mlir_ciface_linnet_kernel_matmul_packed_fast)(linnet_memref2* x, li
 #define ROW_GROUP 16
 #define QK_K 256
 
-/* ---- scalar helpers ---------------------------------------------------- */
+/* ---- scalar helpers (the shared ones: linnet_kernels_common.h) ---------- */
 
-static inline uint16_t load_u16(const uint8_t* p) {
-  uint16_t v;
-  memcpy(&v, p, 2);
-  return v;
-}
-
-static inline float bits_to_f32(uint32_t u) {
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-/* IEEE binary16 -> f32 exactly (as runtime/base/half.cpp). */
-static inline float f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  if (exp == 0x1f) return bits_to_f32(sign | 0x7f800000u | (mant << 13));
-  if (exp != 0) return bits_to_f32(sign | ((exp + 112u) << 23) | (mant << 13));
-  if (mant == 0) return bits_to_f32(sign);
-  float v = (float)mant * 0x1p-24f;
-  uint32_t u;
-  memcpy(&u, &v, 4);
-  return bits_to_f32(sign | u);
-}
-
-static inline float f16_at(const uint8_t* p) { return f16_to_f32(load_u16(p)); }
-static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-static void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
-  if (j < 4) {
-    *d = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-    *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
-}
 
 /* ---- quantized x ------------------------------------------------------- */
 
@@ -386,10 +345,6 @@ static ALWAYS_INLINE __m512 reduce16(const __m512* v) {
   return _mm512_add_ps(_mm512_shuffle_f32x4(w0, w1, 0x88), _mm512_shuffle_f32x4(w0, w1, 0xDD));
 }
 
-#define PREFETCH_AHEAD 4096
-static ALWAYS_INLINE void prefetch_ahead(const void* p, int bytes) {
-  for (int b = 0; b < bytes; b += 64) _mm_prefetch((const char*)p + PREFETCH_AHEAD + b, _MM_HINT_T0);
-}
 
 /* [v0 x8, v1 x8] of two f16 at a and b. */
 static ALWAYS_INLINE __m512 f16_pair(const uint8_t* a, const uint8_t* b) {

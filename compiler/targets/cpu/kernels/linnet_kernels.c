@@ -24,6 +24,7 @@
 #endif
 
 #include "linnet_kernels.h"
+#include "linnet_kernels_common.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -40,13 +41,6 @@
 #define KERNEL(name) name
 #endif
 
-#if defined(__GNUC__)
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-#define MAYBE_UNUSED __attribute__((unused))
-#else
-#define ALWAYS_INLINE inline
-#define MAYBE_UNUSED
-#endif
 
 /* Products below this many weight elements (N*K) run on the calling thread:
  * forking costs more than they take. */
@@ -71,51 +65,10 @@
 
 #define QK_K 256
 
-/* ---- scalar helpers ---------------------------------------------------- */
-
-static inline uint16_t load_u16(const uint8_t* p) {
-  uint16_t v;
-  memcpy(&v, p, 2);
-  return v;
-}
-
-static inline float bits_to_f32(uint32_t u) {
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-/* IEEE binary16 -> f32 exactly as runtime/base/half.cpp (NaN payload kept). */
-static inline float f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  if (exp == 0x1f) return bits_to_f32(sign | 0x7f800000u | (mant << 13));
-  if (exp != 0) return bits_to_f32(sign | ((exp + 112u) << 23) | (mant << 13));
-  if (mant == 0) return bits_to_f32(sign);
-  float v = (float)mant * 0x1p-24f; /* subnormal: exact in f32 */
-  uint32_t u;
-  memcpy(&u, &v, 4);
-  return bits_to_f32(sign | u);
-}
-
-static inline float f16_at(const uint8_t* p) { return f16_to_f32(load_u16(p)); }
-static inline float bf16_to_f32(uint16_t h) { return bits_to_f32((uint32_t)h << 16); }
-
-static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+/* ---- scalar helpers (the shared ones: linnet_kernels_common.h) ---------- */
 
 static int format_known(int64_t format) { return format >= 0 && format < LINNET_STORAGE_COUNT; }
 
-/* The (scale, min) pair j of a Q4_K/Q5_K block's 12 packed scale bytes. */
-static inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
-  if (j < 4) {
-    *d = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-    *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
-}
 
 /* ---- portable dequantization: one block, operation for operation as
  * runtime/gguf/types.cpp ------------------------------------------------- */
@@ -404,14 +357,6 @@ static ALWAYS_INLINE void acc_finish(dot_acc acc, int mr, float* const* out) {
   }
 }
 
-/* Software prefetch PREFETCH_AHEAD bytes ahead of the weight stream: on
- * top of the hardware's, it took a row-streaming f32 product from 29 to 42
- * GB/s out of DRAM on one thread (and +10% from L3). One prefetch per 64
- * bytes of [p, p + bytes), shifted ahead. */
-#define PREFETCH_AHEAD 4096
-static ALWAYS_INLINE void prefetch_ahead(const void* p, int bytes) {
-  for (int b = 0; b < bytes; b += 64) _mm_prefetch((const char*)p + PREFETCH_AHEAD + b, _MM_HINT_T0);
-}
 
 static ALWAYS_INLINE void dot_chunk(dot_acc acc, const float* w, const float* const* x, int64_t len, int mr) {
   int64_t j = 0;
