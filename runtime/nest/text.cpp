@@ -71,13 +71,27 @@ void validate(const Sampling& s) {
   if (!(s.minP >= 0 && s.minP <= 1)) throw Error(fmt::format("sampling: min-p {} must be in [0, 1]", s.minP));
   if (!std::isfinite(s.repetitionPenalty) || !(s.repetitionPenalty > 0))
     throw Error(fmt::format("sampling: repetition penalty {} must be a finite number > 0", s.repetitionPenalty));
+  if (!std::isfinite(s.presencePenalty) || !std::isfinite(s.frequencyPenalty))
+    throw Error(fmt::format("sampling: presence penalty {} and frequency penalty {} must be finite numbers",
+                            s.presencePenalty, s.frequencyPenalty));
 }
 
 int32_t sampleToken(const Tensor& logits, const Sampling& s, std::mt19937_64& rng,
-                    const std::vector<int64_t>& context) {
+                    const std::vector<int64_t>& context, size_t promptLength) {
+  return sampleToken(logits.toFloats(), s, rng, context, promptLength);
+}
+
+int32_t sampleToken(std::vector<double> v, const Sampling& s, std::mt19937_64& rng,
+                    const std::vector<int64_t>& context, size_t promptLength) {
   validate(s);
-  if (logits.size() == 0) throw Error("sampling: the logits are empty (a model with Vocab = 0?)");
-  std::vector<double> v = logits.toFloats();
+  if (v.empty()) throw Error("sampling: the logits are empty (a model with Vocab = 0?)");
+  if (s.presencePenalty != 0.0 || s.frequencyPenalty != 0.0) {
+    std::vector<int64_t> count(v.size(), 0);
+    for (size_t k = promptLength; k < context.size(); ++k)
+      if (context[k] >= 0 && static_cast<size_t>(context[k]) < v.size()) ++count[context[k]];
+    for (size_t id = 0; id < v.size(); ++id)
+      if (count[id]) v[id] -= s.presencePenalty + s.frequencyPenalty * static_cast<double>(count[id]);
+  }
   // Repetition penalty (CTRL, as transformers applies it): each token seen
   // once is penalised once, dividing a positive logit, multiplying a negative one.
   if (s.repetitionPenalty != 1.0) {

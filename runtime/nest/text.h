@@ -42,6 +42,11 @@ struct Sampling {
   double topP = 1.0;               // nucleus: the smallest set reaching this probability
   double minP = 0.0;               // drop tokens below minP times the best one's probability
   double repetitionPenalty = 1.0;  // > 1 discourages tokens already in the context
+  // OpenAI's penalties, on generated tokens only (the context after
+  // `promptLength`): a logit drops by presence once a token has appeared and
+  // by frequency times its count. Applied first.
+  double presencePenalty = 0.0;
+  double frequencyPenalty = 0.0;
   uint64_t seed = 0;
 };
 
@@ -51,8 +56,12 @@ struct Sampling {
 void validate(const Sampling& sampling);
 
 // The next token from a row of logits. `context` holds the tokens so far
-// (prompt and generated), for the repetition penalty.
+// (prompt and generated), for the repetition penalty; the generated ones
+// start at `promptLength`, for the presence and frequency penalties.
 int32_t sampleToken(const Tensor& logits, const Sampling& sampling, std::mt19937_64& rng,
-                    const std::vector<int64_t>& context = {});
+                    const std::vector<int64_t>& context = {}, size_t promptLength = 0);
+// The same from logits already read as doubles (a row of a larger result).
+int32_t sampleToken(std::vector<double> logits, const Sampling& sampling, std::mt19937_64& rng,
+                    const std::vector<int64_t>& context = {}, size_t promptLength = 0);
 
 }  // namespace linnet::nest
