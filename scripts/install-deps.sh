@@ -13,6 +13,8 @@ packages=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22
   # LLVM's OpenMP runtime: the compiled code's parallel loops.
   libomp-22-dev
+  # `linnet serve`'s HTTP server; its pkg-config file asks for OpenSSL, zlib and brotli.
+  libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
 )
 
 missing=()

@@ -31,6 +31,10 @@
 #include <random>
 
 #include "nest/text.h"
+#include "nest/text_stream.h"
+#endif
+#ifdef LINNET_HAVE_SERVE
+#include "tools/serve_command.h"
 #endif
 
 namespace {
@@ -297,7 +301,40 @@ struct Commands {
   CLI::App* chat = nullptr;
   CLI::App* tokenize = nullptr;
   CLI::App* detokenize = nullptr;
+  CLI::App* serve = nullptr;
 };
+
+#ifdef LINNET_HAVE_SERVE
+// `linnet serve` (docs/serve.md).
+CLI::App* defineServe(CLI::App& app, linnet::tools::ServeArgs& s) {
+  CLI::App* cmd = app.add_subcommand("serve", "An OpenAI-compatible HTTP server over the package's paged entries");
+  cmd->footer(std::string(kPackageNotes) +
+              "\nserve: the model is loaded with Batch = 1 and a pool of MaxSeq positions (default: --rows x "
+              "--context plus a page); see docs/serve.md.\n");
+  addPackage(cmd, s.package);
+  addLoadOptions(cmd, s.load);
+  once(cmd->add_option("--tokenizer", s.tokenizer,
+                       "A tokenizer.json or a .gguf file (default: the --weights file when it is GGUF)"))
+      ->type_name("PATH");
+  once(cmd->add_option("--host", s.server.host, "Address to listen on (default 127.0.0.1)"))->type_name("ADDR");
+  addInt(cmd, "--port", [&s](int64_t p) {
+    if (p > 65535) throw Usage(fmt::format("--port `{}`: at most 65535", p));
+    s.server.port = static_cast<int>(p);
+  }, "Port (default 8080; 0: any free port)", 0);
+  addInt(cmd, "--rows", s.engine.rows, "Requests generating at once (default 4)", 1);
+  addInt(cmd, "--max-queue", s.engine.maxQueue, "Requests waiting for a row before 503s (default 2 x rows)", 0);
+  addInt(cmd, "--context", s.engine.context, "Positions per request, prompt and output (default 2048)", 1);
+  addInt(cmd, "--http-threads", s.httpThreads, "HTTP workers (default rows + max queue + 8)", 1);
+  once(cmd->add_option("--api-key", s.server.apiKey, "Require `Authorization: Bearer KEY` (all but /health)"))
+      ->type_name("KEY");
+  once(cmd->add_option("--cors", s.server.cors, "Allow this origin (CORS); off by default"))->type_name("ORIGIN");
+  once(cmd->add_option("--model-name", s.modelName, "The model's id in the API (default: nest.toml's name)"))
+      ->type_name("NAME");
+  addNonNegative(cmd, "--queue-timeout", s.engine.queueTimeout, "Seconds a request may wait for a row (default 60)");
+  addNonNegative(cmd, "--request-timeout", s.engine.requestTimeout, "Seconds a request may run (default 600)");
+  return cmd;
+}
+#endif
 
 Commands defineCommands(CLI::App& app, Args& a, linnet::bench::Options& bench) {
   Commands c;
@@ -428,8 +465,14 @@ linnet::nest::TextModel text(const Args& a) {
 }
 
 linnet::nest::Sampling sampling(const Args& a) {
-  return {a.temperature, static_cast<int>(a.topK), a.topP, a.minP, a.repetitionPenalty,
-          static_cast<uint64_t>(a.seed)};
+  linnet::nest::Sampling s;
+  s.temperature = a.temperature;
+  s.topK = static_cast<int>(a.topK);
+  s.topP = a.topP;
+  s.minP = a.minP;
+  s.repetitionPenalty = a.repetitionPenalty;
+  s.seed = static_cast<uint64_t>(a.seed);
+  return s;
 }
 
 // A conversation with the model: the rendered chat is fed through `prefill`
@@ -458,26 +501,20 @@ class Chat {
     Tensor tokens = Tensor::fromInts(Scalar::I32, {1, static_cast<int64_t>(fresh.size())}, fresh);
     Tensor logits = model_.call("prefill", {tokens, Tensor::scalarI(Scalar::I32, static_cast<int64_t>(cached_.size()))})[0];
     cached_ = wide;
-    linnet::tokenizer::StreamDecoder stream(text_.tokenizer);
-    std::string reply;
-    size_t shown = 0;  // bytes of `reply` printed: text that may start a stop string waits
+    linnet::nest::TextStream stream(text_.tokenizer, args_.stops);
     for (int64_t k = 0; k < args_.maxNew; ++k) {
       int32_t next = linnet::nest::sampleToken(logits, sampling(args_), rng_, cached_);
       if (std::find(text_.stopIds.begin(), text_.stopIds.end(), next) != text_.stopIds.end()) break;
-      reply += stream.push(next);
-      if (cutAtStop(reply)) break;
-      size_t safe = reply.size() - heldBack(reply);
-      fputs(reply.substr(shown, safe - shown).c_str(), stdout);
+      fputs(stream.push(next).c_str(), stdout);
       fflush(stdout);
-      shown = safe;
+      if (stream.stopped()) break;
       Tensor token = Tensor::fromInts(Scalar::I32, {1, 1}, {next});
       logits = model_.call("decode", {token, Tensor::scalarI(Scalar::I32, static_cast<int64_t>(cached_.size()))})[0];
       cached_.push_back(next);
     }
-    reply += stream.finish();
-    cutAtStop(reply);
-    fputs((reply.substr(std::min(shown, reply.size())) + "\n").c_str(), stdout);
+    fputs((stream.finish() + "\n").c_str(), stdout);
     fflush(stdout);
+    std::string reply = stream.text();
     messages_.push_back({{"role", "assistant"}, {"content", reply}});
     return reply;
   }
@@ -516,26 +553,6 @@ class Chat {
         ++dropped;
       }
     }
-  }
-
-  // Truncates `reply` at the first stop string; whether there was one.
-  bool cutAtStop(std::string& reply) const {
-    size_t cut = std::string::npos;
-    for (const auto& s : args_.stops) cut = std::min(cut, reply.find(s));
-    if (cut == std::string::npos) return false;
-    reply.resize(cut);
-    return true;
-  }
-  // How many trailing bytes could still grow into a stop string.
-  size_t heldBack(const std::string& reply) const {
-    size_t hold = 0;
-    for (const auto& s : args_.stops)
-      for (size_t n = std::min(s.size() - 1, reply.size()); n > hold; --n)
-        if (reply.compare(reply.size() - n, n, s, 0, n) == 0) {
-          hold = n;
-          break;
-        }
-    return hold;
   }
 
  private:
@@ -659,6 +676,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("linnet ") + LINNET_VERSION);
   app.require_subcommand(1);
   Commands commands = defineCommands(app, a, bench);
+#ifdef LINNET_HAVE_SERVE
+  linnet::tools::ServeArgs serveArgs;
+  serveArgs.engine.maxQueue = -1;
+  commands.serve = defineServe(app, serveArgs);
+#endif
   app.footer(std::string(kSynopsis) + kTextNotes + kPackageNotes + kBenchNotes);  // after: subcommands copy it
   try {
     try {
@@ -693,6 +715,12 @@ int main(int argc, char** argv) {
       return runChat(a);
     }
     if (commands.tokenize->parsed() || commands.detokenize->parsed()) return runTokenize(a);
+#endif
+#ifdef LINNET_HAVE_SERVE
+    if (commands.serve->parsed()) {
+      if (serveArgs.engine.maxQueue < 0) serveArgs.engine.maxQueue = 2 * serveArgs.engine.rows;
+      return linnet::tools::runServe(serveArgs);
+    }
 #endif
     throw Usage(fmt::format("unknown command `{}`; see linnet --help", a.command));
   } catch (const Usage& e) {

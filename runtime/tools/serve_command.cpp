@@ -1,0 +1,115 @@
+#include "tools/serve_command.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <pthread.h>
+#include <thread>
+
+#include "nest/conventions.h"
+#include "nest/text.h"
+#include "tools/arguments.h"
+
+namespace linnet::tools {
+
+namespace {
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int64_t genericOr(const nest::LoadOptions& load, const std::string& name, int64_t fallback) {
+  auto it = load.generics.find(name);
+  if (it == load.generics.end()) return fallback;
+  if (auto* v = std::get_if<int64_t>(&it->second.value)) return *v;
+  throw Usage(fmt::format("serve: --set {}={} must be a number", name, it->second.str()));
+}
+
+}  // namespace
+
+int runServe(ServeArgs& a) {
+  serve::EngineOptions& e = a.engine;
+  if (e.rows < 1) throw Usage("serve: --rows must be at least 1");
+  if (e.maxQueue < 0) throw Usage("serve: --max-queue must be at least 0");
+  int64_t pageSize = genericOr(a.load, "PageSize", 64);
+  if (pageSize < 1) throw Usage("serve: PageSize must be at least 1");
+  if (e.context < pageSize || e.context % pageSize)
+    throw Usage(fmt::format("serve: --context {} must be a positive multiple of the page size {}", e.context, pageSize));
+  // The pool: one cache row of MaxSeq positions, every request's context plus the scratch page.
+  if (genericOr(a.load, "Batch", 1) != 1)
+    throw Usage("serve: the model is served with Batch = 1 (its cache row is the page pool); drop --set Batch");
+  a.load.generics.insert_or_assign("Batch", int64_t{1});
+  if (!a.load.generics.count("MaxSeq")) a.load.generics.insert_or_assign("MaxSeq", e.rows * e.context + pageSize);
+  a.server.threads = static_cast<int>(a.httpThreads > 0 ? a.httpThreads : e.rows + e.maxQueue + 8);
+
+  std::string tokenizerPath = !a.tokenizer.empty() ? a.tokenizer : a.load.weights;
+  if (tokenizerPath.empty() || (a.tokenizer.empty() && !tokenizerPath.ends_with(".gguf")))
+    throw Usage("serve: no tokenizer: pass --tokenizer (a tokenizer.json, or a .gguf file)");
+
+  // Signals go to one thread, which stops the server; the others never see them.
+  std::signal(SIGPIPE, SIG_IGN);
+  sigset_t stopSignals;
+  sigemptyset(&stopSignals);
+  sigaddset(&stopSignals, SIGINT);
+  sigaddset(&stopSignals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
+
+  serve::Metrics metrics;
+  serve::Server server(a.server, metrics);
+  int port = server.bind();
+  fmt::print("linnet serve: listening on http://{}:{}\n", a.server.host, port);
+  std::fflush(stdout);
+  std::thread http([&] { server.run(); });
+  // stop() is lost on a server not yet listening.
+  while (!server.running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::atomic<bool> signalled{false};
+  std::thread watcher([&] {
+    int signal = 0;
+    sigwait(&stopSignals, &signal);
+    signalled = true;
+    fmt::print(stderr, "linnet serve: stopping ({})\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
+    server.stop();
+  });
+  auto joinAll = [&] {
+    http.join();
+    // Wakes the watcher when no signal came, so it can be joined.
+    if (!signalled.exchange(true)) pthread_kill(watcher.native_handle(), SIGTERM);
+    watcher.join();
+  };
+
+  std::optional<nest::TextModel> text;
+  std::optional<nest::Model> model;
+  std::unique_ptr<serve::Engine> engine;
+  try {
+    auto t0 = std::chrono::steady_clock::now();
+    text = nest::loadText(tokenizerPath);
+    model = nest::load(a.package, a.load);
+    nest::TextLimits limits = nest::textLimits(model->dims());
+    nest::checkTokenizer(limits, static_cast<int64_t>(text->tokenizer.vocabSize()),
+                         fmt::format("the tokenizer {}", tokenizerPath));
+    engine = std::make_unique<serve::Engine>(*model, *text, e, metrics);
+    fmt::print(stderr, "linnet serve: {} on {} ({} thread{}), {} rows x {} positions, pool of {} positions\n",
+               model->name(), model->backend(), model->threads(), model->threads() == 1 ? "" : "s", e.rows,
+               e.context, model->dims().at("MaxSeq"));
+    int shapes = engine->warmUp([](const std::string& shape) { fmt::print(stderr, "linnet serve: warming {}\n", shape); });
+    engine->start();
+    std::string name = a.modelName.empty() ? model->name() : a.modelName;
+    server.ready(*engine, *text, name);
+    fmt::print("linnet serve: ready ({} as `{}`, {} entry shapes, warm-up {:.1f} s)\n", model->name(), name, shapes,
+               secondsSince(t0));
+    std::fflush(stdout);
+  } catch (const std::exception& err) {
+    fmt::print(stderr, "{}\n", err.what());
+    server.stop();
+    joinAll();
+    return 1;
+  }
+  joinAll();
+  engine->stop();
+  return 0;
+}
+
+}  // namespace linnet::tools
