@@ -130,6 +130,9 @@ struct ChunkPart {
   std::string text;
   std::optional<std::string> finishReason;
   std::optional<std::vector<TokenLogprob>> logprobs;
+  // Completions: the characters (code points) of the choice's text before
+  // this chunk, where the chunk's logprobs' `text_offset` starts.
+  int64_t textOffset = 0;
 };
 nlohmann::json chatChunk(const std::string& id, int64_t created, const std::string& model, const ChunkPart& part,
                          bool includeUsage);
