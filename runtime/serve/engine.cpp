@@ -219,6 +219,7 @@ void Engine::loop() {
   }
   for (auto& a : running_) finish(*a, "length");
   running_.clear();
+  updateGauges();
   std::lock_guard lock(inboxMutex_);
   for (auto& a : waiting_) {
     Event ev;
@@ -323,7 +324,8 @@ void Engine::sampled(Active& a, const std::vector<double>& logits) {
   bool eos = !a.params.ignoreEos &&
              std::find(text_.stopIds.begin(), text_.stopIds.end(), id) != text_.stopIds.end();
   if (!eos) e.text = a.text->push(id);
-  if (!e.text.empty() || !e.logprobs.empty()) a.stream->post(std::move(e));
+  e.tokens.push_back(id);
+  a.stream->post(std::move(e));
   if (eos || a.text->stopped())
     finish(a, "stop");
   else if (a.generated >= a.params.maxTokens || static_cast<int64_t>(a.tokens.size()) >= options_.context)

@@ -45,6 +45,7 @@ struct Event {
   enum class Kind { Text, Finish, Error };
   Kind kind = Kind::Text;
   std::string text;
+  std::vector<int32_t> tokens;  // Text: the tokens generated since the last event
   std::vector<TokenLogprob> logprobs;
   std::string finishReason;  // Finish: "stop" or "length"
   Usage usage;               // Finish

@@ -42,6 +42,7 @@ struct Job {
   std::vector<std::shared_ptr<RequestStream>> streams;
   std::vector<ChoiceResult> results;
   std::vector<bool> started, done;
+  std::vector<int64_t> sentChars;  // per choice: characters streamed so far (logprobs' text_offset)
   Usage usage;
   std::string id, model;
   int64_t created = 0;
@@ -208,6 +209,7 @@ void Server::routes() {
       job->results.resize(n);
       job->started.assign(n, false);
       job->done.assign(n, false);
+      job->sentChars.assign(n, 0);
       job->usage.promptTokens = static_cast<int64_t>(job->request.params.prompt.size());
       job->id = requestId(endpoint == Endpoint::Chat ? "chatcmpl" : "cmpl");
       job->model = modelName_;
@@ -282,7 +284,10 @@ void Server::routes() {
                   return true;
                 }
                 if (e->kind == Event::Kind::Text) {
+                  if (e->text.empty() && (!wantLogprobs || e->logprobs.empty())) continue;  // held back
                   part.text = e->text;
+                  part.textOffset = job->sentChars[k];
+                  for (char c : e->text) job->sentChars[k] += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
                   if (wantLogprobs) part.logprobs = e->logprobs;
                 } else {
                   part.finishReason = e->finishReason;

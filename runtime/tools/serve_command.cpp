@@ -7,7 +7,9 @@
 #include <csignal>
 #include <cstdio>
 #include <pthread.h>
+#include <filesystem>
 #include <thread>
+#include <toml++/toml.h>
 
 #include "nest/conventions.h"
 #include "nest/text.h"
@@ -26,6 +28,20 @@ int64_t genericOr(const nest::LoadOptions& load, const std::string& name, int64_
   if (it == load.generics.end()) return fallback;
   if (auto* v = std::get_if<int64_t>(&it->second.value)) return *v;
   throw Usage(fmt::format("serve: --set {}={} must be a number", name, it->second.str()));
+}
+
+// The model's id in the API: nest.toml's [model] name, else the package's.
+std::string modelId(const std::string& package, const nest::Model& model) {
+  std::filesystem::path nestToml = std::filesystem::path(package) / "nest.toml";
+  if (std::filesystem::exists(nestToml)) {
+    try {
+      toml::table t = toml::parse_file(nestToml.string());
+      if (auto name = t["model"]["name"].value<std::string>()) return *name;
+    } catch (const std::exception&) {
+      // The package loaded, so nest.toml was read once already; keep the package's name.
+    }
+  }
+  return model.name();
 }
 
 }  // namespace
@@ -96,10 +112,9 @@ int runServe(ServeArgs& a) {
                e.context, model->dims().at("MaxSeq"));
     int shapes = engine->warmUp([](const std::string& shape) { fmt::print(stderr, "linnet serve: warming {}\n", shape); });
     engine->start();
-    std::string name = a.modelName.empty() ? model->name() : a.modelName;
+    std::string name = a.modelName.empty() ? modelId(a.package, *model) : a.modelName;
     server.ready(*engine, *text, name);
-    fmt::print("linnet serve: ready ({} as `{}`, {} entry shapes, warm-up {:.1f} s)\n", model->name(), name, shapes,
-               secondsSince(t0));
+    fmt::print("linnet serve: ready (`{}`, {} entry shapes, warm-up {:.1f} s)\n", name, shapes, secondsSince(t0));
     std::fflush(stdout);
   } catch (const std::exception& err) {
     fmt::print(stderr, "{}\n", err.what());
