@@ -324,6 +324,9 @@ CLI::App* defineServe(CLI::App& app, linnet::tools::ServeArgs& s) {
   addInt(cmd, "--rows", s.engine.rows, "Requests generating at once (default 4)", 1);
   addInt(cmd, "--max-queue", s.engine.maxQueue, "Requests waiting for a row before 503s (default 2 x rows)", 0);
   addInt(cmd, "--context", s.engine.context, "Positions per request, prompt and output (default 2048)", 1);
+  addInt(cmd, "--prefill-chunk", s.prefillChunk,
+         "Prompt tokens one step computes at most (default 256); shorter packs are padded to a 16th or a quarter of it",
+         1);
   addInt(cmd, "--http-threads", s.httpThreads, "HTTP workers (default rows + max queue + 8)", 1);
   once(cmd->add_option("--api-key", s.server.apiKey, "Require `Authorization: Bearer KEY` (all but /health)"))
       ->type_name("KEY");

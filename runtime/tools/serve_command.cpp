@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -59,6 +60,9 @@ int runServe(ServeArgs& a) {
     throw Usage("serve: the model is served with Batch = 1 (its cache row is the page pool); drop --set Batch");
   a.load.generics.insert_or_assign("Batch", int64_t{1});
   if (!a.load.generics.count("MaxSeq")) a.load.generics.insert_or_assign("MaxSeq", e.rows * e.context + pageSize);
+  e.buckets.clear();
+  for (int64_t b : {a.prefillChunk / 16, a.prefillChunk / 4, a.prefillChunk})
+    if (b >= 1 && std::find(e.buckets.begin(), e.buckets.end(), b) == e.buckets.end()) e.buckets.push_back(b);
   a.server.threads = static_cast<int>(a.httpThreads > 0 ? a.httpThreads : e.rows + e.maxQueue + 8);
 
   std::string tokenizerPath = !a.tokenizer.empty() ? a.tokenizer : a.load.weights;

@@ -16,6 +16,7 @@ struct ServeArgs {
   serve::ServerOptions server;
   serve::EngineOptions engine;
   int64_t httpThreads = 0;  // 0: rows + max queue + 8
+  int64_t prefillChunk = 256;  // the largest prompt bucket; the others a 16th and a quarter of it
 };
 
 int runServe(ServeArgs& args);
