@@ -184,7 +184,9 @@ std::shared_ptr<RequestStream> Engine::submit(GenerationParams params) {
   auto stream = a->stream;
   {
     std::lock_guard lock(inboxMutex_);
-    if (stopping_ || static_cast<int64_t>(waiting_.size()) >= options_.maxQueue) return nullptr;
+    // Requests about to take a free row do not count as waiting.
+    int64_t freeRows = options_.rows - rowsInUse_.load();
+    if (stopping_ || static_cast<int64_t>(waiting_.size()) >= options_.maxQueue + freeRows) return nullptr;
     waiting_.push_back(std::move(a));
     metrics_.set("linnet:num_requests_waiting", static_cast<double>(waiting_.size()));
   }
@@ -240,6 +242,11 @@ void Engine::drop(Active& a) {
 }
 
 void Engine::finish(Active& a, const std::string& reason) {
+  // Pages and metrics first: a client that reads /metrics after its answer sees it counted.
+  drop(a);
+  metrics_.add("linnet:requests_finished_total", 1, fmt::format("finish_reason=\"{}\"", reason));
+  metrics_.observe("linnet:e2e_request_latency_seconds", seconds(Clock::now() - a.arrived));
+  updateGauges();
   std::string rest = a.text->finish();
   if (!rest.empty()) {
     Event t;
@@ -251,9 +258,6 @@ void Engine::finish(Active& a, const std::string& reason) {
   e.finishReason = reason;
   e.usage = {static_cast<int64_t>(a.promptLength), a.generated, a.cachedTokens};
   a.stream->post(std::move(e));
-  metrics_.add("linnet:requests_finished_total", 1, fmt::format("finish_reason=\"{}\"", reason));
-  metrics_.observe("linnet:e2e_request_latency_seconds", seconds(Clock::now() - a.arrived));
-  drop(a);
   a.stream.reset();  // marks it finished for the sweep in step()
 }
 
@@ -287,6 +291,7 @@ void Engine::publishPages(Active& a) {
 }
 
 void Engine::updateGauges() {
+  rowsInUse_ = std::count(rowUsed_.begin(), rowUsed_.end(), true);
   metrics_.set("linnet:num_requests_running", static_cast<double>(running_.size()));
   metrics_.set("linnet:kv_cache_usage_perc",
                pool_->usable() ? static_cast<double>(pool_->held()) / static_cast<double>(pool_->usable()) : 0.0);

@@ -125,6 +125,7 @@ class Engine {
 
   std::vector<std::unique_ptr<Active>> running_;  // engine thread only
   std::vector<bool> rowUsed_;
+  std::atomic<int64_t> rowsInUse_{0};  // read by submit()
   uint64_t admissions_ = 0;
   std::thread thread_;
 };

@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <chrono>
 #include <ctime>
 
@@ -64,11 +68,29 @@ Server::Server(ServerOptions options, Metrics& metrics)
   http_->set_tcp_nodelay(true);
   http_->set_read_timeout(10, 0);
   http_->set_write_timeout(10, 0);
-  http_->set_keep_alive_timeout(5);
+  http_->set_keep_alive_timeout(2);  // an idle keep-alive connection holds a worker, and delays stop()
   routes();
 }
 
 Server::~Server() = default;
+
+// Debian's cpp-httplib 0.11 listens with a backlog of 5, compiled into its
+// shared library: a burst of clients then sees connections reset. Listening
+// again on the same socket raises it (Linux takes a second listen()).
+void widenBacklog(int port) {
+  for (int fd = 0; fd < 1024; ++fd) {
+    sockaddr_storage addr{};
+    socklen_t length = sizeof addr;
+    int accepting = 0;
+    socklen_t optLength = sizeof accepting;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) != 0) continue;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &optLength) != 0 || !accepting) continue;
+    int bound = addr.ss_family == AF_INET    ? ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port)
+                : addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
+                                             : -1;
+    if (bound == port) ::listen(fd, 1024);
+  }
+}
 
 int Server::bind() {
   int port = options_.port == 0 ? http_->bind_to_any_port(options_.host)
@@ -77,6 +99,7 @@ int Server::bind() {
     throw nest::Error(fmt::format("serve: cannot listen on {}:{} (in use, or not an address of this machine); "
                                   "choose another with --host/--port (--port 0 picks a free one)",
                                   options_.host, options_.port));
+  widenBacklog(port);
   return port;
 }
 
@@ -373,9 +396,18 @@ void Server::routes() {
       sendError(res, ApiError(405, fmt::format("{} {} is not allowed; use {}", req.method, req.path, allowed)));
     };
   };
-  for (const char* path : {"/v1/chat/completions", "/v1/completions", "/tokenize", "/detokenize"})
+  for (const char* path : {"/v1/chat/completions", "/v1/completions", "/tokenize", "/detokenize"}) {
     http.Get(path, wrongMethod("POST"));
-  for (const char* path : {"/health", "/metrics", "/v1/models"}) http.Post(path, wrongMethod("GET"));
+    http.Put(path, wrongMethod("POST"));
+    http.Patch(path, wrongMethod("POST"));
+    http.Delete(path, wrongMethod("POST"));
+  }
+  for (const char* path : {"/health", "/metrics", "/v1/models"}) {
+    http.Post(path, wrongMethod("GET"));
+    http.Put(path, wrongMethod("GET"));
+    http.Patch(path, wrongMethod("GET"));
+    http.Delete(path, wrongMethod("GET"));
+  }
 }
 
 }  // namespace linnet::serve

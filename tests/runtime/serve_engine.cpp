@@ -180,7 +180,9 @@ TEST_CASE("serve engine: requests that do not fit are refused before they run", 
   auto fits = greedy(std::vector<int64_t>(8, 1), -1);
   engine.check(fits, "prompt");
   CHECK(fits.maxTokens == 24);
-  // Not started: the first request waits, the second finds the queue full.
+  // Not started: the first request is about to take the free row, the
+  // second waits, the third finds the queue full.
+  CHECK(engine.submit(greedy({1, 2}, 1)));
   CHECK(engine.submit(greedy({1, 2}, 1)));
   CHECK_FALSE(engine.submit(greedy({1, 2}, 1)));
 }
