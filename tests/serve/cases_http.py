@@ -156,10 +156,12 @@ def slow_client(ctx):
 
     th = threading.Thread(target=others)
     th.start()
-    still_serving(ctx)
-    th.join()
-    time.sleep(max(0.0, 6 - (time.monotonic() - t0)))
-    s.close()
+    try:
+        still_serving(ctx)
+    finally:
+        th.join()
+        time.sleep(max(0.0, 6 - (time.monotonic() - t0)))
+        s.close()
     assert served and all(x == 200 for x in served), f"/health during a slow client: {served}"
     still_serving(ctx)
 

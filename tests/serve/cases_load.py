@@ -261,7 +261,7 @@ def api_key(ctx, key):
     r = ctx.server.http("GET", "/health")
     assert r.status == 200, f"/health without a key: {r.status}"
     good = ctx.server.client(api_key=key)
-    assert [m.id for m in good.models.list().data] == [ctx.expected_model]
+    assert [m.id for m in good.models.list().data] == [ctx.model]
     r = good.chat.completions.create(model=ctx.model, messages=CHAT, max_tokens=4, temperature=0)
     assert r.choices[0].message.role == "assistant"
     m = ctx.server.metrics(headers={"Authorization": f"Bearer {key}"})

@@ -214,10 +214,6 @@ def raw_exchange(host, port, chunks, read_timeout=30.0, pause=0.0) -> bytes:
                 break
             if pause:
                 time.sleep(pause)
-        try:
-            s.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
         deadline = time.monotonic() + read_timeout
         while time.monotonic() < deadline:
             try:

@@ -83,7 +83,10 @@ def with_server(runner: Runner, opts, name, rows, context, extra, body, expected
         return
     try:
         ctx.client = ctx.server.client(api_key=opts.api_key_for.get(name, "none"))
-        ctx.model = expected_model
+        # Requests name the model /v1/models lists; api.models checks it is nest.toml's name.
+        listed = ctx.server.http("GET", "/v1/models", headers={"Authorization": f"Bearer {ctx.client.api_key}"})
+        ids = [m["id"] for m in listed.json()["data"]] if listed.status == 200 else []
+        ctx.model = ids[0] if ids else expected_model
         body(runner, ctx)
     finally:
         if ctx.server.alive() or ctx.server.proc is not None:
