@@ -198,6 +198,9 @@ def cancellation(ctx):
     assert cancelled == 1, f"requests_cancelled_total grew by {cancelled}"
     produced = m.value("linnet:generation_tokens_total") - before.value("linnet:generation_tokens_total")
     assert produced < budget, f"{produced} tokens generated for a cancelled request of {budget}"
+    assert m.value("linnet:kv_cache_usage_perc") == 0, \
+        f"kv_cache_usage_perc {m.value('linnet:kv_cache_usage_perc')} with no request running"
+    return f"stopped after {produced:.0f} of {budget} tokens"
 
 
 def backpressure(ctx, total=12, max_tokens=64):
@@ -239,7 +242,38 @@ def backpressure(ctx, total=12, max_tokens=64):
     assert m.value("linnet:requests_rejected_total", reason="overloaded") == len(errors), \
         f"rejected{{overloaded}} {m.value('linnet:requests_rejected_total', reason='overloaded')}, {len(errors)} seen"
     assert m.value("linnet:num_requests_running") == 0 and m.value("linnet:num_requests_waiting") == 0
+    assert m.value("linnet:kv_cache_usage_perc") == 0, \
+        f"kv_cache_usage_perc {m.value('linnet:kv_cache_usage_perc')} with no request running"
     return f"{len(errors)} refused, {len(done)} completed"
+
+
+def preemption(ctx, max_tokens=120):
+    """A pool smaller than the rows' needs: the newest requests are
+    preempted and recomputed, and each output is as when sent alone."""
+    prompts = [f"Story {i}: once upon a time" for i in range(ctx.rows)]
+
+    async def one(client, prompt):
+        r = await client.completions.create(model=ctx.model, prompt=prompt, max_tokens=max_tokens, temperature=0,
+                                            extra_body={"ignore_eos": True})
+        return r.choices[0].text, r.usage.completion_tokens
+
+    async def run():
+        client = ctx.server.async_client()
+        alone = [await one(client, p) for p in prompts]
+        before = ctx.server.metrics()
+        together = await asyncio.gather(*(one(client, p) for p in prompts))
+        await client.close()
+        return alone, together, before
+
+    alone, together, before = asyncio.run(run())
+    m = ctx.server.metrics()
+    preempted = m.value("linnet:num_preemptions_total") - before.value("linnet:num_preemptions_total")
+    assert preempted > 0, "no preemption: the pool was not short"
+    bad = [(p, a, t) for p, a, t in zip(prompts, alone, together) if a != t]
+    assert not bad, f"{len(bad)} of {len(prompts)} differ after preemption; first: {bad[0]}"
+    assert all(n == max_tokens for _, n in together), together
+    assert m.value("linnet:kv_cache_usage_perc") == 0, m.value("linnet:kv_cache_usage_perc")
+    return f"{preempted:.0f} preemptions"
 
 
 def api_key(ctx, key):

@@ -97,6 +97,7 @@ class Server:
             rc, self.proc = self.proc.returncode, None
             raise AssertionError(f"[{self.name}] exited {rc} before SIGTERM; stderr tail:\n{self.stderr_text()[-3000:]}")
         self.proc.send_signal(signal.SIGTERM)
+        t0 = time.monotonic()
         try:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -105,6 +106,7 @@ class Server:
             raise AssertionError(f"[{self.name}] still running {timeout} s after SIGTERM")
         finally:
             self.proc = None
+        log(f"[{self.name}] exited {rc} {time.monotonic() - t0:.1f} s after SIGTERM")
         err = self.stderr_text()
         marks = [m for m in SANITIZER_MARKS if m in err]
         assert not marks, f"[{self.name}] sanitizer report in stderr:\n{err[-6000:]}"
@@ -355,7 +357,8 @@ class Runner:
             print(f"FAIL {name} ({time.monotonic() - t:.1f} s)\n{traceback.format_exc()}", flush=True)
             return None
         self.passed.append(name)
-        print(f"ok   {name} ({time.monotonic() - t:.1f} s)", flush=True)
+        note = f": {result}" if isinstance(result, str) else ""
+        print(f"ok   {name} ({time.monotonic() - t:.1f} s){note}", flush=True)
         return result if result is not None else True
 
     def summary(self) -> int:

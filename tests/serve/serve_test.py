@@ -16,10 +16,11 @@ reference backend, tokenized with the SmolLM2 GGUF):
 servers they need still start). The last line is `N passed, N failed`; the
 exit status is 0 when every case ran passed.
 
-Suite `full` starts three servers: the main one (`--rows 4 --context 1024`)
-for the API, metrics, batching, prefix cache, cancellation and malformed
-cases; one with `--api-key` (and the prefix cache's miss); one with
-`--rows 2 --max-queue 2` for back-pressure. Suite `sanitizer` starts one
+Suite `full` starts four servers: the main one (`--rows 4 --context 1024
+--max-queue 32`) for the API, metrics, batching, prefix cache, cancellation
+and malformed cases; one with `--api-key` (and the prefix cache's miss); one
+with `--rows 2 --max-queue 2` for back-pressure; one whose pool is short
+(`--rows 4 --context 192 --set MaxSeq=448`) for preemption. Suite `sanitizer` starts one
 (`--rows 2 --context 128`) for the basic API, metrics, cancellation and the
 malformed cases.
 """
@@ -115,6 +116,9 @@ def full_suite(runner, opts, model):
     def crowded(r, ctx):
         r.case("load.backpressure", cases_load.backpressure, ctx)
 
+    def tight(r, ctx):
+        r.case("load.preemption", cases_load.preemption, ctx)
+
     # The concurrency case sends 32 requests at once over 4 rows: a queue to hold them.
     with_server(runner, opts, "main", 4, 1024, ["--max-queue", "32"], main, model, state)
     if runner.wanted("auth") or runner.wanted("prefix_cache"):
@@ -122,6 +126,9 @@ def full_suite(runner, opts, model):
         with_server(runner, opts, "keyed", 4, 1024, ["--api-key", "sekret"], keyed, model, state)
     if runner.wanted("backpressure"):
         with_server(runner, opts, "crowded", 2, 1024, ["--max-queue", "2"], crowded, model, state)
+    if runner.wanted("preemption"):
+        # 6 usable pages of 64 positions for 4 requests of 3 pages each.
+        with_server(runner, opts, "tight", 4, 192, ["--set", "MaxSeq=448"], tight, model, state)
 
 
 def sanitizer_suite(runner, opts, model):
