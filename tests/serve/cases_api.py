@@ -86,7 +86,13 @@ def completion_plain(ctx):
     assert c.finish_reason == "length", c
     check_usage(r.usage, prompt_tokens=len(tokenize(ctx, prompt=PROMPT)), completion_tokens=20)
     ctx.state["completion_greedy"] = c.text
-    return c.text
+
+
+def greedy_text(ctx) -> str:
+    """completion_plain's text (running it if it has not run)."""
+    if "completion_greedy" not in ctx.state:
+        completion_plain(ctx)
+    return ctx.state["completion_greedy"]
 
 
 def completion_stream(ctx):
@@ -106,7 +112,7 @@ def completion_stream(ctx):
 
 def greedy_matches_generate(ctx):
     """/v1/completions greedy = `linnet generate --prompt` (which never stops at EOS)."""
-    served = ctx.state.get("completion_greedy") or completion_plain(ctx)
+    served = greedy_text(ctx)
     cmd = [ctx.opts.linnet, "generate", ctx.opts.package, "--backend", ctx.opts.backend,
            "--prompt", PROMPT, "--max-new", "20", *ctx.load_args()]
     out = subprocess.run(cmd, capture_output=True, timeout=600)
@@ -114,6 +120,7 @@ def greedy_matches_generate(ctx):
     text = out.stdout.decode("utf-8", "replace")
     assert text.endswith("\n"), text
     assert served == text[:-1], f"serve {served!r}\ngenerate {text[:-1]!r}"
+    return repr(served)
 
 
 def token_id_prompt(ctx):
@@ -121,7 +128,7 @@ def token_id_prompt(ctx):
     r = ctx.client.completions.create(model=ctx.model, prompt=ids, max_tokens=20, temperature=0,
                                       extra_body={"ignore_eos": True})
     check_usage(r.usage, prompt_tokens=len(ids), completion_tokens=20)
-    want = ctx.state.get("completion_greedy") or completion_plain(ctx)
+    want = greedy_text(ctx)
     assert r.choices[0].text == want, f"ids {r.choices[0].text!r}, text {want!r}"
     # /detokenize gives the prompt back.
     d = ctx.server.http("POST", "/detokenize", {"tokens": ids})
@@ -142,7 +149,7 @@ def seeded(ctx):
 
 
 def stops(ctx):
-    full = ctx.state.get("completion_greedy") or completion_plain(ctx)
+    full = greedy_text(ctx)
     # A stop string from the middle of the greedy text, at its first occurrence.
     for start in range(len(full) // 2, len(full) - 3):
         s = full[start:start + 3]

@@ -36,8 +36,20 @@ METRICS = {
 LABELED = {"linnet:requests_rejected_total": "reason", "linnet:requests_finished_total": "finish_reason"}
 
 
+def settle(ctx, timeout=60.0):
+    """Waits until no request runs or waits (an earlier case's may linger)
+    and returns the metrics then."""
+    deadline = time.monotonic() + timeout
+    while True:
+        m = ctx.server.metrics()
+        if m.value("linnet:num_requests_running") == 0 and m.value("linnet:num_requests_waiting") == 0:
+            return m
+        assert time.monotonic() < deadline, f"requests still running {timeout} s after the previous case"
+        time.sleep(0.1)
+
+
 def metrics(ctx):
-    m = ctx.server.metrics()
+    m = settle(ctx)
     for name, kind in METRICS.items():
         assert m.types.get(name) == kind, f"# TYPE {name}: {m.types.get(name)!r}, want {kind}"
         if kind == "histogram":
@@ -81,6 +93,25 @@ async def _stream_chat(client, model, content, max_tokens, **kw):
     return "".join(parts), finish
 
 
+class Failure:
+    """An exception a request raised, with when (seconds after it started)."""
+
+    def __init__(self, e: BaseException, after: float):
+        self.e, self.after = e, after
+
+    def __repr__(self):
+        cause = f" from {self.e.__cause__!r}" if self.e.__cause__ else ""
+        return f"{self.e!r}{cause} after {self.after:.2f} s"
+
+
+async def _timed(coro):
+    t = time.monotonic()
+    try:
+        return await coro
+    except Exception as e:  # noqa: BLE001 - the case reports it
+        return Failure(e, time.monotonic() - t)
+
+
 class Poller:
     """Polls /metrics (or /health) from a thread while a case runs."""
 
@@ -121,11 +152,13 @@ def concurrency(ctx, per_prompt=4, max_tokens=24):
             alone[p] = await _stream_chat(client, ctx.model, p, max_tokens)
         with Poller(ctx.server) as poll:
             jobs = [p for _ in range(per_prompt) for p in PROMPTS]
-            results = await asyncio.gather(*(_stream_chat(client, ctx.model, p, max_tokens) for p in jobs))
+            results = await asyncio.gather(*(_timed(_stream_chat(client, ctx.model, p, max_tokens)) for p in jobs))
         await client.close()
         return alone, jobs, results, poll.seen
 
     alone, jobs, results, seen = asyncio.run(run())
+    failed = [(i, r) for i, r in enumerate(results) if isinstance(r, Failure)]
+    assert not failed, f"{len(failed)} of {len(jobs)} requests failed; first: {failed[0]}"
     bad = [(p, alone[p], got) for p, got in zip(jobs, results) if got != alone[p]]
     assert not bad, f"{len(bad)} of {len(jobs)} differ from the request alone; first: {bad[0]}"
     running = [s[0] for s in seen if isinstance(s, tuple)]
@@ -151,7 +184,7 @@ QUESTION_A, QUESTION_B = "When does the library open?", "How many books can I bo
 def prefix_cache(ctx):
     n = len(tokenize(ctx, messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION_B}]))
     assert n >= 200, f"the system prompt is only {n} tokens"
-    before = ctx.server.metrics()
+    before = settle(ctx)
     _prefix_question(ctx, ctx.client, QUESTION_A)
     mid = ctx.server.metrics()
     b = _prefix_question(ctx, ctx.client, QUESTION_B)
@@ -181,7 +214,7 @@ def cancellation(ctx):
     """A streamed request whose client goes away after two chunks stops."""
     prompt = "Count from one to a thousand: one, two, three,"
     budget = ctx.context - len(tokenize(ctx, prompt=prompt))
-    before = ctx.server.metrics()
+    before = settle(ctx)
     stream = ctx.client.completions.create(model=ctx.model, prompt=prompt, max_tokens=min(2000, budget),
                                            temperature=0, stream=True, extra_body={"ignore_eos": True})
     it = iter(stream)
@@ -260,7 +293,7 @@ def preemption(ctx, max_tokens=120):
     async def run():
         client = ctx.server.async_client()
         alone = [await one(client, p) for p in prompts]
-        before = ctx.server.metrics()
+        before = settle(ctx)
         together = await asyncio.gather(*(one(client, p) for p in prompts))
         await client.close()
         return alone, together, before
