@@ -12,8 +12,8 @@ reference backend, tokenized with the SmolLM2 GGUF):
     $PY tests/serve/serve_test.py --linnet build-asan/bin/linnet --suite sanitizer --backend reference \\
         --random-weights --tokenizer $M --set Layers=2 --set H=64 --set Heads=4 --set KvHeads=2 --set Inner=128
 
-`-k TEXT` (repeatable) runs only the cases whose names contain TEXT (the
-servers they need still start). The last line is `N passed, N failed`; the
+`-k TEXT` (repeatable) runs only the cases whose names contain TEXT (the main
+server always starts, the others when wanted). The last line is `N passed, N failed`; the
 exit status is 0 when every case ran passed.
 
 Suite `full` starts four servers: the main one (`--rows 4 --context 1024
