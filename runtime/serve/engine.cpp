@@ -31,6 +31,11 @@ int64_t dim(const nest::Model& model, const std::string& name, std::optional<int
 // Row `r` of a [rows, vocab] result, as doubles.
 std::vector<double> row(const Tensor& logits, int64_t r, int64_t vocab) {
   std::vector<double> v(vocab);
+  if (logits.dtype == DType::F32) {
+    const float* f = reinterpret_cast<const float*>(logits.data()) + r * vocab;
+    std::copy(f, f + vocab, v.begin());
+    return v;
+  }
   for (int64_t k = 0; k < vocab; ++k) v[k] = logits.asDouble(r * vocab + k);
   return v;
 }
@@ -273,7 +278,7 @@ void Engine::preempt(Active& victim) {
 // Pages for the first `positions` positions of `a`.
 bool Engine::ensurePages(Active& a, int64_t positions) {
   while (static_cast<int64_t>(a.pages.size()) * pageSize_ < positions) {
-    auto page = pool_->allocate();
+    auto page = pool_->allocate(a.pages.empty() ? -1 : a.pages.back());
     if (!page) return false;
     a.pages.push_back(*page);
   }
@@ -511,20 +516,25 @@ bool Engine::step() {
   Tensor logits;
   std::map<std::string, int64_t> generics = {{"Rows", R}, {"Pages", G}};
   int64_t stepOffset = 0;
+  std::string entry = chunks.empty() ? "decode_paged" : generating.empty() ? "prefill_paged" : "step_paged";
+  auto t0 = Clock::now();
   if (chunks.empty()) {
-    logits = model_.call("decode_paged", {stepTokens, stepPositions, table}, generics)[0];
+    logits = model_.call(entry, {stepTokens, stepPositions, table}, generics)[0];
   } else {
     generics["P"] = bucket;
     if (generating.empty()) {
-      logits = model_.call("prefill_paged", {tokens, positions, rows, slots, last, table}, generics)[0];
+      logits = model_.call(entry, {tokens, positions, rows, slots, last, table}, generics)[0];
     } else {
-      logits = model_.call("step_paged",
-                           {tokens, positions, rows, slots, last, stepTokens, stepPositions, table}, generics)[0];
+      logits = model_.call(entry, {tokens, positions, rows, slots, last, stepTokens, stepPositions, table},
+                           generics)[0];
       stepOffset = R;
     }
   }
-  metrics_.add("linnet:engine_steps_total");
+  std::string label = fmt::format("entry=\"{}\"", entry);
+  metrics_.add("linnet:engine_steps_total", 1, label);
+  metrics_.add("linnet:engine_step_seconds_total", seconds(Clock::now() - t0), label);
   metrics_.add("linnet:prompt_tokens_total", static_cast<double>(packed));
+  if (!chunks.empty()) metrics_.add("linnet:engine_padding_tokens_total", static_cast<double>(bucket - packed));
 
   for (Active* a : generating) {
     a->computed += 1;

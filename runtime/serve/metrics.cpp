@@ -28,7 +28,9 @@ const Declared kDeclared[] = {
     {"linnet:requests_rejected_total", "counter", "Requests refused, by reason."},
     {"linnet:requests_cancelled_total", "counter", "Requests whose client went away."},
     {"linnet:requests_finished_total", "counter", "Requests finished, by finish reason."},
-    {"linnet:engine_steps_total", "counter", "Model calls the engine made."},
+    {"linnet:engine_steps_total", "counter", "Model calls the engine made, by entry."},
+    {"linnet:engine_step_seconds_total", "counter", "Time in model calls, by entry."},
+    {"linnet:engine_padding_tokens_total", "counter", "Prompt positions padded to a bucket (computed, unused)."},
 };
 
 const Declared kHistograms[] = {
@@ -51,7 +53,9 @@ Metrics::Metrics() {
     f.type = d.type;
     f.help = d.help;
     std::string n = d.name;
-    if (n != "linnet:requests_rejected_total" && n != "linnet:requests_finished_total") f.values[""] = 0;
+    if (n != "linnet:requests_rejected_total" && n != "linnet:requests_finished_total" &&
+        n != "linnet:engine_steps_total" && n != "linnet:engine_step_seconds_total")
+      f.values[""] = 0;
   }
   for (const auto& d : kHistograms) {
     auto& [help, h] = histograms_[d.name];

@@ -10,16 +10,16 @@ PagePool::PagePool(int64_t pages, int64_t pageSize)
       inLru_(pages, false) {
   if (pages < 2 || pageSize < 1)
     throw std::invalid_argument("a page pool needs at least 2 pages (page 0 is scratch) of at least 1 position");
-  // Lowest pages first out.
-  for (int64_t p = pages - 1; p >= 1; --p) free_.push_back(static_cast<int32_t>(p));
+  for (int64_t p = 1; p < pages; ++p) free_.insert(static_cast<int32_t>(p));
   refs_[0] = 1;  // scratch: held forever
 }
 
-std::optional<int32_t> PagePool::allocate() {
+std::optional<int32_t> PagePool::allocate(int32_t previous) {
   int32_t page;
   if (!free_.empty()) {
-    page = free_.back();
-    free_.pop_back();
+    auto next = previous >= 0 ? free_.find(previous + 1) : free_.end();
+    page = next != free_.end() ? *next : *free_.begin();
+    free_.erase(page);
   } else if (!lru_.empty()) {
     page = lru_.front();
     lru_.pop_front();
@@ -41,7 +41,7 @@ void PagePool::release(int32_t page) {
     lruAt_[page] = lru_.insert(lru_.end(), page);
     inLru_[page] = true;
   } else {
-    free_.push_back(page);
+    free_.insert(page);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <list>
 #include <optional>
+#include <set>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -30,7 +31,10 @@ class PagePool {
 
   // A page for one holder, or nullopt when none is left. Takes a free page
   // first, else the least recently used cached one (forgetting its hash).
-  std::optional<int32_t> allocate();
+  // Of the free pages, the one after `previous` (the holder's last page)
+  // when free, else the lowest: the CPU attention kernel reads each row's
+  // keys from its first to its last slot, so compact pages cost less.
+  std::optional<int32_t> allocate(int32_t previous = -1);
   // One holder lets go. At zero, a hashed page joins the cache's LRU tail,
   // any other the free list.
   void release(int32_t page);
@@ -48,7 +52,7 @@ class PagePool {
   std::vector<int32_t> refs_;    // per page: holders
   std::vector<uint64_t> hashOf_; // per page: its hash, when hasHash_
   std::vector<bool> hasHash_;
-  std::vector<int32_t> free_;    // unhashed, unheld (a stack: recently freed first)
+  std::set<int32_t> free_;       // unhashed, unheld
   std::list<int32_t> lru_;       // hashed, unheld: least recently used first
   std::vector<std::list<int32_t>::iterator> lruAt_;
   std::vector<bool> inLru_;

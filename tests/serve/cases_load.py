@@ -28,12 +28,15 @@ METRICS = {
     "linnet:requests_finished_total": "counter",
     "linnet:compiled_shapes": "gauge",
     "linnet:engine_steps_total": "counter",
+    "linnet:engine_step_seconds_total": "counter",
+    "linnet:engine_padding_tokens_total": "counter",
     "linnet:time_to_first_token_seconds": "histogram",
     "linnet:inter_token_latency_seconds": "histogram",
     "linnet:e2e_request_latency_seconds": "histogram",
     "linnet:request_queue_time_seconds": "histogram",
 }
-LABELED = {"linnet:requests_rejected_total": "reason", "linnet:requests_finished_total": "finish_reason"}
+LABELED = {"linnet:requests_rejected_total": "reason", "linnet:requests_finished_total": "finish_reason",
+           "linnet:engine_steps_total": "entry", "linnet:engine_step_seconds_total": "entry"}
 
 
 def settle(ctx, timeout=60.0):
