@@ -249,7 +249,10 @@ async def soak(args, client, model, prompts):
                       f"  failed {counts['warmup'][1] + counts['soak'][1]}", flush=True)
             if now >= stop_at["end"]:
                 return
-            await asyncio.sleep(min(args.rss_interval, max(0.0, stop_at["end"] - now) + 0.01))
+            wait = min(args.rss_interval, max(0.0, stop_at["end"] - now) + 0.01)
+            if phase["name"] == "warmup":  # a sample right at the end of the warm-up: the baseline
+                wait = min(wait, max(0.0, stop_at["warm"] - now) + 0.01)
+            await asyncio.sleep(wait)
 
     t0 = time.perf_counter()
     samp = asyncio.create_task(sampler())

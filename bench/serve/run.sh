@@ -16,17 +16,18 @@
 # ~10+ minutes), the openai client venv, the model (scripts/fetch-smollm2.sh),
 # the token pool. Results: .cache/serve-bench/results.json (not in git).
 # Environment: LINNET, LINNET_PACKAGE, CLIENT_PY (lib.sh), LLAMA_SERVER, RUNS,
-# ONLY=linnet|llama (one server only).
+# ONLY=linnet|llama (one server only), MODEL (another GGUF of the same model,
+# e.g. bench/peers' F32 one), OUT (default .cache/serve-bench).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source bench/serve/lib.sh
 threads=${1:-2}
 runs=${RUNS:-3}
 only=${ONLY:-}
-out=.cache/serve-bench
+out=${OUT:-.cache/serve-bench}
 mkdir -p "$out"
 
-MODEL=$(bash scripts/fetch-smollm2.sh)
+MODEL=${MODEL:-$(bash scripts/fetch-smollm2.sh)}
 py=$(client_python)
 [ "$only" = llama ] || ensure_linnet
 if [ "$only" != linnet ]; then
