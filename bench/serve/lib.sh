@@ -36,7 +36,7 @@ ensure_linnet() {
     log "building linnet"
     cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null && ninja -C build linnet linnetc >&2
   fi
-  if ! "$LINNET" serve --help 2>&1 | grep -q -- --rows; then
+  if ! "$LINNET" --help 2>&1 | grep -qE "^ +serve( |$)"; then
     log "$LINNET has no serve subcommand"; return 1
   fi
 }
