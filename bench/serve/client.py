@@ -112,7 +112,8 @@ async def one_request(client, model, prompt, args, usage_ok):
             rec["ok"] = True
     except Exception as e:  # a failure, as vLLM counts one: recorded, not raised
         rec["end"] = time.perf_counter()
-        rec["error"] = f"{type(e).__name__}: {e}"[:500]
+        cause = f" ({type(e.__cause__).__name__}: {e.__cause__})" if e.__cause__ else ""
+        rec["error"] = f"{type(e).__name__}: {e}{cause}"[:500]
     return rec
 
 
@@ -161,6 +162,10 @@ def print_table(m, file=sys.stdout):
     for k, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("itl_ms", "ITL"), ("e2e_ms", "e2e")):
         v = m[k]
         p(f"{name:<6}{v['mean']:>10.1f}{v['p50']:>10.1f}{v['p90']:>10.1f}{v['p99']:>10.1f}")
+    c = m.get("cpu")
+    if c:
+        p(f"cores busy: server {c['server_cores']:.2f}, client {c['client_cores']:.2f}, "
+          f"other work {c['other_cores']:.2f}, steal {c['steal_cores']:.2f}")
     for e in m["errors"]:
         p(f"error: {e}")
 
@@ -174,6 +179,36 @@ def rss_kib(pid):
     except OSError:
         return None
     return None
+
+
+def cpu_snapshot(pid):
+    """Jiffies: the machine's busy and steal time (/proc/stat), the server's
+    (/proc/PID/stat) and this client's."""
+    def proc(p):
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+        except OSError:
+            return 0
+    with open("/proc/stat") as f:
+        cpu = [int(x) for x in f.readline().split()[1:]]
+    idle = cpu[3] + cpu[4]
+    steal = cpu[7] if len(cpu) > 7 else 0
+    return {"busy": sum(cpu[:8]) - idle - steal, "steal": steal, "server": proc(pid) if pid else 0,
+            "client": proc("self"), "t": time.perf_counter()}
+
+
+def cpu_report(a, b):
+    """Cores busy on average between two snapshots: the server, this client,
+    everything else on the machine (other work), and steal (the host)."""
+    import os
+    hz = os.sysconf("SC_CLK_TCK")
+    wall = b["t"] - a["t"]
+    cores = lambda k: (b[k] - a[k]) / hz / wall
+    r = {"server_cores": cores("server"), "client_cores": cores("client"), "steal_cores": cores("steal")}
+    r["other_cores"] = max(0.0, cores("busy") - r["server_cores"] - r["client_cores"])
+    return {k: round(v, 2) for k, v in r.items()}
 
 
 def detect_model(base_url, api_key):
@@ -199,10 +234,12 @@ async def bench(args, client, model, prompts):
         async with sem:
             return await one_request(client, model, prompt, args, args.usage)
 
+    cpu0 = cpu_snapshot(args.pid)
     t0 = time.perf_counter()
     records = await asyncio.gather(*(limited(p) for p in todo))
     wall = time.perf_counter() - t0
     m = summarize(records, wall, args)
+    m["cpu"] = cpu_report(cpu0, cpu_snapshot(args.pid))
     digest = hashlib.sha256(json.dumps(todo).encode()).hexdigest()[:16]
     return {"metrics": m, "prompts_sha256": digest,
             "warmup_s": [r["end"] - r["send"] for r in warm],
@@ -309,7 +346,7 @@ def main():
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--soak-seconds", type=float, help="soak mode (see above)")
     ap.add_argument("--warmup-seconds", type=float, default=60.0)
-    ap.add_argument("--pid", type=int, help="soak: the server's pid, for VmRSS")
+    ap.add_argument("--pid", type=int, help="the server's pid: soak, its VmRSS; benchmark, its CPU time")
     ap.add_argument("--rss-interval", type=float, default=10.0)
     ap.add_argument("--max-rss-growth", type=float, default=0.10)
     args = ap.parse_args()

@@ -59,7 +59,7 @@ for ((k = 0; k < runs; k++)); do
     fi
     cmds[$s]=$server_cmd
     ready[$s]="${ready[$s]:-}${ready[$s]:+,}$server_ready_s"
-    client_cmd="$py bench/serve/client.py --base-url $server_url/v1 --token-pool $pool --run $k --label $s-run$k --json $out/$s-$k.json"
+    client_cmd="$py bench/serve/client.py --base-url $server_url/v1 --token-pool $pool --run $k --pid $server_pid --label $s-run$k --json $out/$s-$k.json"
     log "$client_cmd"
     $client_cmd
     stop_server

@@ -3,7 +3,9 @@
 
     summarize.py --out RESULTS.json --meta META.json linnet:RUN0.json ... llama:RUN0.json ...
 
-Each metric's median is taken over the runs on its own. Ratios are
+Each metric's median is taken over the runs on its own, and its best run
+(the highest throughput, the lowest latency: on a machine shared with other
+work, the run least disturbed); failures are summed over runs. Ratios are
 Linnet / llama.cpp: above 1 is better for output tok/s, below 1 is better for
 the latencies.
 """
@@ -28,6 +30,7 @@ ROWS = [  # (label, key path, unit, higher is better)
     ("short", ("short",), "", False),
 ]
 RATIOS = ("output tok/s", "TTFT p50", "ITL p50")
+SUMMED = ("failed", "short")  # over all runs, not a median
 
 
 def get(m, path):
@@ -55,17 +58,23 @@ def main():
     med = {}
     for name in names:
         med[name] = {}
-        for label, path, unit, _ in ROWS:
+        for label, path, unit, higher in ROWS:
             xs = [get(r["metrics"], path) for r in by[name]]
-            med[name][label] = {"median": statistics.median(xs), "runs": xs, "unit": unit}
-    ratios = {}
+            if label in SUMMED:
+                med[name][label] = {"median": sum(xs), "best": sum(xs), "runs": xs, "unit": unit}
+                continue
+            med[name][label] = {"median": statistics.median(xs), "best": max(xs) if higher else min(xs),
+                                "runs": xs, "unit": unit}
+    ratios, best_ratios = {}, {}
     if "linnet" in med and "llama" in med:
         for label, *_ in ROWS:
-            a, b = med["linnet"][label]["median"], med["llama"][label]["median"]
-            ratios[label] = a / b if b else None
+            for out, key in ((ratios, "median"), (best_ratios, "best")):
+                a, b = med["linnet"][label][key], med["llama"][label][key]
+                out[label] = a / b if b else None
     same_prompts = all(len({r["prompts_sha256"] for r in runs}) == len(runs) for runs in by.values())
     same_prompts = same_prompts and len({tuple(r["prompts_sha256"] for r in runs) for runs in by.values()}) == 1
     res = {"meta": meta, "medians": med, "ratios_linnet_over_llama": ratios,
+           "best_ratios_linnet_over_llama": best_ratios,
            "same_prompts_across_servers": same_prompts,
            "runs": {n: [r["metrics"] for r in rs] for n, rs in by.items()},
            "config": next(iter(by.values()))[0]["config"]}
@@ -83,17 +92,30 @@ def main():
         ready = meta.get("ready_s", {}).get(name)
         if ready:
             print(f"# {name}: start to /health 200: {', '.join(f'{x:.1f}' for x in ready)} s")
-    head = f"{'metric':<14}" + "".join(f"{n:>14}" for n in names) + ("   linnet/llama" if ratios else "")
+    for name in names:
+        cpu = [r["metrics"].get("cpu") for r in by[name]]
+        if all(cpu):
+            col = lambda k: ", ".join(f"{c[k]:.2f}" for c in cpu)
+            print(f"# {name}: cores busy with other work during each run: {col('other_cores')} "
+                  f"(steal {col('steal_cores')}); the server used {col('server_cores')}")
+    print("# median of the runs, then the best run (failed, short: all runs); ratios Linnet / llama.cpp")
+    head = f"{'metric':<15}" + "".join(f"{n + ' med':>13}{n + ' best':>13}" for n in names)
+    if ratios:
+        head += f"{'ratio med':>11}{'ratio best':>11}"
     print(head)
     for label, _, unit, higher in ROWS:
-        cells = "".join(f"{med[n][label]['median']:>14.1f}" if unit or label.endswith("tok/s")
-                        else f"{med[n][label]['median']:>14g}" for n in names)
-        r = ratios.get(label)
+        cells = ""
+        for n in names:
+            for key in ("median", "best"):
+                v = med[n][label][key]
+                cells += f"{v:>13.1f}" if unit or label.endswith("tok/s") else f"{v:>13g}"
         tail = ""
-        if r is not None and label in RATIOS:
-            better = (r > 1) == higher
-            tail = f"   {r:.2f}x ({'Linnet better' if better else 'Linnet worse'})"
-        print(f"{label + (' (' + unit + ')' if unit else ''):<14}{cells}{tail}")
+        if ratios and ratios.get(label) is not None and label not in SUMMED:
+            tail = f"{ratios[label]:>10.2f}x{best_ratios[label]:>10.2f}x"
+            if label in RATIOS:
+                better = (ratios[label] > 1) == higher
+                tail += f"  (Linnet {'better' if better else 'worse'})"
+        print(f"{label + (' (' + unit + ')' if unit else ''):<15}{cells}{tail}")
     print(f"results: {args.out}")
 
 
