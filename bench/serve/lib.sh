@@ -65,7 +65,7 @@ wait_health() {
 # server_url, server_cmd, server_ready_s.
 start_linnet() {
   local logf=$1 threads=$2; shift 2
-  server_cmd="$LINNET serve $LINNET_PACKAGE --weights $MODEL --backend cpu --rows 8 --context 1024 --threads $threads --port 0 $*"
+  server_cmd="$LINNET serve $LINNET_PACKAGE --weights $MODEL --backend cpu --rows 8 --context 1024 --threads $threads --port 0${*:+ $*}"
   local t0; t0=$(now)
   # shellcheck disable=SC2086
   $server_cmd >"$logf" 2>&1 &
