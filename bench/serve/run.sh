@@ -17,7 +17,9 @@
 # the token pool. Results: .cache/serve-bench/results.json (not in git).
 # Environment: LINNET, LINNET_PACKAGE, CLIENT_PY (lib.sh), LLAMA_SERVER, RUNS,
 # ONLY=linnet|llama (one server only), MODEL (another GGUF of the same model,
-# e.g. bench/peers' F32 one), OUT (default .cache/serve-bench).
+# e.g. bench/peers' F32 one), OUT (default .cache/serve-bench), LINNET_ARGS
+# (more `linnet serve` flags, e.g. "--set MaxSeq=4672": a pool sized to the
+# workload, 8 x 576 positions and the scratch page).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source bench/serve/lib.sh
@@ -53,7 +55,8 @@ declare -A cmds ready
 for ((k = 0; k < runs; k++)); do
   for s in "${servers[@]}"; do
     if [ "$s" = linnet ]; then
-      start_linnet "$out/linnet-$k.log" "$threads"
+      # shellcheck disable=SC2086
+      start_linnet "$out/linnet-$k.log" "$threads" ${LINNET_ARGS:-}
     else
       start_llama "$out/llama-$k.log" "$threads"
     fi
