@@ -479,6 +479,15 @@ bool Engine::step() {
   std::vector<Active*> generating;
   for (auto& a : running_)
     if (a->generating && a->row >= 0) generating.push_back(a.get());
+  if (chunks.empty() && generating.empty() && running_.size() > 1) {
+    // Prompts that all wait for pages the others hold: the newest yields.
+    auto newest = std::max_element(running_.begin(), running_.end(),
+                                   [](const auto& x, const auto& y) { return x->order < y->order; });
+    preempt(**newest);
+    std::lock_guard lock(inboxMutex_);
+    waiting_.push_front(std::move(*newest));
+    running_.erase(newest);
+  }
   updateGauges();
   if (chunks.empty() && generating.empty()) return false;
 
