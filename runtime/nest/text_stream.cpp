@@ -26,34 +26,28 @@ size_t TextStream::firstStop(const std::string& text, const std::vector<std::str
 
 std::string TextStream::push(int32_t id) {
   if (stopped_) return "";
-  // A stop string can only begin in the held-back tail or the new text.
-  size_t searchFrom = released_;
   text_ += decoder_.push(id);
-  size_t cut = firstStop(text_.substr(searchFrom), stops_);
-  if (cut != std::string::npos) {
-    stopped_ = true;
-    text_.resize(searchFrom + cut);
-    std::string out = text_.substr(released_);
-    released_ = text_.size();
-    return out;
-  }
-  size_t safe = text_.size() - heldBack(text_, stops_);
-  std::string out = text_.substr(released_, safe - released_);
-  released_ = safe;
-  return out;
+  return release(/*holdBack=*/true);
 }
 
 std::string TextStream::finish() {
   if (stopped_) return "";
   text_ += decoder_.finish();
+  return release(/*holdBack=*/false);
+}
+
+std::string TextStream::release(bool holdBack) {
+  // A stop string can only begin in the unreleased tail: released bytes
+  // never end in the start of one.
   size_t cut = firstStop(text_.substr(released_), stops_);
   if (cut != std::string::npos) {
     stopped_ = true;
     text_.resize(released_ + cut);
   }
-  std::string out = text_.substr(released_);
-  released_ = text_.size();
+  size_t upTo = text_.size() - (stopped_ || !holdBack ? 0 : heldBack(text_, stops_));
+  std::string out = text_.substr(released_, upTo - released_);
+  released_ = upTo;
   return out;
 }
 
-}  // namespace linnet::serve
+}  // namespace linnet::nest

@@ -30,6 +30,9 @@ class TextStream {
   static size_t firstStop(const std::string& text, const std::vector<std::string>& stops);
 
  private:
+  // The unreleased tail up to a stop (or all of it), less what may still
+  // begin a stop when `holdBack`.
+  std::string release(bool holdBack);
   tokenizer::StreamDecoder decoder_;
   std::vector<std::string> stops_;
   std::string text_;
@@ -37,4 +40,4 @@ class TextStream {
   bool stopped_ = false;
 };
 
-}  // namespace linnet::serve
+}  // namespace linnet::nest

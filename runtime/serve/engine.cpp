@@ -42,6 +42,15 @@ std::vector<double> row(const Tensor& logits, int64_t r, int64_t vocab) {
 
 }  // namespace
 
+Event Event::error(int status, std::string message, std::string code) {
+  Event e;
+  e.kind = Kind::Error;
+  e.status = status;
+  e.message = std::move(message);
+  e.code = std::move(code);
+  return e;
+}
+
 std::optional<Event> RequestStream::next(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
   if (!ready_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return std::nullopt;
@@ -213,11 +222,7 @@ void Engine::loop() {
     } catch (const std::exception& e) {
       // A failed model call fails the requests it served, not the server.
       for (auto& a : running_) {
-        Event ev;
-        ev.kind = Event::Kind::Error;
-        ev.status = 500;
-        ev.message = fmt::format("the model call failed: {}", e.what());
-        a->stream->post(ev);
+        a->stream->post(Event::error(500, fmt::format("the model call failed: {}", e.what())));
         drop(*a);
       }
       running_.clear();
@@ -229,12 +234,7 @@ void Engine::loop() {
   updateGauges();
   std::lock_guard lock(inboxMutex_);
   for (auto& a : waiting_) {
-    Event ev;
-    ev.kind = Event::Kind::Error;
-    ev.status = 503;
-    ev.message = "the server is shutting down";
-    ev.code = "server_shutting_down";
-    a->stream->post(ev);
+    a->stream->post(Event::error(503, "the server is shutting down", "server_shutting_down"));
   }
   waiting_.clear();
 }
@@ -285,13 +285,17 @@ bool Engine::ensurePages(Active& a, int64_t positions) {
   return true;
 }
 
+// The prefix-cache key of page `j` of `tokens`, after the hashes of the pages before it.
+uint64_t Engine::pageHash(const std::vector<int64_t>& tokens, const std::vector<uint64_t>& before) const {
+  size_t j = before.size();
+  return PagePool::chain(j ? before.back() : 0, std::span<const int64_t>(tokens).subspan(j * pageSize_, pageSize_));
+}
+
 void Engine::publishPages(Active& a) {
   while (static_cast<int64_t>(a.hashes.size() + 1) * pageSize_ <= a.computed) {
-    size_t j = a.hashes.size();
-    uint64_t h = PagePool::chain(j ? a.hashes[j - 1] : 0,
-                                 std::span<const int64_t>(a.tokens).subspan(j * pageSize_, pageSize_));
+    uint64_t h = pageHash(a.tokens, a.hashes);
+    pool_->publish(a.pages[a.hashes.size()], h);
     a.hashes.push_back(h);
-    pool_->publish(a.pages[j], h);
   }
 }
 
@@ -342,7 +346,7 @@ void Engine::sampled(Active& a, const std::vector<double>& logits) {
     finish(a, "length");
 }
 
-void Engine::admitAndExpire() {
+void Engine::dropGoneAndExpired() {
   auto now = Clock::now();
   // Clients that went away, and requests past their deadline.
   for (auto& a : running_) {
@@ -362,13 +366,9 @@ void Engine::admitAndExpire() {
       metrics_.add("linnet:requests_cancelled_total");
       it = waiting_.erase(it);
     } else if (seconds(now - a.arrived) > options_.queueTimeout) {
-      Event ev;
-      ev.kind = Event::Kind::Error;
-      ev.status = 503;
-      ev.message = fmt::format("the request waited {} s for a row without getting one; retry later",
-                               options_.queueTimeout);
-      ev.code = "queue_timeout";
-      a.stream->post(ev);
+      a.stream->post(Event::error(
+          503, fmt::format("the request waited {} s for a row without getting one; retry later", options_.queueTimeout),
+          "queue_timeout"));
       metrics_.add("linnet:requests_rejected_total", 1, "reason=\"queue_timeout\"");
       it = waiting_.erase(it);
     } else {
@@ -378,7 +378,7 @@ void Engine::admitAndExpire() {
 }
 
 bool Engine::step() {
-  admitAndExpire();
+  dropGoneAndExpired();
   std::erase_if(running_, [](const std::unique_ptr<Active>& a) { return !a->stream; });
   int64_t R = options_.rows, G = tableWidth_, P = options_.buckets.back();
 
@@ -415,15 +415,17 @@ bool Engine::step() {
   };
   std::vector<Chunk> chunks;
   int64_t budget = P;
-  for (auto& a : running_) {
-    if (a->generating || budget == 0) continue;
-    int64_t count = std::min<int64_t>(static_cast<int64_t>(a->tokens.size()) - a->computed, budget);
-    while (count > 0 && !ensurePages(*a, a->computed + count))
-      count = static_cast<int64_t>(a->pages.size()) * pageSize_ - a->computed;
-    if (count <= 0) continue;
-    chunks.push_back({a.get(), a->computed, count});
+  // The next chunk of `a`'s prompt: as much as the budget and the pages allow.
+  auto takeChunk = [&](Active& a) {
+    int64_t count = std::min<int64_t>(static_cast<int64_t>(a.tokens.size()) - a.computed, budget);
+    while (count > 0 && !ensurePages(a, a.computed + count))
+      count = static_cast<int64_t>(a.pages.size()) * pageSize_ - a.computed;
+    if (count <= 0) return;
+    chunks.push_back({&a, a.computed, count});
     budget -= count;
-  }
+  };
+  for (auto& a : running_)
+    if (!a->generating && budget > 0) takeChunk(*a);
   while (budget > 0) {
     std::unique_ptr<Active> next;
     {
@@ -437,8 +439,7 @@ bool Engine::step() {
       std::vector<int32_t> hit;
       std::vector<uint64_t> hashes;
       for (int64_t j = 0; j < (n - 1) / pageSize_; ++j) {
-        uint64_t h = PagePool::chain(j ? hashes.back() : 0,
-                                     std::span<const int64_t>(a.tokens).subspan(j * pageSize_, pageSize_));
+        uint64_t h = pageHash(a.tokens, hashes);
         auto page = pool_->take(h);
         if (!page) break;
         hit.push_back(*page);
@@ -466,14 +467,8 @@ bool Engine::step() {
       waiting_.pop_front();
       metrics_.set("linnet:num_requests_waiting", static_cast<double>(waiting_.size()));
     }
-    Active& a = *next;
     running_.push_back(std::move(next));
-    int64_t count = std::min<int64_t>(static_cast<int64_t>(a.tokens.size()) - a.computed, budget);
-    while (count > 0 && !ensurePages(a, a.computed + count))
-      count = static_cast<int64_t>(a.pages.size()) * pageSize_ - a.computed;
-    if (count <= 0) continue;
-    chunks.push_back({&a, a.computed, count});
-    budget -= count;
+    takeChunk(*running_.back());
   }
 
   std::vector<Active*> generating;

@@ -51,6 +51,7 @@ struct Event {
   Usage usage;               // Finish
   int status = 0;            // Error: the HTTP status it stands for
   std::string message, code; // Error
+  static Event error(int status, std::string message, std::string code = "");
 };
 
 // One request's event queue, shared by its HTTP thread and the engine.
@@ -102,12 +103,13 @@ class Engine {
  private:
   void loop();
   bool step();  // one model call; false when there was nothing to do
-  void admitAndExpire();
+  void dropGoneAndExpired();  // clients that went away, deadlines passed
   void finish(Active& a, const std::string& reason);
   void drop(Active& a);
   void preempt(Active& victim);
   bool ensurePages(Active& a, int64_t positions);
   void sampled(Active& a, const std::vector<double>& logits);
+  uint64_t pageHash(const std::vector<int64_t>& tokens, const std::vector<uint64_t>& before) const;
   void publishPages(Active& a);
   void updateGauges();
 

@@ -47,6 +47,7 @@ struct Job {
   std::vector<ChoiceResult> results;
   std::vector<bool> started, done;
   std::vector<int64_t> sentChars;  // per choice: characters streamed so far (logprobs' text_offset)
+  int idlePolls = 0;               // stream polls without an event, for the `: ping`s
   Usage usage;
   std::string id, model;
   int64_t created = 0;
@@ -54,6 +55,9 @@ struct Job {
     for (auto& s : streams) s->cancel();
   }
 };
+
+// What the model routes answer until the model is warm.
+ApiError loading() { return ApiError(503, "the model is loading", "", "model_loading"); }
 
 // The error an engine event carries.
 ApiError eventError(const Event& e) { return ApiError(e.status ? e.status : 500, e.message, "", e.code); }
@@ -162,7 +166,7 @@ void Server::routes() {
   });
 
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    if (!engine_.load()) return sendError(res, ApiError(503, "the model is loading", "", "model_loading"));
+    if (!engine_.load()) return sendError(res, loading());
     sendJson(res, {{"status", "ok"}});
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
@@ -170,7 +174,7 @@ void Server::routes() {
   });
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     Engine* engine = engine_.load();
-    if (!engine) return sendError(res, ApiError(503, "the model is loading", "", "model_loading"));
+    if (!engine) return sendError(res, loading());
     sendJson(res, {{"object", "list"},
                    {"data", json::array({{{"id", modelName_},
                                           {"object", "model"},
@@ -185,7 +189,7 @@ void Server::routes() {
       Engine* engine = engine_.load();
       auto job = std::make_shared<Job>();
       try {
-        if (!engine) throw ApiError(503, "the model is loading", "", "model_loading");
+        if (!engine) throw loading();
         json body = parseBody(req.body);
         job->request = endpoint == Endpoint::Chat ? parseChatRequest(body) : parseCompletionRequest(body);
         ParsedRequest& r = job->request;
@@ -331,8 +335,7 @@ void Server::routes() {
               return true;
             }
             if (!any) {
-              static thread_local int idle = 0;
-              if (++idle % 20 == 0) {  // about once a second
+              if (++job->idlePolls % 20 == 0) {  // about once a second
                 static const std::string ping = ": ping\n\n";
                 if (!sink.write(ping.data(), ping.size())) return false;
               }
@@ -349,7 +352,7 @@ void Server::routes() {
 
   http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     try {
-      if (!engine_.load()) throw ApiError(503, "the model is loading", "", "model_loading");
+      if (!engine_.load()) throw loading();
       json body = parseBody(req.body);
       std::vector<int32_t> ids;
       try {
@@ -373,7 +376,7 @@ void Server::routes() {
   });
   http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
     try {
-      if (!engine_.load()) throw ApiError(503, "the model is loading", "", "model_loading");
+      if (!engine_.load()) throw loading();
       json body = parseBody(req.body);
       if (!body.contains("tokens") || !body["tokens"].is_array())
         throw ApiError(400, "give `tokens`, an array of token ids", "tokens");

@@ -87,4 +87,10 @@ Literal parseLiteral(const std::string& value) {
   throw Usage(fmt::format("input value `{}` is neither @file.npy nor a number", value));
 }
 
+std::string tokenizerSource(const std::string& tokenizer, const std::string& weights) {
+  if (!tokenizer.empty()) return tokenizer;
+  if (weights.ends_with(".gguf")) return weights;
+  throw Usage("no tokenizer: pass --tokenizer (a tokenizer.json, or a .gguf file)");
+}
+
 }  // namespace linnet::tools

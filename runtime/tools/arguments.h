@@ -32,6 +32,10 @@ std::vector<int64_t> parseIntList(const std::string& list, const std::string& wh
 // not one, a name such as `bf16`.
 std::variant<int64_t, std::string> parseGenericValue(const std::string& value, const std::string& what);
 
+// Where text commands read the tokenizer: --tokenizer when given, else the
+// --weights file when it is a .gguf (its metadata has one); Usage otherwise.
+std::string tokenizerSource(const std::string& tokenizer, const std::string& weights);
+
 // A finite number in [least, most] (or above `least` with aboveLeast);
 // nan, inf and junk are refused with `expected`.
 double parseNumber(const std::string& s, const std::string& what, double least, double most, bool aboveLeast);

@@ -271,8 +271,8 @@ void addEntryGroups(CLI::App* cmd, Args& a) {
       ->type_name("@FILE");
 }
 
-void addTokenizerOption(CLI::App* cmd, Args& a) {
-  once(cmd->add_option("--tokenizer", a.tokenizer,
+void addTokenizerOption(CLI::App* cmd, std::string& tokenizer) {
+  once(cmd->add_option("--tokenizer", tokenizer,
                        "A tokenizer.json or a .gguf file (default: the --weights file when it is GGUF)"))
       ->type_name("PATH");
 }
@@ -280,7 +280,7 @@ void addTokenizerOption(CLI::App* cmd, Args& a) {
 void addPromptOptions(CLI::App* cmd, Args& a) {
   once(cmd->add_option("--prompt", a.prompt, "The prompt as text (needs a tokenizer)"))->type_name("TEXT");
   addInt(cmd, "--max-new", a.maxNew, "Tokens to produce at most (default 16)", 1);
-  addTokenizerOption(cmd, a);
+  addTokenizerOption(cmd, a.tokenizer);
 }
 
 void addSamplingOptions(CLI::App* cmd, Args& a) {
@@ -313,9 +313,7 @@ CLI::App* defineServe(CLI::App& app, linnet::tools::ServeArgs& s) {
               "--context plus a page); see docs/serve.md.\n");
   addPackage(cmd, s.package);
   addLoadOptions(cmd, s.load);
-  once(cmd->add_option("--tokenizer", s.tokenizer,
-                       "A tokenizer.json or a .gguf file (default: the --weights file when it is GGUF)"))
-      ->type_name("PATH");
+  addTokenizerOption(cmd, s.tokenizer);
   once(cmd->add_option("--host", s.server.host, "Address to listen on (default 127.0.0.1)"))->type_name("ADDR");
   addInt(cmd, "--port", [&s](int64_t p) {
     if (p > 65535) throw Usage(fmt::format("--port `{}`: at most 65535", p));
@@ -393,7 +391,7 @@ Commands defineCommands(CLI::App& app, Args& a, linnet::bench::Options& bench) {
   c.detokenize = app.add_subcommand("detokenize", "Print the text of token ids");
   c.detokenize->add_option("IDS", a.words, "Token ids, separated by commas");
   for (CLI::App* cmd : {c.tokenize, c.detokenize}) {
-    addTokenizerOption(cmd, a);
+    addTokenizerOption(cmd, a.tokenizer);
     once(cmd->add_option("--weights", a.load.weights, "A .gguf file whose tokenizer to use"))->type_name("PATH");
   }
 #endif
@@ -458,14 +456,9 @@ int runCall(Args& a) {
 }
 
 #ifdef LINNET_HAVE_TEXT
-std::string tokenizerPath(const Args& a) { return !a.tokenizer.empty() ? a.tokenizer : a.load.weights; }
+std::string tokenizerPath(const Args& a) { return linnet::tools::tokenizerSource(a.tokenizer, a.load.weights); }
 
-linnet::nest::TextModel text(const Args& a) {
-  std::string path = tokenizerPath(a);
-  if (path.empty() || (a.tokenizer.empty() && !path.ends_with(".gguf")))
-    throw Usage("no tokenizer: pass --tokenizer (a tokenizer.json, or a .gguf file)");
-  return linnet::nest::loadText(path);
-}
+linnet::nest::TextModel text(const Args& a) { return linnet::nest::loadText(tokenizerPath(a)); }
 
 linnet::nest::Sampling sampling(const Args& a) {
   linnet::nest::Sampling s;

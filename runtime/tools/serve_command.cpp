@@ -65,9 +65,7 @@ int runServe(ServeArgs& a) {
     if (b >= 1 && std::find(e.buckets.begin(), e.buckets.end(), b) == e.buckets.end()) e.buckets.push_back(b);
   a.server.threads = static_cast<int>(a.httpThreads > 0 ? a.httpThreads : e.rows + e.maxQueue + 8);
 
-  std::string tokenizerPath = !a.tokenizer.empty() ? a.tokenizer : a.load.weights;
-  if (tokenizerPath.empty() || (a.tokenizer.empty() && !tokenizerPath.ends_with(".gguf")))
-    throw Usage("serve: no tokenizer: pass --tokenizer (a tokenizer.json, or a .gguf file)");
+  std::string tokenizerPath = tokenizerSource(a.tokenizer, a.load.weights);
 
   // Signals go to one thread, which stops the server; the others never see them.
   std::signal(SIGPIPE, SIG_IGN);
