@@ -14,67 +14,18 @@
 
 #include <fmt/format.h>
 
+#include "tokenizer/unicode.h"
+
 namespace linnet::serve {
 
 using json = nlohmann::json;
 
 namespace {
 
-// The length of the well-formed UTF-8 sequence starting at s[i] (Unicode's
-// table 3-7: no overlongs, surrogates or code points past U+10FFFF), or 0
-// when none does; then `bad` is the length of the maximal ill-formed prefix
-// there (at least 1), which one U+FFFD replaces.
-size_t utf8Sequence(std::string_view s, size_t i, size_t& bad) {
-  auto c = static_cast<unsigned char>(s[i]);
-  if (c < 0x80) return 1;
-  size_t need = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
-  if (c >= 0xC2 && c <= 0xDF) need = 1;
-  else if (c == 0xE0) need = 2, lo = 0xA0;
-  else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) need = 2;
-  else if (c == 0xED) need = 2, hi = 0x9F;
-  else if (c == 0xF0) need = 3, lo = 0x90;
-  else if (c >= 0xF1 && c <= 0xF3) need = 3;
-  else if (c == 0xF4) need = 3, hi = 0x8F;
-  else {
-    bad = 1;
-    return 0;
-  }
-  size_t k = 1;
-  for (; k <= need && i + k < s.size(); ++k) {
-    auto b = static_cast<unsigned char>(s[i + k]);
-    if (b < lo || b > hi) break;
-    lo = 0x80, hi = 0xBF;
-  }
-  if (k > need) return need + 1;
-  bad = k;
-  return 0;
-}
-
-// The index of the first byte that is not part of well-formed UTF-8.
-std::optional<size_t> firstInvalidUtf8(std::string_view s) {
-  for (size_t i = 0, bad = 0; i < s.size();) {
-    size_t n = utf8Sequence(s, i, bad);
-    if (n == 0) return i;
-    i += n;
-  }
-  return std::nullopt;
-}
-
-// `s` with each maximal ill-formed subsequence replaced by U+FFFD, as
-// Python's decode(errors="replace") does: a token that is part of a
-// character still becomes a JSON string nlohmann can write.
-std::string validUtf8(std::string_view s) {
-  if (!firstInvalidUtf8(s)) return std::string(s);
-  std::string out;
-  out.reserve(s.size() + 8);
-  for (size_t i = 0, bad = 0; i < s.size();) {
-    size_t n = utf8Sequence(s, i, bad);
-    if (n) out.append(s.substr(i, n)), i += n;
-    else out.append("\xEF\xBF\xBD"), i += bad;
-  }
-  return out;
-}
+// Text in answers (a token that is part of a character, say) with each
+// maximal ill-formed subsequence replaced by U+FFFD, as Python's
+// decode(errors="replace") does, so nlohmann can write it.
+std::string validUtf8(std::string_view s) { return tokenizer::unicode::utf8Lossy(s); }
 
 std::string typeFromStatus(int status) {
   switch (status) {
@@ -116,8 +67,8 @@ json parseBody(std::string_view body) {
     throw ApiError(400, "the body is empty; expected a JSON object");
   // Checked over the whole body first: nlohmann reports bad UTF-8 inside a
   // string as a syntax error, and outside one as an invalid literal.
-  if (auto bad = firstInvalidUtf8(body))
-    throw ApiError(400, fmt::format("the body is not valid UTF-8 (at byte {})", *bad + 1));
+  if (size_t bad = tokenizer::unicode::findInvalidUtf8(body); bad != std::string_view::npos)
+    throw ApiError(400, fmt::format("the body is not valid UTF-8 (at byte {})", bad + 1));
   // nlohmann's parser is iterative, so depth is bounded here only to keep
   // the tree (and what reads it) small; the callback stops it at the first
   // container too deep, so a body of 100,000 '[' costs 65 of them.
