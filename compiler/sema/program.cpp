@@ -291,4 +291,29 @@ const Item* Program::lookup(const Module& from, const std::string& name) const {
   return nullptr;
 }
 
+std::optional<double> Program::constantValue(const std::string& fullName) const {
+  auto dot = fullName.rfind('.');
+  if (dot == std::string::npos) return std::nullopt;
+  std::string moduleName = fullName.substr(0, dot), name = fullName.substr(dot + 1);
+  for (const auto& m : modules_) {
+    if (m->name != moduleName) continue;
+    auto it = m->items.find(name);
+    if (it == m->items.end() || it->second.kind != Item::Const) return std::nullopt;
+    const syntax::Expr* e = it->second.constant->value.get();
+    bool negate = false;
+    if (e && e->kind == syntax::ExprKind::Unary &&
+        static_cast<const syntax::UnaryExpr*>(e)->op == syntax::UnaryOp::Neg) {
+      negate = true;
+      e = static_cast<const syntax::UnaryExpr*>(e)->operand.get();
+    }
+    if (!e) return std::nullopt;
+    double v;
+    if (e->kind == syntax::ExprKind::IntLiteral) v = static_cast<double>(static_cast<const syntax::IntLiteralExpr*>(e)->value);
+    else if (e->kind == syntax::ExprKind::FloatLiteral) v = static_cast<const syntax::FloatLiteralExpr*>(e)->value;
+    else return std::nullopt;
+    return negate ? -v : v;
+  }
+  return std::nullopt;
+}
+
 }  // namespace linnet::sema

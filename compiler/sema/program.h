@@ -85,6 +85,10 @@ class Program {
   const Item* lookup(const Module& from, const std::string& name) const;
   // The module that defines a block.
   const Module* moduleOf(const syntax::BlockDecl* block) const;
+  // A package constant by its full name (`llama.rope.THETA`) as this program
+  // sees it, after nest.toml's [constants]: its value when it is a number
+  // literal (negated or not); nullopt for no such constant or another value.
+  std::optional<double> constantValue(const std::string& fullName) const;
 
  private:
   friend class Stdlib;
