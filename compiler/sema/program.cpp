@@ -71,14 +71,69 @@ bool Program::readToml(const std::string& dir) {
       return false;
     }
     package_.rootFile = (fs::path(dir) / "src" / "lib.linnet").string();
+    package_.rootCrate = package_.name;
     std::string nest = (fs::path(dir) / "nest.toml").string();
+    std::optional<toml::table> n;
     if (fs::exists(nest)) {
-      toml::table n = toml::parse_file(nest);
-      if (auto p = n["source"]["path"].value<std::string>())
+      n = toml::parse_file(nest);
+      if (auto p = (*n)["source"]["path"].value<std::string>())
         package_.rootFile = (fs::path(dir) / *p).string();
-      package_.rootBlock = n["source"]["root"].value_or(std::string());
+    }
+    package_.crates.push_back({package_.name, dir, package_.rootFile});
+    if (!readDependencies(dir, manifest, 0)) return false;
+    if (n) {
+      if (auto from = (*n)["source"]["package"].value<std::string>()) {
+        const Crate* c = findCrate(*from);
+        if (!c) {
+          diags_.error({}, fmt::format("{}: [source] package = \"{}\" is not this package nor one of its "
+                                       "dependencies; add it to linnet.toml's [dependencies]",
+                                       nest, *from));
+          return false;
+        }
+        if ((*n)["source"]["path"]) {
+          diags_.error({}, fmt::format("{}: [source] has both `package` and `path`; the root module is "
+                                       "the package's own, so drop `path`",
+                                       nest));
+          return false;
+        }
+        package_.rootFile = c->rootFile;
+        package_.rootCrate = c->name;
+      }
+      package_.rootBlock = (*n)["source"]["root"].value_or(std::string());
+      if (auto* tbl = (*n)["constants"].as_table()) {
+        for (auto& [key, value] : *tbl) {
+          ConstantSetting c;
+          c.origin = fmt::format("{} [constants] \"{}\"", nest, std::string(key.str()));
+          if (auto i = value.value_exact<int64_t>()) {
+            c.number = static_cast<double>(*i);
+            c.isInteger = true;
+          } else if (auto f = value.value_exact<double>()) {
+            c.number = *f;
+          } else if (auto b = value.value_exact<bool>()) {
+            c.number = *b;
+            c.isBool = true;
+          } else {
+            diags_.error({}, fmt::format("{}: must be a number or a boolean", c.origin));
+            continue;
+          }
+          constantSettings_[std::string(key.str())] = c;
+        }
+      }
+      if (auto* tbl = (*n)["replace"].as_table()) {
+        for (auto& [key, value] : *tbl) {
+          std::string origin = fmt::format("{} [replace] \"{}\"", nest, std::string(key.str()));
+          auto target = value.value<std::string>();
+          if (!target || target->find('.') == std::string::npos) {
+            diags_.error({}, fmt::format("{}: must name the replacing item by its full name, as in "
+                                         "\"std.nn.rope.rotary_tables\"",
+                                         origin));
+            continue;
+          }
+          replacements_[std::string(key.str())] = {*target, origin};
+        }
+      }
       auto readValues = [&](const char* section, std::map<std::string, GenericValue>& out) {
-        if (auto* tbl = n[section].as_table()) {
+        if (auto* tbl = (*n)[section].as_table()) {
           for (auto& [key, value] : *tbl) {
             GenericValue v;
             v.origin = fmt::format("{} [{}]", nest, section);
@@ -95,16 +150,79 @@ bool Program::readToml(const std::string& dir) {
         }
       };
       readValues("generics", package_.generics);
-      for (const auto& [name, value] : package_.overrides) package_.generics[name] = value;
       readValues("check", package_.check);
     }
+    for (const auto& [name, value] : package_.overrides) package_.generics[name] = value;
   } catch (const toml::parse_error& e) {
     const auto& src = e.source();
     diags_.error({}, fmt::format("{}:{}:{}: malformed TOML: {}", src.path ? *src.path : manifest,
                                  src.begin.line, src.begin.column, e.description()));
     return false;
   }
+  return !diags_.hasErrors();
+}
+
+// linnet.toml's [dependencies]: `name = { path = "..." }`, the path relative
+// to the manifest's folder, read transitively. A package reached twice by the
+// same folder is read once; two folders with one name are an error.
+bool Program::readDependencies(const std::string& dir, const std::string& manifest, int depth) {
+  toml::table t = toml::parse_file(manifest);
+  auto* deps = t["dependencies"].as_table();
+  if (!deps) return true;
+  if (depth > 32) {
+    diags_.error({}, fmt::format("{}: dependencies nest more than 32 deep", manifest));
+    return false;
+  }
+  for (auto& [key, value] : *deps) {
+    std::string name(key.str());
+    auto path = value.is_table() ? (*value.as_table())["path"].value<std::string>() : std::nullopt;
+    if (!path) {
+      diags_.error({}, fmt::format("{}: [dependencies] {} must be a table with a `path`, as in {} = {{ path = "
+                                   "\"../{}\" }}",
+                                   manifest, name, name, name));
+      return false;
+    }
+    fs::path depDir = fs::path(dir) / *path;
+    std::string depManifest = (depDir / "linnet.toml").string();
+    if (!fs::exists(depManifest)) {
+      diags_.error({}, fmt::format("{}: [dependencies] {}: {} is not a Linnet package (it has no linnet.toml)",
+                                   manifest, name, depDir.string()));
+      return false;
+    }
+    std::string depName = toml::parse_file(depManifest)["package"]["name"].value_or(std::string());
+    if (depName != name) {
+      diags_.error({}, fmt::format("{}: [dependencies] {}: the package at {} is named `{}`; name the "
+                                   "dependency after the package",
+                                   manifest, name, depDir.string(), depName));
+      return false;
+    }
+    std::error_code ec;
+    if (const Crate* seen = findCrate(name)) {
+      if (fs::equivalent(seen->dir, depDir, ec)) continue;
+      diags_.error({}, fmt::format("{}: two different packages are named `{}`: {} and {}", manifest, name,
+                                   seen->dir, depDir.string()));
+      return false;
+    }
+    std::string rootFile = (depDir / "src" / "lib.linnet").string();
+    if (fs::exists(depDir / "nest.toml"))
+      if (auto p = toml::parse_file((depDir / "nest.toml").string())["source"]["path"].value<std::string>())
+        rootFile = (depDir / *p).string();
+    package_.crates.push_back({name, depDir.lexically_normal().string(), rootFile});
+    if (!readDependencies(depDir.string(), depManifest, depth + 1)) return false;
+  }
   return true;
+}
+
+const Crate* Program::findCrate(const std::string& name) const {
+  for (const Crate& c : package_.crates)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+std::vector<std::string> Program::packageDirs() const {
+  std::vector<std::string> dirs;
+  for (const Crate& c : package_.crates) dirs.push_back(c.dir);
+  return dirs;
 }
 
 bool Program::setGeneric(const std::string& assignment) {
@@ -135,8 +253,11 @@ bool Program::loadPackage(const std::string& dir) {
     diags_.error({}, fmt::format("{}: the package's root module is missing", package_.rootFile));
     return false;
   }
-  root_ = loadModule(package_.name, package_.rootFile, {});
-  return root_ && !diags_.hasErrors();
+  root_ = loadModule(package_.rootCrate, package_.rootFile, {}, nullptr, package_.rootCrate);
+  if (!root_) return false;
+  applyConstants();
+  checkReplacementsUsed();
+  return !diags_.hasErrors();
 }
 
 bool Program::loadFile(const std::string& path) {
@@ -162,14 +283,34 @@ bool Program::loadSource(const std::string& path, std::string text) {
 }
 
 std::string Program::pathFor(const std::vector<syntax::Ident>& path, const Module& from,
-                             std::string& moduleName) const {
+                             std::string& moduleName, std::string& crate) {
   fs::path file;
-  if (path[0].name == "crate") {
-    file = crateDir_;
-    moduleName = package_.name;
+  const std::string& first = path[0].name;
+  if (first == "crate") {
+    const Crate* c = from.crate.empty() ? nullptr : findCrate(from.crate);
+    file = c ? fs::path(c->dir) / "src" : fs::path(crateDir_);
+    moduleName = c ? c->name : package_.name;
+    crate = from.crate;
+  } else if (first == "std") {
+    file = fs::path(stdlibDir_) / first;
+    moduleName = first;
+    crate.clear();
+  } else if (const Crate* c = findCrate(first)) {
+    // `use llama::{Model}` is the dependency's root module.
+    if (path.size() == 1) {
+      moduleName = c->name;
+      crate = c->name;
+      return c->rootFile;
+    }
+    file = fs::path(c->dir) / "src";
+    moduleName = c->name;
+    crate = c->name;
   } else {
-    file = fs::path(stdlibDir_) / path[0].name;
-    moduleName = path[0].name;
+    diags_.error(path[0].range, fmt::format("a `use` path starts with `crate` (this package), `std` (the "
+                                            "standard library) or a dependency in linnet.toml's "
+                                            "[dependencies], not `{}`",
+                                            first));
+    return {};
   }
   for (size_t i = 1; i < path.size(); ++i) {
     file /= path[i].name;
@@ -179,7 +320,7 @@ std::string Program::pathFor(const std::vector<syntax::Ident>& path, const Modul
 }
 
 const Module* Program::loadModule(const std::string& name, const std::string& path, SourceRange usedAt,
-                                  const std::string* text) {
+                                  const std::string* text, const std::string& crate) {
   std::error_code ec;
   std::string canonical = fs::weakly_canonical(path, ec).string();
   if (ec) canonical = path;
@@ -193,6 +334,7 @@ const Module* Program::loadModule(const std::string& name, const std::string& pa
   }
   auto module = std::make_unique<Module>();
   module->name = name;
+  module->crate = crate;
   module->path = path;
   module->file = file;
   module->ast = syntax::parseFile(sources_, file, diags_);
@@ -229,21 +371,16 @@ void Program::collectItems(Module& module) {
 
 void Program::resolveImports(Module& module) {
   for (const syntax::UseDecl& use : module.ast->uses) {
-    if (use.path[0].name != "crate" && use.path[0].name != "std") {
-      diags_.error(use.path[0].range,
-                   fmt::format("a `use` path starts with `crate` (this package) or `std` (the "
-                               "standard library), not `{}`",
-                               use.path[0].name));
-      continue;
-    }
-    if (use.path.size() < 2) {
+    bool dependencyRoot = use.path.size() == 1 && findCrate(use.path[0].name);
+    if (use.path.size() < 2 && !dependencyRoot && (use.path[0].name == "crate" || use.path[0].name == "std")) {
       diags_.error(use.range, "a `use` path names a module, as in `use crate.attention::{X}`");
       continue;
     }
-    std::string moduleName;
-    std::string path = pathFor(use.path, module, moduleName);
+    std::string moduleName, crate;
+    std::string path = pathFor(use.path, module, moduleName, crate);
+    if (path.empty()) continue;
     SourceRange pathRange = SourceRange::merge(use.path.front().range, use.path.back().range);
-    const Module* target = loadModule(moduleName, path, pathRange);
+    const Module* target = loadModule(moduleName, path, pathRange, nullptr, crate);
     if (!target) continue;
     for (const syntax::Ident& name : use.names) {
       auto it = target->items.find(name.name);
@@ -267,14 +404,106 @@ void Program::resolveImports(Module& module) {
         Diagnostics::note(d, own->second.range, "defined here");
         continue;
       }
-      auto [prev, inserted] = module.imports.emplace(name.name, it->second);
-      if (!inserted && prev->second.module != target) {
+      const Item* bound = &it->second;
+      if (replacements_.count(target->name + "." + name.name)) {
+        bound = replacementFor(target->name + "." + name.name, name.range);
+        if (!bound) continue;
+      }
+      auto [prev, inserted] = module.imports.emplace(name.name, *bound);
+      if (!inserted && prev->second.module != bound->module) {
         diags_.error(name.range, fmt::format("`{}` is ambiguous: it is imported from both `{}` "
                                              "and `{}`",
-                                             name.name, prev->second.module->name, target->name));
+                                             name.name, prev->second.module->name, bound->module->name));
       } else if (!inserted) {
         diags_.error(name.range, fmt::format("`{}` is imported twice", name.name));
       }
+    }
+  }
+}
+
+const Item* Program::replacementFor(const std::string& original, SourceRange usedAt) {
+  Replacement& r = replacements_.at(original);
+  r.used = true;
+  auto fail = [&](const std::string& why) -> const Item* {
+    diags_.error(usedAt, fmt::format("{}: {}", r.origin, why));
+    return nullptr;
+  };
+  std::vector<syntax::Ident> path;
+  for (size_t start = 0;;) {
+    size_t dot = r.target.find('.', start);
+    path.push_back({r.target.substr(start, dot - start), usedAt});
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  std::string itemName = path.back().name;
+  path.pop_back();
+  if (path.empty() || path[0].name == "crate")
+    return fail(fmt::format("`{}` must start with `std` or a package's name", r.target));
+  Module from;
+  from.crate = package_.rootCrate;
+  std::string moduleName, crate;
+  std::string file = pathFor(path, from, moduleName, crate);
+  if (file.empty()) return nullptr;
+  const Module* m = loadModule(moduleName, file, usedAt, nullptr, crate);
+  if (!m) return nullptr;
+  auto it = m->items.find(itemName);
+  if (it == m->items.end()) return fail(fmt::format("module `{}` has no item named `{}`", moduleName, itemName));
+  if (!it->second.isPub) return fail(fmt::format("`{}` is private to module `{}`", itemName, moduleName));
+  return &it->second;
+}
+
+void Program::checkReplacementsUsed() {
+  for (const auto& [original, r] : replacements_) {
+    if (r.used) continue;
+    auto dot = original.rfind('.');
+    const Module* m = nullptr;
+    for (const auto& mod : modules_)
+      if (dot != std::string::npos && mod->name == original.substr(0, dot)) m = mod.get();
+    if (!m || !m->items.count(original.substr(dot + 1)))
+      diags_.error({}, fmt::format("{}: the program has no item `{}` to replace", r.origin, original));
+    else
+      diags_.error({}, fmt::format("{}: `{}` is never imported, so replacing it changes nothing; drop the entry",
+                                   r.origin, original));
+  }
+}
+
+// [constants]: a constant's initializer becomes the card's literal, checked
+// against its declared type; everything downstream sees only the new value.
+void Program::applyConstants() {
+  for (const auto& [fullName, c] : constantSettings_) {
+    auto dot = fullName.rfind('.');
+    Module* m = nullptr;
+    for (const auto& mod : modules_)
+      if (dot != std::string::npos && mod->name == fullName.substr(0, dot)) m = mod.get();
+    syntax::ConstDecl* decl = nullptr;
+    if (m)
+      for (auto& k : m->ast->consts)
+        if (k->name.name == fullName.substr(dot + 1)) decl = k.get();
+    if (!decl) {
+      diags_.error({}, fmt::format("{}: the program has no constant `{}` (name it as module.NAME, as in "
+                                   "\"llama.rope.THETA\"; only the packages' own constants can be set)",
+                                   c.origin, fullName));
+      continue;
+    }
+    std::string type = decl->type && decl->type->kind == syntax::TypeKind::Named ? decl->type->name.name : "";
+    bool isFloat = type == "f32" || type == "f64" || type == "f16" || type == "bf16";
+    bool isInt = type.size() > 1 && (type[0] == 'i' || type[0] == 'u') &&
+                 std::all_of(type.begin() + 1, type.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+    SourceRange at = decl->value ? decl->value->range : decl->range;
+    if (isFloat && !c.isBool) {
+      decl->value = std::make_unique<syntax::FloatLiteralExpr>(at, c.number);
+    } else if (isInt && c.isInteger) {
+      decl->value = std::make_unique<syntax::IntLiteralExpr>(at, static_cast<int64_t>(c.number));
+    } else if (type == "bool" && c.isBool) {
+      decl->value = std::make_unique<syntax::BoolLiteralExpr>(at, c.number != 0);
+    } else {
+      Diagnostic& d = diags_.error({}, fmt::format("{}: `{}` is declared `{}`, so it takes {}", c.origin, fullName,
+                                                   type.empty() ? "?" : type,
+                                                   isFloat  ? "a number"
+                                                   : isInt  ? "an integer"
+                                                   : type == "bool" ? "true or false"
+                                                                    : "no value from nest.toml"));
+      Diagnostics::note(d, decl->name.range, "declared here");
     }
   }
 }

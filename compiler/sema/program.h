@@ -1,7 +1,11 @@
-// A program: the package's modules and the standard library modules they use,
-// each with its own items and its imports resolved. `crate.a.b` names the
-// file src/a/b.linnet of the package, `std.a.b` the file std/a/b.linnet of the
-// standard library.
+// A program: the package's modules, its dependencies' and the standard
+// library modules they use, each with its own items and its imports resolved.
+// `crate.a.b` names the file src/a/b.linnet of the module's own package,
+// `std.a.b` the file std/a/b.linnet of the standard library, and `dep.a.b`
+// the file src/a/b.linnet of a package linnet.toml's [dependencies] names
+// (`dep = { path = "../dep" }`). A card's nest.toml may take its root from a
+// dependency ([source] package), set constants of the sources ([constants])
+// and replace items wherever they are imported ([replace]); docs/nest.md.
 #pragma once
 
 #include <map>
@@ -31,6 +35,7 @@ struct Item {
 
 struct Module {
   std::string name;  // as the path names it: `llama.attention`, `std.nn.linear`
+  std::string crate;  // the package whose `crate.` it sees: `llama`; empty for std
   std::string path;
   uint32_t file = 0;
   std::unique_ptr<syntax::ModuleAst> ast;
@@ -45,6 +50,13 @@ struct GenericValue {
   std::string origin;  // where it was set, for messages
 };
 
+// A package the program's sources come from: the loaded one or a dependency.
+struct Crate {
+  std::string name;      // linnet.toml's [package] name, the first part of its module names
+  std::string dir;       // the package folder
+  std::string rootFile;  // its nest.toml's [source] path, else src/lib.linnet
+};
+
 struct Package {
   std::string dir;
   std::string name;
@@ -53,6 +65,8 @@ struct Package {
   std::map<std::string, GenericValue> generics;  // [generics], then --set overrides
   std::map<std::string, GenericValue> overrides;  // --set, applied after reading nest.toml
   std::map<std::string, GenericValue> check;     // [check]: entries' own generics
+  std::string rootCrate;  // whose root module is the program's root: `name`, or [source] package
+  std::vector<Crate> crates;  // this package first, then its dependencies (transitively)
 };
 
 class Program {
@@ -80,6 +94,9 @@ class Program {
   // of a shared Stdlib are not listed (they were checked when it loaded).
   const std::vector<std::unique_ptr<Module>>& modules() const { return modules_; }
   const SourceManager& sources() const { return sources_; }
+  // Every package folder the sources come from (this one, then its
+  // dependencies): what a compiled artifact's cache key must cover.
+  std::vector<std::string> packageDirs() const;
 
   // A name as seen from a module: its own items, then its imports.
   const Item* lookup(const Module& from, const std::string& name) const;
@@ -93,12 +110,34 @@ class Program {
  private:
   friend class Stdlib;
   const Module* loadModule(const std::string& name, const std::string& path, SourceRange usedAt,
-                     const std::string* text = nullptr);
+                           const std::string* text = nullptr, const std::string& crate = {});
   void resolveImports(Module& module);
   void collectItems(Module& module);
-  std::string pathFor(const std::vector<syntax::Ident>& path, const Module& from,
-                      std::string& moduleName) const;
+  // The file a `use` path names and the crate it belongs to; empty when the
+  // first part names no package (reported).
+  std::string pathFor(const std::vector<syntax::Ident>& path, const Module& from, std::string& moduleName,
+                      std::string& crate);
   bool readToml(const std::string& dir);
+  bool readDependencies(const std::string& dir, const std::string& manifest, int depth);
+  const Crate* findCrate(const std::string& name) const;
+  // [replace]: the item bound where `original` (`llama.rope.tables`) is imported.
+  const Item* replacementFor(const std::string& original, SourceRange usedAt);
+  void applyConstants();
+  void checkReplacementsUsed();
+
+  struct Replacement {
+    std::string target;  // `std.nn.rope.rotary_tables`
+    std::string origin;  // for messages
+    bool used = false;
+  };
+  struct ConstantSetting {
+    double number = 0;
+    bool isInteger = false;
+    bool isBool = false;
+    std::string origin;
+  };
+  std::map<std::string, Replacement> replacements_;
+  std::map<std::string, ConstantSetting> constantSettings_;
 
   SourceManager& sources_;
   Diagnostics& diags_;

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <toml++/toml.h>
 
 #include "artifact/manifest.h"
 #include "common/process.h"
@@ -50,6 +52,25 @@ std::string sourcesOf(const fs::path& dir) {
   return out;
 }
 
+// The package folder and those of its linnet.toml [dependencies],
+// transitively: every folder whose sources a compiled entry depends on.
+// (Malformed manifests are linnetc's to report; here they add nothing.)
+std::vector<fs::path> packageDirs(const fs::path& dir) {
+  std::vector<fs::path> dirs{dir};
+  std::set<fs::path> seen{fs::weakly_canonical(dir)};
+  for (size_t i = 0; i < dirs.size() && i < 64; ++i) {
+    try {
+      toml::table t = toml::parse_file((dirs[i] / "linnet.toml").string());
+      if (auto* deps = t["dependencies"].as_table())
+        for (auto& [name, value] : *deps)
+          if (auto path = value.is_table() ? (*value.as_table())["path"].value<std::string>() : std::nullopt)
+            if (seen.insert(fs::weakly_canonical(dirs[i] / *path)).second) dirs.push_back(dirs[i] / *path);
+    } catch (const std::exception&) {
+    }
+  }
+  return dirs;
+}
+
 // `--arg` text for an argument: `i32:1x8`; a literal is `int:` or `float:`.
 std::string argSpec(const Tensor& a) {
   std::string dt = !a.weak ? linnet::name(a.dtype) : a.isFloat() ? "float" : "int";
@@ -70,7 +91,8 @@ ArtifactCache::ArtifactCache(CacheSettings settings) : settings_(std::move(setti
   std::error_code ec;
   auto stamp = fs::last_write_time(settings_.linnetc, ec);
   if (!ec) key += std::to_string(stamp.time_since_epoch().count());
-  key += sourcesOf(settings_.package) + sourcesOf(settings_.stdlib);
+  for (const fs::path& dir : packageDirs(settings_.package)) key += sourcesOf(dir);
+  key += sourcesOf(settings_.stdlib);
   for (const auto& s : settings_.sets) key += "\nset " + s;
   key_ = fmt::format("{:016x}", fnv(key));
 }

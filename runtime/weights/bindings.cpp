@@ -17,6 +17,57 @@ namespace linnet::weights {
 
 // --- bindings.json -----------------------------------------------------------
 
+namespace {
+
+std::vector<std::string_view> components(std::string_view path) {
+  std::vector<std::string_view> out;
+  for (std::size_t start = 0;;) {
+    std::size_t dot = path.find('.', start);
+    out.push_back(path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
+    if (dot == std::string_view::npos) return out;
+    start = dot + 1;
+  }
+}
+
+bool isIndex(std::string_view part) {
+  return !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Empty when `key -> value` is a plain binding or a well-formed pattern.
+std::string patternProblem(std::string_view key, std::string_view value) {
+  std::size_t keyStars = std::count(key.begin(), key.end(), '*');
+  std::size_t valueStars = std::count(value.begin(), value.end(), '*');
+  if (keyStars == 0 && valueStars == 0) return {};
+  for (std::string_view part : components(key))
+    if (part.find('*') != std::string_view::npos && part != "*")
+      return fmt::format("a `*` must be a whole component of the path (as in \"layers.*.mlp.up.weight\"), not part "
+                         "of \"{}\"",
+                         part);
+  if (keyStars != valueStars)
+    return fmt::format("the path has {} `*` and the checkpoint name \"{}\" has {}; each index of the path goes "
+                       "to one `*` of the name",
+                       keyStars, value, valueStars);
+  return {};
+}
+
+// The indices `path` gives the pattern's `*`s, or nullopt if it does not match.
+std::optional<std::vector<std::string_view>> matchPattern(std::string_view pattern, std::string_view path) {
+  auto want = components(pattern), have = components(path);
+  if (want.size() != have.size()) return std::nullopt;
+  std::vector<std::string_view> indices;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (want[i] == "*") {
+      if (!isIndex(have[i])) return std::nullopt;
+      indices.push_back(have[i]);
+    } else if (want[i] != have[i]) {
+      return std::nullopt;
+    }
+  }
+  return indices;
+}
+
+}  // namespace
+
 Bindings Bindings::parse(std::string_view json, std::string_view source) {
   auto doc = parseJsonStrict(json, source);
   if (!doc.is_object())
@@ -41,6 +92,10 @@ Bindings Bindings::parse(std::string_view json, std::string_view source) {
       problems.push_back(fmt::format("\"{}\": the checkpoint tensor name is empty", it.key()));
       continue;
     }
+    if (std::string why = patternProblem(it.key(), name); !why.empty()) {
+      problems.push_back(fmt::format("\"{}\": {}", it.key(), why));
+      continue;
+    }
     b.entries_.emplace(it.key(), std::move(name));
   }
   if (!problems.empty())
@@ -62,24 +117,32 @@ Bindings Bindings::fromEntries(std::map<std::string, std::string> entries, std::
   return b;
 }
 
-const std::string* Bindings::find(std::string_view path) const {
-  auto it = entries_.find(path);
-  return it == entries_.end() ? nullptr : &it->second;
+std::optional<std::string> Bindings::find(std::string_view path) const {
+  if (auto it = entries_.find(path); it != entries_.end()) return it->second;
+  for (const auto& [key, value] : entries_) {
+    if (key.find('*') == std::string::npos) continue;
+    auto indices = matchPattern(key, path);
+    if (!indices) continue;
+    std::string name;
+    std::size_t next = 0;
+    for (char c : value) {
+      if (c == '*') name += (*indices)[next++];
+      else name += c;
+    }
+    return name;
+  }
+  return std::nullopt;
 }
 
 // --- binding -----------------------------------------------------------------
 
 std::string pathPattern(std::string_view path) {
   std::string out;
-  std::size_t start = 0;
-  for (;;) {
-    std::size_t dot = path.find('.', start);
-    std::string_view part = path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
-    bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-    out += digits ? std::string_view("*") : part;
-    if (dot == std::string_view::npos) break;
-    out += '.';
-    start = dot + 1;
+  bool first = true;
+  for (std::string_view part : components(path)) {
+    if (!first) out += '.';
+    first = false;
+    out += isIndex(part) ? std::string_view("*") : part;
   }
   return out;
 }
@@ -88,7 +151,7 @@ namespace {
 
 struct Plan {
   const ParamSpec* param;
-  const std::string* name;
+  std::string name;
   const TensorInfo* tensor;
 };
 
@@ -126,7 +189,7 @@ std::vector<std::string> analyze(const std::vector<ParamSpec>& expected, const B
       problems.push_back(fmt::format("{}: the model lists this parameter twice (a compiler bug)", p.path));
       continue;
     }
-    const std::string* name = bindings.find(p.path);
+    std::optional<std::string> name = bindings.find(p.path);
     if (!name) {
       std::string near = closestName(p.path, unknownPaths);
       problems.push_back(fmt::format("{} -> (none): no binding in {}; model expects {}. {}", p.path, bindings.source(),
@@ -149,7 +212,7 @@ std::vector<std::string> analyze(const std::vector<ParamSpec>& expected, const B
     bool dtypeOk = t->dtype == p.dtype;
     bool convert = !dtypeOk && options.convertTo && *options.convertTo == p.dtype && canConvert(t->dtype, p.dtype);
     if (shapeOk && (dtypeOk || convert)) {
-      if (plans) plans->push_back({&p, name, t});
+      if (plans) plans->push_back({&p, *name, t});
       continue;
     }
     std::string what = !shapeOk && !dtypeOk ? "shape and dtype mismatch" : !shapeOk ? "shape mismatch" : "dtype mismatch";
@@ -179,7 +242,7 @@ std::vector<std::string> analyze(const std::vector<ParamSpec>& expected, const B
     if (!bindings.find(p.path)) unbound.push_back(p.path);
   }
   for (std::string_view path : unknownPaths) {
-    const std::string& name = *bindings.find(path);
+    const std::string& name = bindings.entries().find(path)->second;
     std::string pattern = pathPattern(path);
     std::string near = closestName(path, unbound);
     if (near.empty()) near = closestName(path, all);
@@ -213,7 +276,7 @@ BoundWeights bind(const std::vector<ParamSpec>& expected, const Bindings& bindin
   for (const Plan& plan : plans) {
     BoundTensor b;
     b.param = *plan.param;
-    b.checkpointName = *plan.name;
+    b.checkpointName = plan.name;
     b.storedDType = plan.tensor->dtype;
     b.file = plan.tensor->file;
     b.converted = plan.tensor->dtype != plan.param->dtype;

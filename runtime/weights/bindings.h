@@ -2,7 +2,11 @@
 //
 // bindings.json is one JSON object: Linnet parameter path -> checkpoint
 // tensor name, e.g. "layers.3.attention.q_proj.weight":
-// "model.layers.3.self_attn.q_proj.weight". The compiler gives, for an
+// "model.layers.3.self_attn.q_proj.weight". A key may be a pattern, as
+// llama.cpp's name tables are: `*` as a whole component of the path stands
+// for an index (digits), and the value's `*`s, as many as the key's, take the
+// indices in order: "layers.*.mlp.up.weight": "model.layers.*.mlp.up_proj.weight"
+// binds every layer. An exact key wins over a pattern for its path. The compiler gives, for an
 // instantiated model, each parameter's path, shape and dtype (ParamSpec);
 // bind() checks every one of them against bindings.json and the checkpoint
 // and hands back views of the bytes, converted where asked.
@@ -56,9 +60,10 @@ class Bindings {
   static Bindings parse(std::string_view json, std::string_view source);
   static Bindings fromEntries(std::map<std::string, std::string> entries, std::string source);
 
-  // The checkpoint name bound to a Linnet path, or nullptr.
-  const std::string* find(std::string_view path) const;
-  // Sorted by Linnet path.
+  // The checkpoint name bound to a Linnet path (exact, else through a
+  // pattern), or nullopt.
+  std::optional<std::string> find(std::string_view path) const;
+  // Sorted by Linnet path; patterns keep their `*`s.
   const std::map<std::string, std::string, std::less<>>& entries() const { return entries_; }
   std::size_t size() const { return entries_.size(); }
   const std::string& source() const { return source_; }

@@ -1,5 +1,6 @@
 """Input files for the bad-input suite (run.py), made from a case's spec:
   { text = "..." }                  the text as written
+  { text = "...", fill = true }     the text with {card}, {tmp}... filled in
   { copy = "{data}/..." }           a copy of a committed fixture
   { gen = "NAME", ... }             a generator below, with the spec's other keys
 Paths in specs may use {data}, {card}, {gqa2} and {tmp}."""
@@ -30,7 +31,7 @@ def make(spec, path, places):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     if "text" in spec:
         with open(path, "w") as f:
-            f.write(spec["text"])
+            f.write(fill(spec["text"], places) if spec.get("fill") else spec["text"])
     elif "copy" in spec:
         shutil.copy(fill(spec["copy"], places), path)
     else:

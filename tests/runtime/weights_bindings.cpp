@@ -61,7 +61,7 @@ TEST_CASE("bindings.json loads and rejects bad entries", "[weights][bindings]") 
   CHECK(b.size() == 30);
   REQUIRE(b.find("layers.1.attention.q_proj.weight"));
   CHECK(*b.find("layers.1.attention.q_proj.weight") == "model.layers.1.self_attn.q_proj.weight");
-  CHECK(b.find("layers.9.attention.q_proj.weight") == nullptr);
+  CHECK(!b.find("layers.9.attention.q_proj.weight"));
   CHECK_THAT(b.source(), Contains("bindings.json"));
 
   CHECK_THROWS_WITH(Bindings::parse(R"({"a": "x", "b": 3, "c": ["y"], "d": ""})", "b.json"),
@@ -82,6 +82,57 @@ TEST_CASE("path patterns", "[weights][bindings]") {
   CHECK(pathPattern("blocks.10.experts.7.w1") == "blocks.*.experts.*.w1");
   CHECK(pathPattern("norm.weight") == "norm.weight");
   CHECK(pathPattern("x2.y") == "x2.y");
+}
+
+// The same tiny model bound through patterns, as llama.cpp's name tables do.
+Bindings tinyPatternBindings(const std::string& extra = {}) {
+  return Bindings::parse(R"({
+    "embedding.weight": "model.embed_tokens.weight",
+    "norm.weight": "model.norm.weight",
+    "lm_head.weight": "lm_head.weight",
+    "layers.*.attention_norm.weight": "model.layers.*.input_layernorm.weight",
+    "layers.*.mlp_norm.weight": "model.layers.*.post_attention_layernorm.weight",
+    "layers.*.attention.q_proj.weight": "model.layers.*.self_attn.q_proj.weight",
+    "layers.*.attention.k_proj.weight": "model.layers.*.self_attn.k_proj.weight",
+    "layers.*.attention.v_proj.weight": "model.layers.*.self_attn.v_proj.weight",
+    "layers.*.attention.o_proj.weight": "model.layers.*.self_attn.o_proj.weight",
+    "layers.*.mlp.gate.weight": "model.layers.*.mlp.gate_proj.weight",
+    "layers.*.mlp.up.weight": "model.layers.*.mlp.up_proj.weight",
+    "layers.*.mlp.down.weight": "model.layers.*.mlp.down_proj.weight")" + extra + "}",
+                         "patterns.json");
+}
+
+TEST_CASE("pattern bindings bind as the listed ones do, and as strictly", "[weights][bindings]") {
+  Bindings p = tinyPatternBindings();
+  CHECK(p.size() == 12);
+  CHECK(*p.find("layers.2.mlp.up.weight") == "model.layers.2.mlp.up_proj.weight");
+  CHECK(*p.find("layers.17.mlp.up.weight") == "model.layers.17.mlp.up_proj.weight");
+  CHECK(!p.find("layers.x.mlp.up.weight"));
+  CHECK(!p.find("layers.2.mlp.up.bias"));
+  // Every parameter reaches the same checkpoint tensor as through the listed bindings.
+  BoundWeights listed = weights::bind(tinyModel(3), tinyBindings(), tinyCheckpoint());
+  BoundWeights patterned = weights::bind(tinyModel(3), p, tinyCheckpoint());
+  REQUIRE(patterned.size() == listed.size());
+  for (const BoundTensor& t : listed.tensors())
+    CHECK(patterned.at(t.param.path).checkpointName == t.checkpointName);
+  // More layers than the checkpoint has: each missing one is named.
+  auto problems = bindingProblems(tinyModel(4), p, tinyCheckpoint());
+  CHECK(problems.size() == 9);
+  CHECK_THAT(problems.front(), Contains("layers.3.") && Contains("not in the checkpoint"));
+  // An exact key wins over the pattern for its path.
+  Bindings tied = tinyPatternBindings(R"(, "layers.1.mlp.up.weight": "model.layers.0.mlp.up_proj.weight")");
+  CHECK(*tied.find("layers.1.mlp.up.weight") == "model.layers.0.mlp.up_proj.weight");
+  CHECK(*tied.find("layers.2.mlp.up.weight") == "model.layers.2.mlp.up_proj.weight");
+  // A pattern for a parameter the model has for no index is an error, as a listed one is.
+  auto unknown = bindingProblems(tinyModel(2), tinyPatternBindings(R"(, "layers.*.mlp.upp.weight": "x.*")"),
+                                 tinyCheckpoint());
+  REQUIRE(unknown.size() == 1);
+  CHECK_THAT(unknown[0], Contains("layers.*.mlp.upp.weight -> x.*") && Contains("does not have"));
+  CHECK_THROWS_WITH(Bindings::parse(R"({"layers.*.w": "model.layers.w"})", "b.json"),
+                    Contains("the path has 1 `*` and the checkpoint name \"model.layers.w\" has 0"));
+  CHECK_THROWS_WITH(Bindings::parse(R"({"layers.1*.w": "model.layers.*.w"})", "b.json"),
+                    Contains("a `*` must be a whole component of the path"));
+  CHECK_THROWS_WITH(Bindings::parse(R"({"w": "model.*.w"})", "b.json"), Contains("the path has 0 `*`"));
 }
 
 TEST_CASE("binding the full model: views into the mapped shards", "[weights][bindings]") {
