@@ -309,6 +309,15 @@ add("templates/mistral-nemo-instruct-2407.jinja", MISTRAL_SPECIAL, nemo_cases)
 
 add("templates/mistral-v1.jinja", MISTRAL_SPECIAL, generic_cases(), "axolotl's Mistral v1 template")
 add("templates/chatml.jinja", CHATML_SPECIAL, generic_cases(), "axolotl's ChatML template")
+
+# The zoo's cards that carry their model's template (nest/*/chat_template.jinja).
+add("../../../nest/tinyllama-1.1b-chat/chat_template.jinja", MISTRAL_SPECIAL, generic_cases(),
+    "the tinyllama-1.1b-chat card's template")
+add("../../../nest/smollm2-1.7b-instruct/chat_template.jinja",
+    {"bos_token": "<|im_start|>", "eos_token": "<|im_end|>"}, generic_cases(),
+    "the smollm2-1.7b-instruct card's template")
+add("../../../nest/mistral-7b-instruct-v0.3/chat_template.jinja", MISTRAL_SPECIAL, generic_cases(),
+    "the mistral-7b-instruct-v0.3 card's template")
 add("templates/phi-3.5-mini-instruct.jinja", {"bos_token": "<s>", "eos_token": "<|endoftext|>"}, generic_cases())
 
 deepseek_cases = generic_cases()
