@@ -1,5 +1,7 @@
 // linnetc: the Linnet compiler driver.
 //   linnetc check PACKAGE [--set Name=Value]...   parse, resolve and shape-check
+//   linnetc explain PACKAGE [--at FILE:LINE[:COL]] [--set Name=Value]... [--json]
+//                                                  what each shape proof rests on
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -11,6 +13,7 @@
 
 #include "driver/build.h"
 #include "driver/check.h"
+#include "driver/explain.h"
 #include "sema/checker.h"
 #ifdef LINNET_HAVE_MLIR
 #include "targets/target.h"
@@ -118,6 +121,17 @@ int main(int argc, char** argv) {
                                         "source tree's stdlib/)");
   check->add_flag("--params", allParams, "List every parameter tensor, not one per layer");
 
+  linnet::driver::ExplainArgs explainArgs;
+  auto* explain = app.add_subcommand(
+      "explain", "Show each shape obligation of a package's definitions and the facts that prove it");
+  explain->add_option("package", explainArgs.package, "Package folder (with linnet.toml) or a .linnet file")
+      ->required();
+  explain->add_option("--at", explainArgs.at,
+                      "Only the obligations at FILE:LINE, or of the innermost expression at FILE:LINE:COL");
+  explain->add_option("--set", explainArgs.sets, "Override a generic of the root block: Name=Value");
+  explain->add_option("--stdlib", stdlib, "Standard library folder");
+  explain->add_flag("--json", explainArgs.json, "One JSON object per obligation, one per line");
+
 #ifdef LINNET_HAVE_MLIR
   linnet::driver::BuildArgs build;
   auto* buildCmd = app.add_subcommand("build", "Compile a package's entries into an artifact folder");
@@ -148,6 +162,10 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   if (check->parsed()) return runCheck(package, sets, stdlib, allParams);
+  if (explain->parsed()) {
+    explainArgs.stdlib = stdlibDir(stdlib);
+    return linnet::driver::runExplain(explainArgs);
+  }
 #ifdef LINNET_HAVE_MLIR
   if (buildCmd->parsed()) {
     build.stdlib = stdlibDir(stdlib);

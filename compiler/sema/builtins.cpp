@@ -224,10 +224,11 @@ Value Checker::Impl::PrimitiveCall::reshape() {
   Shape target = c.evalShapeList(ctx, list->elems, list->range);
   if (c.diags.errorCount() != before) return Value::error();
   Relation same{elementCount(x.type.shape), Rel::Eq, elementCount(target)};
-  if (!c.prove(ctx, same)) {
-    c.unproven(ctx, call.range, same,
-             fmt::format("reshape from `{}` to `[{}]` must keep the element count",
-                         x.type.str(), str(target)));
+  auto why = [&] {
+    return fmt::format("reshape from `{}` to `[{}]` must keep the element count", x.type.str(), str(target));
+  };
+  if (!c.require(ctx, same, call.range, why)) {
+    c.unproven(ctx, call.range, same, why());
     return Value::error();
   }
   out.type = Type::tensor(target, x.type.dtype);
@@ -295,11 +296,13 @@ Value Checker::Impl::PrimitiveCall::concat() {
       }
       if (static_cast<int64_t>(k) == axis) {
         result.shape[k] = Dim::of(ctx.facts.simplify(p.expr + q.expr));
-      } else if (!c.dimsEqual(ctx, p.expr, q.expr)) {
-        c.unproven(ctx, a.positional[i]->range, {p.expr, Rel::Eq, q.expr},
-                 fmt::format("`concat` along axis {} needs every other dimension equal; "
-                             "dimension {} differs",
-                             axis, k));
+      } else if (auto why = [&] {
+                   return fmt::format("`concat` along axis {} needs every other dimension equal; "
+                                      "dimension {} differs",
+                                      axis, k);
+                 };
+                 !c.requireEqual(ctx, p.expr, q.expr, a.positional[i]->range, why)) {
+        c.unproven(ctx, a.positional[i]->range, {p.expr, Rel::Eq, q.expr}, why());
         return Value::error();
       }
     }
@@ -315,7 +318,8 @@ Value Checker::Impl::PrimitiveCall::iota() {
   Value n = c.checkExpr(ctx, *a.positional[0]);
   if (!d || n.type.isError()) return Value::error();
   if (!n.staticInt) return fail(a.positional[0]->range, "`iota`'s length must be a static dimension");
-  if (!c.prove(ctx, {*n.staticInt, Rel::Ge, Expr::constant(0)})) {
+  if (!c.require(ctx, {*n.staticInt, Rel::Ge, Expr::constant(0)}, a.positional[0]->range,
+                 [] { return std::string("a length must not be negative"); })) {
     c.unproven(ctx, a.positional[0]->range, {*n.staticInt, Rel::Ge, Expr::constant(0)},
              "a length must not be negative");
     return Value::error();
@@ -361,8 +365,11 @@ Value Checker::Impl::PrimitiveCall::select() {
     return fail(a.positional[0]->range, fmt::format("`select`'s condition must be `bool`, not `{}`",
                                                     cond.type.dtype.str()));
   std::string why;
-  auto s1 = c.broadcast(ctx, x.type.shape, y.type.shape, why);
-  auto s2 = s1 ? c.broadcast(ctx, cond.type.shape, *s1, why) : std::nullopt;
+  auto need = [&] {
+    return fmt::format("`select` broadcasts `{}`, `{}` and `{}`", cond.type.str(), x.type.str(), y.type.str());
+  };
+  auto s1 = c.broadcast(ctx, x.type.shape, y.type.shape, why, call.range, need);
+  auto s2 = s1 ? c.broadcast(ctx, cond.type.shape, *s1, why, call.range, need) : std::nullopt;
   if (!s2)
     return fail(call.range, fmt::format("`select` cannot broadcast its operands: {}", why));
   auto d = c.unifyDTypes(x.type.dtype, y.type.dtype);
@@ -394,7 +401,9 @@ Value Checker::Impl::PrimitiveCall::binaryMath() {
   Value x, y;
   if (!tensorArg(a.positional[0], x) || !tensorArg(a.positional[1], y)) return Value::error();
   std::string why;
-  auto s = c.broadcast(ctx, x.type.shape, y.type.shape, why);
+  auto s = c.broadcast(ctx, x.type.shape, y.type.shape, why, call.range, [&] {
+    return fmt::format("`{}` broadcasts `{}` with `{}`", name, x.type.str(), y.type.str());
+  });
   if (!s) return fail(call.range, fmt::format("`{}` cannot broadcast its operands: {}", name, why));
   auto d = c.unifyDTypes(x.type.dtype, y.type.dtype);
   if (!d)
@@ -449,11 +458,13 @@ Value Checker::Impl::PrimitiveCall::matmul() {
                                         x.type.str(), y.type.str()));
   const Expr& k1 = p.back().expr;
   const Expr& k2 = q[q.size() - 2].expr;
-  if (!c.dimsEqual(ctx, k1, k2)) {
-    c.unproven(ctx, call.range, {k1, Rel::Eq, k2},
-             fmt::format("`matmul` of `{}` and `{}` contracts the last dimension of the first "
-                         "with the second-to-last of the second",
-                         x.type.str(), y.type.str()));
+  auto contracts = [&] {
+    return fmt::format("`matmul` of `{}` and `{}` contracts the last dimension of the first "
+                       "with the second-to-last of the second",
+                       x.type.str(), y.type.str());
+  };
+  if (!c.requireEqual(ctx, k1, k2, call.range, contracts)) {
+    c.unproven(ctx, call.range, {k1, Rel::Eq, k2}, contracts());
     return Value::error();
   }
   Shape result;
@@ -464,7 +475,9 @@ Value Checker::Impl::PrimitiveCall::matmul() {
       return fail(call.range, fmt::format("batched `matmul` needs `[..., M, K]`, not `{}`",
                                           x.type.str()));
     std::string why;
-    auto batch = c.broadcast(ctx, Shape(p.begin(), p.end() - 2), Shape(q.begin(), q.end() - 2), why);
+    auto batch = c.broadcast(ctx, Shape(p.begin(), p.end() - 2), Shape(q.begin(), q.end() - 2), why, call.range, [&] {
+      return fmt::format("`matmul` of `{}` and `{}` broadcasts their batch dimensions", x.type.str(), y.type.str());
+    });
     if (!batch)
       return fail(call.range, fmt::format("`matmul` batch dimensions of `{}` and `{}` do not "
                                           "broadcast: {}",
@@ -525,19 +538,22 @@ Value Checker::Impl::PrimitiveCall::writeSlice() {
                 fmt::format("`write_slice`'s start must be an integer scalar, or one integer per row of `{}` "
                             "(`Tensor[n; i32]`) when the axis is not 0; not `{}`",
                             dest.type.str(), start.type.str()));
-  if (perRow && !c.dimsEqual(ctx, start.type.shape[0].expr, dest.type.shape[0].expr)) {
-    c.unproven(ctx, a.positional[2]->range, {start.type.shape[0].expr, Rel::Eq, dest.type.shape[0].expr},
-               "`write_slice` with a start per row needs one start for each row of the destination");
+  const char* perRowWhy = "`write_slice` with a start per row needs one start for each row of the destination";
+  if (perRow && !c.requireEqual(ctx, start.type.shape[0].expr, dest.type.shape[0].expr, a.positional[2]->range,
+                                [&] { return perRowWhy; })) {
+    c.unproven(ctx, a.positional[2]->range, {start.type.shape[0].expr, Rel::Eq, dest.type.shape[0].expr}, perRowWhy);
     return Value::error();
   }
   for (int64_t k = 0; k < rank; ++k) {
     if (k == written) continue;
     const Expr& p = dest.type.shape[k].expr;
     const Expr& q = x.type.shape[k].expr;
-    if (!c.dimsEqual(ctx, p, q)) {
-      c.unproven(ctx, a.positional[1]->range, {p, Rel::Eq, q},
-                 fmt::format("`write_slice` along axis {} needs every other dimension equal; dimension {} differs",
-                             axis, k));
+    auto why = [&] {
+      return fmt::format("`write_slice` along axis {} needs every other dimension equal; dimension {} differs",
+                         axis, k);
+    };
+    if (!c.requireEqual(ctx, p, q, a.positional[1]->range, why)) {
+      c.unproven(ctx, a.positional[1]->range, {p, Rel::Eq, q}, why());
       return Value::error();
     }
   }
@@ -570,8 +586,9 @@ Value Checker::Impl::PrimitiveCall::writePoints() {
     return fail(a.positional[1]->range, fmt::format("`write_points` of `{}` into `{}`: element types differ",
                                                     x.type.dtype.str(), dest.type.dtype.str()));
   auto same = [&](const Expr& p, const Expr& q, const std::string& what) {
-    if (c.dimsEqual(ctx, p, q)) return true;
-    c.unproven(ctx, call.range, {p, Rel::Eq, q}, fmt::format("`write_points` needs {}", what));
+    auto why = [&] { return fmt::format("`write_points` needs {}", what); };
+    if (c.requireEqual(ctx, p, q, call.range, why)) return true;
+    c.unproven(ctx, call.range, {p, Rel::Eq, q}, why());
     return false;
   };
   if (!same(x.type.shape[0].expr, Expr::constant(1), "`x` of one row (its points run along the axis)"))
@@ -618,8 +635,9 @@ Value Checker::Impl::PrimitiveCall::attention() {
     return fail(a.positional[4]->range, fmt::format("`attention`'s mask must be bool, not `{}`", mask.type.str()));
   size_t lead = ks.size() - 2;
   auto same = [&](const Dim& x, const Dim& y, const std::string& what) {
-    if (c.dimsEqual(ctx, x.expr, y.expr)) return true;
-    c.unproven(ctx, call.range, {x.expr, Rel::Eq, y.expr}, fmt::format("`attention` needs {}", what));
+    auto why = [&] { return fmt::format("`attention` needs {}", what); };
+    if (c.requireEqual(ctx, x.expr, y.expr, call.range, why)) return true;
+    c.unproven(ctx, call.range, {x.expr, Rel::Eq, y.expr}, why());
     return false;
   };
   for (size_t i = 0; i < lead; ++i)
@@ -632,7 +650,9 @@ Value Checker::Impl::PrimitiveCall::attention() {
   Shape scores(qs.begin(), qs.end() - 1);
   scores.push_back(ks[lead]);
   std::string why;
-  auto masked = c.broadcast(ctx, mask.type.shape, scores, why);
+  auto masked = c.broadcast(ctx, mask.type.shape, scores, why, a.positional[4]->range, [&] {
+    return fmt::format("`attention`'s mask `{}` broadcasts to the scores `[{}]`", mask.type.str(), str(scores));
+  });
   if (!masked || masked->size() != scores.size())
     return fail(a.positional[4]->range, fmt::format("`attention`'s mask `{}` must broadcast to the scores `[{}]`: {}",
                                                     mask.type.str(), str(scores), why));
@@ -667,7 +687,9 @@ Value Checker::Impl::PrimitiveCall::unwrapOr() {
   if (o.type.kind != Type::Option)
     return fail(a.positional[0]->range, fmt::format("`unwrap_or` needs an Option, not `{}`",
                                                     o.type.str()));
-  std::string why = c.mismatch(ctx, d.type, o.type.elems[0]);
+  std::string why = c.mismatch(ctx, d.type, o.type.elems[0], a.positional[1]->range, [&] {
+    return fmt::format("the default of `unwrap_or` must be `{}`", o.type.elems[0].str());
+  });
   if (!why.empty())
     return fail(a.positional[1]->range, fmt::format("the default must be `{}`, not `{}`: {}",
                                                     o.type.elems[0].str(), d.type.str(), why));

@@ -128,7 +128,9 @@ void Checker::Impl::checkBinding(Ctx& ctx, const Ident& name, const syntax::Expr
   if (!isVar && v.type.kind == Type::Unit) error(ctx, value.range, "this expression has no value");
   if (type) {
     Type declared = evalType(ctx, *type);
-    std::string why = mismatch(ctx, v.type, declared);
+    std::string why = mismatch(ctx, v.type, declared, value.range, [&] {
+      return fmt::format("`{}` is declared `{}`", name.name, declared.str());
+    });
     if (!why.empty())
       error(ctx, value.range, fmt::format("`{}` is declared `{}` but its value is `{}`: {}", name.name,
                                           declared.str(), v.type.str(), why));
@@ -211,7 +213,8 @@ void Checker::Impl::checkAssignStmt(Ctx& ctx, const Stmt& s) {
                                            a.target.name));
     return;
   }
-  std::string why = mismatch(ctx, v.type, target);
+  std::string why = mismatch(ctx, v.type, target, a.value->range,
+                             [&] { return fmt::format("{} is `{}`", what, target.str()); });
   if (!why.empty())
     error(ctx, a.value->range, fmt::format("{} is `{}` but is assigned `{}`: {}", what,
                                            target.str(), v.type.str(), why));
@@ -230,7 +233,9 @@ void Checker::Impl::checkReturnStmt(Ctx& ctx, const Stmt& s) {
     return;
   }
   Value v = checkExpr(ctx, *r.value);
-  std::string why = mismatch(ctx, v.type, expected);
+  std::string why = mismatch(ctx, v.type, expected, r.value->range, [&] {
+    return fmt::format("the returned `{}` must be the declared result `{}`", v.type.str(), expected.str());
+  });
   if (!why.empty())
     error(ctx, r.value->range, fmt::format("returns `{}`, but the declared result is `{}`: {}",
                                            v.type.str(), expected.str(), why));
@@ -246,6 +251,7 @@ void Checker::Impl::checkExprStmt(Ctx& ctx, const Stmt& s) {
 void Checker::Impl::checkStaticForStmt(Ctx& ctx, const Stmt& s) {
   const auto& f = static_cast<const StaticForStmt&>(s);
   dims::Facts saved = ctx.facts;
+  size_t originsSize = ctx.origins.size();
   size_t whereSize = ctx.where.size();
   ctx.scopes.emplace_back();
   Local l;
@@ -270,13 +276,16 @@ void Checker::Impl::checkStaticForStmt(Ctx& ctx, const Stmt& s) {
     l.type = Type::scalar(DType::weakInt());
     if (lo && hi) {
       Relation ordered{*lo, Rel::Le, *hi};
-      if (!prove(ctx, ordered))
-        unproven(ctx, SourceRange::merge(f.lo->range, f.hi->range), ordered,
-                 "a `static for` range must not run backwards");
+      SourceRange range = SourceRange::merge(f.lo->range, f.hi->range);
+      const char* why = "a `static for` range must not run backwards";
+      if (!require(ctx, ordered, range, [&] { return why; })) unproven(ctx, range, ordered, why);
       Expr i = Expr::var(f.var.name);
       l.staticInt = i;
-      ctx.facts.add({i, Rel::Ge, *lo});
-      ctx.facts.add({i, Rel::Lt, *hi});
+      auto origin = [&] {
+        return FactOrigin{fmt::format("the range of `static for {}`", f.var.name), f.var.range};
+      };
+      addFact(ctx, {i, Rel::Ge, *lo}, origin);
+      addFact(ctx, {i, Rel::Lt, *hi}, origin);
       ctx.where.push_back(fmt::format("{} <= {} < {}", lo->str(), f.var.name, hi->str()));
     }
   }
@@ -288,6 +297,7 @@ void Checker::Impl::checkStaticForStmt(Ctx& ctx, const Stmt& s) {
   ctx.scopes.pop_back();
   ctx.scopes.pop_back();
   ctx.facts = saved;
+  ctx.origins.resize(originsSize);
   ctx.where.resize(whereSize);
 }
 
@@ -475,7 +485,9 @@ Value Checker::Impl::combineBinary(Ctx& ctx, const BinaryExpr& e, Value l, Value
     return Value::error();
   }
   std::string why;
-  auto shape = broadcast(ctx, l.type.shape, r.type.shape, why);
+  auto shape = broadcast(ctx, l.type.shape, r.type.shape, why, e.range, [&] {
+    return fmt::format("`{}` broadcasts `{}` with `{}`", op, l.type.str(), r.type.str());
+  });
   if (!shape) {
     error(ctx, e.range, fmt::format("cannot broadcast `{}` with `{}` in `{}`: {}", l.type.str(),
                                     r.type.str(), op, why));
@@ -595,12 +607,14 @@ Value Checker::Impl::checkIndex(Ctx& ctx, const IndexExpr& e) {
         ok = false;
         continue;
       }
+      auto why = [&] {
+        return fmt::format("the slice `{}:{}` must lie within dimension {} (`{}`)", lo->str(), hi->str(), k,
+                           dim.str());
+      };
       for (const Relation& need : {Relation{*lo, Rel::Ge, Expr::constant(0)},
                                    Relation{*lo, Rel::Le, *hi}, Relation{*hi, Rel::Le, dim}}) {
-        if (!prove(ctx, need)) {
-          unproven(ctx, item.range, need,
-                   fmt::format("the slice `{}:{}` must lie within dimension {} (`{}`)", lo->str(),
-                               hi->str(), k, dim.str()));
+        if (!require(ctx, need, item.range, why)) {
+          unproven(ctx, item.range, need, why());
           ok = false;
           break;
         }
@@ -620,7 +634,10 @@ Value Checker::Impl::checkIndex(Ctx& ctx, const IndexExpr& e) {
       if (var && !var->extent) {
         var->extent = dim;
         var->firstUse = item.range;
-      } else if (var && !dimsEqual(ctx, *var->extent, dim)) {
+      } else if (var && !requireEqual(ctx, *var->extent, dim, item.range, [&] {
+                   return fmt::format("index `{}` must range over one extent: `{}` here and where it was first used",
+                                      v.indexVar, var->extent->str());
+                 })) {
         Diagnostic& d = error(ctx, item.range,
                               fmt::format("index `{}` ranges over `{}` here, but over `{}` where "
                                           "it was first used",
@@ -637,12 +654,13 @@ Value Checker::Impl::checkIndex(Ctx& ctx, const IndexExpr& e) {
       continue;
     }
     if (v.staticInt) {
+      auto why = [&] {
+        return fmt::format("index `{}` must lie within dimension {} (`{}`)", v.staticInt->str(), k, dim.str());
+      };
       for (const Relation& need : {Relation{*v.staticInt, Rel::Ge, Expr::constant(0)},
                                    Relation{*v.staticInt, Rel::Lt, dim}}) {
-        if (!prove(ctx, need)) {
-          unproven(ctx, item.range, need,
-                   fmt::format("index `{}` must lie within dimension {} (`{}`)",
-                               v.staticInt->str(), k, dim.str()));
+        if (!require(ctx, need, item.range, why)) {
+          unproven(ctx, item.range, need, why());
           ok = false;
           break;
         }

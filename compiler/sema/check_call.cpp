@@ -291,7 +291,9 @@ Value Checker::Impl::callFn(Ctx& ctx, const CallExpr& call, const Signature& sig
   }
   for (size_t k = 0; k < patterns.size(); ++k) {
     Type expected = substitute(patterns[k], inferred);
-    std::string why = mismatch(ctx, args[k].type, expected);
+    std::string why = mismatch(ctx, args[k].type, expected, bound[k]->range, [&] {
+      return fmt::format("argument `{}` of `{}` must be `{}`", fn.params[k].name.name, calleeName, expected.str());
+    });
     if (!why.empty()) {
       error(ctx, bound[k]->range,
             fmt::format("argument `{}` of `{}` must be `{}`, but it is `{}`: {}",
@@ -314,10 +316,11 @@ Value Checker::Impl::callFn(Ctx& ctx, const CallExpr& call, const Signature& sig
   for (size_t i = 0; i < sig.where.size(); ++i) {
     Relation need{sig.where[i].lhs.substitute(full.dims), sig.where[i].op,
                   sig.where[i].rhs.substitute(full.dims)};
-    if (!prove(ctx, need)) {
-      Diagnostic& d = unproven(ctx, call.range, need,
-                               fmt::format("required by the where clause of `{}` (`{}`)",
-                                           calleeName, sig.where[i].str()));
+    auto why = [&] {
+      return fmt::format("required by the where clause of `{}` (`{}`)", calleeName, sig.where[i].str());
+    };
+    if (!require(ctx, need, call.range, why)) {
+      Diagnostic& d = unproven(ctx, call.range, need, why());
       Diagnostics::note(d, sig.whereRanges[i], "the callee's fact is stated here");
       ok = false;
     }

@@ -20,6 +20,8 @@ Checker::Checker(const Program& program, Diagnostics& diags)
     : impl_(std::make_unique<Impl>(program, diags)) {}
 Checker::~Checker() = default;
 
+void Checker::setExplainer(Explainer* e) { impl_->explainer = e; }
+
 void Checker::checkDefinitions() {
   for (const auto& m : impl_->program.modules()) impl_->checkBlockCycles(*m);
   for (const auto& m : impl_->program.modules()) impl_->checkModule(*m);
@@ -148,15 +150,21 @@ void Checker::Impl::addGenerics(Ctx& ctx, const std::vector<GenericParam>& gener
 // Adds a where clause to the facts, in order: a fact may divide only by what
 // the facts before it prove positive.
 void Checker::Impl::addWhere(Ctx& ctx, const std::vector<ExprPtr>& where,
-                             std::vector<Relation>* out, std::vector<SourceRange>* ranges) {
+                             std::vector<Relation>* out, std::vector<SourceRange>* ranges,
+                             const std::string& owner) {
   for (const ExprPtr& e : where) {
     auto r = evalRelation(ctx, *e);
     if (!r) continue;
-    ctx.facts.add(*r);
+    addFact(ctx, *r, [&] { return FactOrigin{fmt::format("where clause of {}", owner), e->range}; });
     ctx.where.push_back(r->str());
     if (out) out->push_back(*r);
     if (ranges) ranges->push_back(e->range);
   }
+}
+
+void Checker::Impl::addFact(Ctx& ctx, const Relation& r, FunctionRef<FactOrigin()> origin) {
+  ctx.facts.add(r);
+  if (explainer) ctx.origins.push_back(origin());
 }
 
 Ctx Checker::Impl::definitionCtx(const Module* m, const BlockSig* block, const FnDecl* fn,
@@ -167,15 +175,18 @@ Ctx Checker::Impl::definitionCtx(const Module* m, const BlockSig* block, const F
   if (block) {
     addGenerics(ctx, block->block->generics);
     for (size_t i = 0; i < block->where.size(); ++i) {
-      ctx.facts.add(block->where[i]);
+      addFact(ctx, block->where[i], [&] {
+        return FactOrigin{fmt::format("where clause of block `{}`", block->block->name.name), block->whereRanges[i]};
+      });
       ctx.where.push_back(block->where[i].str());
     }
   }
   if (fn) {
     addGenerics(ctx, fn->generics);
-    if (withFnWhere) addWhere(ctx, fn->where, nullptr, nullptr);
-    ctx.what = block ? fmt::format("fn `{}` of block `{}`", fn->name.name, block->block->name.name)
-                     : fmt::format("fn `{}`", fn->name.name);
+    std::string what = block ? fmt::format("fn `{}` of block `{}`", fn->name.name, block->block->name.name)
+                             : fmt::format("fn `{}`", fn->name.name);
+    if (withFnWhere) addWhere(ctx, fn->where, nullptr, nullptr, what);
+    ctx.what = what;
   } else if (block) {
     ctx.what = fmt::format("block `{}`", block->block->name.name);
   }
@@ -191,9 +202,10 @@ const BlockSig& Checker::Impl::blockSig(const BlockDecl* b, const Module* m) {
   sig.module = m;
   Ctx ctx;
   ctx.module = m;
+  ctx.label = fmt::format("block `{}`", b->name.name);
   size_t errorsBefore = diags.errorCount();
   addGenerics(ctx, b->generics);
-  addWhere(ctx, b->where, &sig.where, &sig.whereRanges);
+  addWhere(ctx, b->where, &sig.where, &sig.whereRanges, ctx.label);
   for (const MemberDecl& mem : b->members) {
     if (sig.members.count(mem.name.name)) {
       error(ctx, mem.name.range, fmt::format("member `{}` is declared twice in block `{}`",
@@ -234,7 +246,7 @@ const Signature& Checker::Impl::signature(const FnDecl* fn, const BlockSig* bloc
   sig.block = block ? block->block : nullptr;
   size_t errorsBefore = diags.errorCount();
   Ctx ctx = definitionCtx(m, block, fn, false);
-  addWhere(ctx, fn->where, &sig.where, &sig.whereRanges);
+  addWhere(ctx, fn->where, &sig.where, &sig.whereRanges, ctx.what);
   std::set<std::string> seen;
   for (const ParamDecl& p : fn->params) {
     if (!seen.insert(p.name.name).second)
@@ -250,10 +262,13 @@ void Checker::Impl::checkModule(const Module& m) {
   for (const auto& c : m.ast->consts) {
     Ctx ctx;
     ctx.module = &m;
+    ctx.label = fmt::format("constant `{}`", c->name.name);
     Type declared = evalType(ctx, *c->type);
     Value v = checkExpr(ctx, *c->value);
     if (!declared.isError() && !v.type.isError()) {
-      std::string why = mismatch(ctx, v.type, declared);
+      std::string why = mismatch(ctx, v.type, declared, c->value->range, [&] {
+        return fmt::format("constant `{}` is declared `{}`", c->name.name, declared.str());
+      });
       if (!why.empty())
         error(ctx, c->value->range, fmt::format("constant `{}` is declared `{}` but its value is "
                                                 "`{}`",
@@ -288,9 +303,10 @@ void Checker::Impl::checkBlockMembers(Ctx& ctx, const BlockSig& sig) {
     if (it == sig.members.end() || it->second.decl != &mem) continue;
     Type t = substitute(it->second.type, ctx.bindings);
     if (t.isError() || !t.block) continue;
-    if (t.kind == Type::BlockArray && !prove(ctx, {t.count, Rel::Ge, Expr::constant(0)}))
-      unproven(ctx, mem.type->count->range, {t.count, Rel::Ge, Expr::constant(0)},
-               "an array of sub-blocks needs a non-negative length");
+    const char* countWhy = "an array of sub-blocks needs a non-negative length";
+    if (t.kind == Type::BlockArray &&
+        !require(ctx, {t.count, Rel::Ge, Expr::constant(0)}, mem.type->count->range, [&] { return countWhy; }))
+      unproven(ctx, mem.type->count->range, {t.count, Rel::Ge, Expr::constant(0)}, countWhy);
     const BlockSig& callee = blockSig(t.block, program.moduleOf(t.block));
     Bindings args;
     args.dims = t.blockDims;
@@ -299,11 +315,12 @@ void Checker::Impl::checkBlockMembers(Ctx& ctx, const BlockSig& sig) {
     for (size_t i = 0; i < callee.where.size(); ++i) {
       Relation need{callee.where[i].lhs.substitute(args.dims), callee.where[i].op,
                     callee.where[i].rhs.substitute(args.dims)};
-      if (!prove(ctx, need)) {
-        Diagnostic& d = unproven(
-            ctx, mem.type->range, need,
-            fmt::format("required by the where clause of `{}` (`{}`) for sub `{}`",
-                        t.block->name.name, callee.where[i].str(), mem.name.name));
+      auto why = [&] {
+        return fmt::format("required by the where clause of `{}` (`{}`) for sub `{}`", t.block->name.name,
+                           callee.where[i].str(), mem.name.name);
+      };
+      if (!require(ctx, need, mem.type->range, why)) {
+        Diagnostic& d = unproven(ctx, mem.type->range, need, why());
         Diagnostics::note(d, callee.whereRanges[i], "the callee's fact is stated here");
       }
     }
@@ -340,9 +357,9 @@ std::optional<Expr> Checker::Impl::combineDim(Ctx& ctx, const BinaryExpr& b, con
       case BinaryOp::Div:
       case BinaryOp::Rem: {
         Relation positive{r, Rel::Gt, Expr::constant(0)};
-        if (!prove(ctx, positive)) {
-          unproven(ctx, b.rhs->range, positive,
-                   fmt::format("the divisor of `{}` must be positive", spelling(b.op)));
+        auto why = [&] { return fmt::format("the divisor of `{}` must be positive", spelling(b.op)); };
+        if (!require(ctx, positive, b.rhs->range, why)) {
+          unproven(ctx, b.rhs->range, positive, why());
           return std::nullopt;
         }
         return b.op == BinaryOp::Div ? Expr::floorDiv(l, r) : Expr::mod(l, r);
@@ -446,8 +463,9 @@ Shape Checker::Impl::evalShapeList(Ctx& ctx, const std::vector<ExprPtr>& list, S
       continue;
     }
     auto v = evalDim(ctx, *d);
-    if (v && !prove(ctx, {*v, Rel::Ge, Expr::constant(0)}))
-      unproven(ctx, d->range, {*v, Rel::Ge, Expr::constant(0)}, "an extent must not be negative");
+    const char* extentWhy = "an extent must not be negative";
+    if (v && !require(ctx, {*v, Rel::Ge, Expr::constant(0)}, d->range, [&] { return extentWhy; }))
+      unproven(ctx, d->range, {*v, Rel::Ge, Expr::constant(0)}, extentWhy);
     shape.push_back(Dim::of(v ? *v : Expr::constant(1)));
   }
   if (packs > 1) error(ctx, range, "a shape may spread at most one dimension pack");
@@ -577,6 +595,128 @@ bool Checker::Impl::dimsEqual(Ctx& ctx, const Expr& a, const Expr& b) {
   return a == b || ctx.facts.prove({a, Rel::Eq, b});
 }
 
+bool Checker::Impl::require(Ctx& ctx, const Relation& r, SourceRange at, Why why) {
+  bool proven = ctx.facts.prove(r);
+  if (explainer && (!proven || !ctx.concrete)) recordObligation(ctx, r, at, why, proven);
+  return proven;
+}
+
+bool Checker::Impl::requireEqual(Ctx& ctx, const Expr& a, const Expr& b, SourceRange at, Why why) {
+  return a == b || require(ctx, {a, Rel::Eq, b}, at, why);
+}
+
+std::string Checker::Impl::definitionOf(const Ctx& ctx) const {
+  if (!ctx.what.empty()) return ctx.what;
+  if (!ctx.label.empty()) return ctx.label;
+  if (ctx.concrete && !ctx.chain.empty())
+    return ctx.chain.back().rfind("in ", 0) == 0 ? ctx.chain.back().substr(3) : ctx.chain.back();
+  return {};
+}
+
+namespace {
+
+std::set<std::string> namesIn(const Relation& r) {
+  std::set<std::string> out;
+  r.lhs.collectVars(out);
+  r.rhs.collectVars(out);
+  std::set<std::string> packs;
+  r.lhs.collectPacks(packs);
+  r.rhs.collectPacks(packs);
+  for (const auto& p : packs) out.insert("..." + p);
+  return out;
+}
+
+Relation negation(const Relation& r) {
+  Rel op = Rel::Eq;
+  switch (r.op) {
+    case Rel::Eq: op = Rel::Ne; break;
+    case Rel::Ne: op = Rel::Eq; break;
+    case Rel::Lt: op = Rel::Ge; break;
+    case Rel::Le: op = Rel::Gt; break;
+    case Rel::Gt: op = Rel::Le; break;
+    case Rel::Ge: op = Rel::Lt; break;
+  }
+  return {r.lhs, op, r.rhs};
+}
+
+// Facts that would settle a goal over `/` and `%`: each divisor dividing
+// its dividend, each divisor positive.
+void candidateFacts(const Expr& e, std::vector<Relation>& out) {
+  for (const auto& t : e.terms()) {
+    for (const auto& f : t.factors) {
+      if (f.atom->kind != dims::AtomNode::Kind::Div && f.atom->kind != dims::AtomNode::Kind::Mod) continue;
+      candidateFacts(f.atom->lhs, out);
+      candidateFacts(f.atom->rhs, out);
+      try {
+        Expr rem = Expr::mod(f.atom->lhs, f.atom->rhs);
+        if (!rem.isConstant()) out.push_back({rem, Rel::Eq, Expr::constant(0)});
+      } catch (const dims::DimOverflow&) {
+      }
+      if (!f.atom->rhs.isConstant()) out.push_back({f.atom->rhs, Rel::Gt, Expr::constant(0)});
+    }
+  }
+}
+
+}  // namespace
+
+void Checker::Impl::recordObligation(Ctx& ctx, const Relation& r, SourceRange at, Why why, bool proven) {
+  std::string requirement = why();
+  std::string relation = r.str();
+  if (!explainer->fresh(at, relation, requirement)) return;
+  Obligation o;
+  o.at = at;
+  o.definition = definitionOf(ctx);
+  o.requirement = std::move(requirement);
+  o.obligation = std::move(relation);
+  o.simplified = Relation{ctx.facts.simplify(r.lhs), r.op, ctx.facts.simplify(r.rhs)}.str();
+  o.proven = proven;
+  o.concrete = ctx.concrete;
+  if (ctx.concrete) o.context = ctx.chain;
+  const auto& given = ctx.facts.relations();
+  auto cite = [&](size_t i) {
+    CitedFact c;
+    c.fact = given[i].str();
+    if (i < ctx.origins.size()) c.origin = ctx.origins[i];
+    return c;
+  };
+  if (proven) {
+    if (auto used = explainer->usedBy(ctx.facts, r))
+      for (size_t i : *used) o.because.push_back(cite(i));
+    explainer->add(std::move(o));
+    return;
+  }
+  std::set<std::string> names = namesIn(r);
+  for (size_t i = 0; i < given.size(); ++i) {
+    auto mine = namesIn(given[i]);
+    if (std::any_of(mine.begin(), mine.end(), [&](const std::string& n) { return names.count(n) > 0; }))
+      o.closest.push_back(cite(i));
+  }
+  Relation no = negation(r);
+  if (dims::Facts().prove(no)) {
+    o.missing = fmt::format("nothing: it never holds, since `{}` for all nonnegative dimensions", no.str());
+  } else if (ctx.facts.prove(no)) {
+    o.missing = fmt::format("nothing: it cannot hold where the facts in scope do, since they prove `{}`", no.str());
+  } else if (!ctx.concrete) {
+    std::vector<Relation> candidates;
+    candidateFacts(r.lhs, candidates);
+    candidateFacts(r.rhs, candidates);
+    for (const Relation& c : candidates) {
+      std::string text = c.str();
+      if (text == o.obligation || text == o.simplified) continue;
+      if (std::any_of(given.begin(), given.end(), [&](const Relation& g) { return g.str() == text; })) continue;
+      dims::Facts more = ctx.facts;
+      more.add(c);
+      if (more.prove(r)) {
+        o.missing = fmt::format("`{}`, from which it follows", text);
+        break;
+      }
+    }
+    if (o.missing.empty())
+      o.missing = fmt::format("a fact from which it follows, such as `{}` itself", o.simplified);
+  }
+  explainer->add(std::move(o));
+}
+
 Diagnostic& Checker::Impl::unproven(Ctx& ctx, SourceRange at, const Relation& r,
                                     const std::string& why) {
   Diagnostic& d = diags.error(at, fmt::format("cannot prove `{}`: {}", r.str(), why));
@@ -620,14 +760,22 @@ std::optional<DType> Checker::Impl::unifyDTypes(const DType& a, const DType& b) 
 }
 
 std::optional<Shape> Checker::Impl::broadcast(Ctx& ctx, const Shape& a, const Shape& b,
-                                              std::string& why) {
+                                              std::string& why, SourceRange at, Why need) {
   // Align from the right while both sides have plain dimensions.
   Shape suffix;
   size_t i = a.size(), j = b.size();
   while (i > 0 && j > 0 && !a[i - 1].isPack() && !b[j - 1].isPack()) {
     const Expr& x = a[i - 1].expr;
     const Expr& y = b[j - 1].expr;
-    if (dimsEqual(ctx, x, y)) {
+    auto dimWhy = [&] {
+      return fmt::format("{}: dimension `{}` against `{}` (a dimension of 1 broadcasts; others must be equal)",
+                         need(), x.str(), y.str());
+    };
+    bool one = (x.isConstant() && x.constantValue() == 1) || (y.isConstant() && y.constantValue() == 1);
+    // Equal or 1: not equal is an obligation only where neither side is 1.
+    bool equal = x == y || (one ? dimsEqual(ctx, x, y) : require(ctx, {x, Rel::Eq, y}, at, dimWhy));
+    if (equal && x != y && one && explainer) recordObligation(ctx, {x, Rel::Eq, y}, at, dimWhy, true);
+    if (equal) {
       suffix.push_back(a[i - 1]);
     } else if (x.isConstant() && x.constantValue() == 1) {
       suffix.push_back(b[j - 1]);
@@ -652,7 +800,10 @@ std::optional<Shape> Checker::Impl::broadcast(Ctx& ctx, const Shape& a, const Sh
     bool same = pa.size() == pb.size();
     for (size_t k = 0; same && k < pa.size(); ++k)
       same = pa[k].isPack() == pb[k].isPack() &&
-             (pa[k].isPack() ? pa[k].pack == pb[k].pack : dimsEqual(ctx, pa[k].expr, pb[k].expr));
+             (pa[k].isPack() ? pa[k].pack == pb[k].pack
+                             : requireEqual(ctx, pa[k].expr, pb[k].expr, at, [&] {
+                                 return fmt::format("{}: leading dimension {} (before a dimension pack)", need(), k);
+                               }));
     if (!same) {
       why = fmt::format("leading dimensions `[{}]` against `[{}]`", str(pa), str(pb));
       return std::nullopt;
@@ -663,10 +814,11 @@ std::optional<Shape> Checker::Impl::broadcast(Ctx& ctx, const Shape& a, const Sh
   return prefix;
 }
 
-std::string Checker::Impl::mismatch(Ctx& ctx, const Type& actual, const Type& expected) {
+std::string Checker::Impl::mismatch(Ctx& ctx, const Type& actual, const Type& expected, SourceRange at,
+                                   Why need) {
   if (actual.isError() || expected.isError()) return {};
   if (expected.kind == Type::Option && actual.kind == Type::Option)
-    return mismatch(ctx, actual.elems[0], expected.elems[0]);
+    return mismatch(ctx, actual.elems[0], expected.elems[0], at, need);
   if (expected.kind == Type::Option && actual.kind == Type::None) return {};
   if (expected.kind != actual.kind) return "different kinds of value";
   switch (expected.kind) {
@@ -682,7 +834,9 @@ std::string Checker::Impl::mismatch(Ctx& ctx, const Type& actual, const Type& ex
         const Dim& y = expected.shape[k];
         if (x.isPack() != y.isPack() || (x.isPack() && x.pack != y.pack))
           return fmt::format("dimension {} differs", k);
-        if (!x.isPack() && !dimsEqual(ctx, x.expr, y.expr))
+        if (!x.isPack() && !requireEqual(ctx, x.expr, y.expr, at, [&] {
+              return fmt::format("{} (dimension {})", need(), k);
+            }))
           return fmt::format("dimension {}: cannot prove `{} == {}`", k, x.expr.str(),
                              y.expr.str());
       }
@@ -692,7 +846,8 @@ std::string Checker::Impl::mismatch(Ctx& ctx, const Type& actual, const Type& ex
       if (actual.elems.size() != expected.elems.size())
         return fmt::format("{} elements, not {}", actual.elems.size(), expected.elems.size());
       for (size_t k = 0; k < actual.elems.size(); ++k) {
-        std::string why = mismatch(ctx, actual.elems[k], expected.elems[k]);
+        std::string why = mismatch(ctx, actual.elems[k], expected.elems[k], at,
+                                   [&] { return fmt::format("{} (element {})", need(), k); });
         if (!why.empty()) return fmt::format("element {}: {}", k, why);
       }
       return {};

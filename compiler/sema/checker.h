@@ -44,10 +44,16 @@ struct Summary {
   int64_t stateBytes = 0;
 };
 
+class Explainer;
+
 class Checker {
  public:
   Checker(const Program& program, Diagnostics& diags);
   ~Checker();
+
+  // Records every shape obligation into `e` from now on (sema/explain.h);
+  // null, the default, records nothing.
+  void setExplainer(Explainer* e);
 
   // Checks every definition of every loaded module, symbolically.
   void checkDefinitions();

@@ -4,12 +4,15 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "sema/checker.h"
+#include "sema/explain.h"
 #include "sema/primitives.h"
 #include "syntax/ast.h"
 
@@ -20,6 +23,27 @@ inline std::string overflowMessage(const dims::DimOverflow& o) {
   return std::string("dimension arithmetic overflows: ") + o.what() +
          "; use smaller dimensions or generics";
 }
+
+// A callable passed down without copying or allocating: the checker builds
+// an obligation's reason and a fact's origin only when explaining.
+template <class Sig>
+class FunctionRef;
+template <class R, class... A>
+class FunctionRef<R(A...)> {
+ public:
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, FunctionRef>>>
+  FunctionRef(F&& f)  // NOLINT: implicit, like std::function
+      : obj_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
+        call_([](void* o, A... a) -> R { return (*static_cast<std::remove_reference_t<F>*>(o))(a...); }) {}
+  R operator()(A... a) const { return call_(obj_, a...); }
+
+ private:
+  void* obj_;
+  R (*call_)(void*, A...);
+};
+
+// What requires an obligation, in words, built on demand.
+using Why = FunctionRef<std::string()>;
 
 // A fn's signature in its own terms: its block's and its own generics are
 // free names. Calls substitute their arguments into it.
@@ -83,6 +107,9 @@ struct Ctx {
   std::map<std::string, std::string> generics;  // name -> kind, in scope
   Bindings bindings;  // generic -> value: itself (symbolic) or a number (concrete)
   dims::Facts facts;
+  // Where each of facts.relations() came from; kept only when explaining.
+  std::vector<FactOrigin> origins;
+  std::string label;  // for explanations where `what` is empty: "block `Heads`"
   std::vector<std::string> where;  // the where clause in scope, as written, for notes
   std::vector<std::string> chain;  // how we got here, outermost first, for notes
   bool concrete = false;
@@ -99,6 +126,7 @@ struct Checker::Impl {
 
   const Program& program;
   Diagnostics& diags;
+  Explainer* explainer = nullptr;  // set: record every obligation (linnetc explain)
   std::map<const syntax::FnDecl*, Signature> signatures;
   std::map<const syntax::BlockDecl*, BlockSig> blockSigs;
   std::set<std::string> concreteDone;  // memo of concrete instances checked
@@ -119,7 +147,9 @@ struct Checker::Impl {
                     bool withFnWhere);
   void addGenerics(Ctx& ctx, const std::vector<syntax::GenericParam>& generics);
   void addWhere(Ctx& ctx, const std::vector<syntax::ExprPtr>& where, std::vector<dims::Relation>* out,
-                std::vector<SourceRange>* ranges);
+                std::vector<SourceRange>* ranges, const std::string& owner);
+  // A fact into ctx.facts, with its origin when explaining.
+  void addFact(Ctx& ctx, const dims::Relation& r, FunctionRef<FactOrigin()> origin);
   void checkFnBody(Ctx& ctx, const syntax::FnDecl& fn);
   void checkBlockMembers(Ctx& ctx, const BlockSig& sig);
   Type memberType(Ctx& ctx, const MemberInfo& m);
@@ -144,13 +174,23 @@ struct Checker::Impl {
   Type blockType(Ctx& ctx, const syntax::TypeExpr& t);
 
   // -- proofs
+  // Whether r follows from the facts; not an obligation (never recorded).
   bool prove(Ctx& ctx, const dims::Relation& r);
   bool dimsEqual(Ctx& ctx, const dims::Expr& a, const dims::Expr& b);
+  // An obligation at `at`: proven or not, recorded when explaining. The
+  // caller reports a failure as before.
+  bool require(Ctx& ctx, const dims::Relation& r, SourceRange at, Why why);
+  // a == b; identical expressions are no obligation.
+  bool requireEqual(Ctx& ctx, const dims::Expr& a, const dims::Expr& b, SourceRange at, Why why);
+  void recordObligation(Ctx& ctx, const dims::Relation& r, SourceRange at, Why why, bool proven);
+  std::string definitionOf(const Ctx& ctx) const;
   Diagnostic& unproven(Ctx& ctx, SourceRange at, const dims::Relation& r, const std::string& why);
   void addContextNotes(Ctx& ctx, Diagnostic& d);
-  // Explains why `actual` is not `expected`; empty when it is.
-  std::string mismatch(Ctx& ctx, const Type& actual, const Type& expected);
-  std::optional<Shape> broadcast(Ctx& ctx, const Shape& a, const Shape& b, std::string& why);
+  // Explains why `actual` is not `expected`; empty when it is. `at` and
+  // `need` say what requires the match, for explanations.
+  std::string mismatch(Ctx& ctx, const Type& actual, const Type& expected, SourceRange at, Why need);
+  std::optional<Shape> broadcast(Ctx& ctx, const Shape& a, const Shape& b, std::string& why, SourceRange at,
+                                 Why need);
   std::optional<DType> unifyDTypes(const DType& a, const DType& b);
 
   // -- statements and expressions

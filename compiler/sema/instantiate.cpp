@@ -141,16 +141,32 @@ void Checker::Impl::instantiateBlock(const BlockSig& sig, const Bindings& b,
         return;
       }
       if (!none.prove(r)) {
-        Diagnostic& d = diags.error(
-            sig.whereRanges[i],
-            fmt::format("the where clause of `{}` does not hold: `{}` is `{}`, which is false "
-                        "for {}",
-                        sig.block->name.name, sig.where[i].str(), r.str(),
-                        valuesOf(sig.where[i], b)));
+        std::string message = fmt::format("the where clause of `{}` does not hold: `{}` is `{}`, which is false "
+                                          "for {}",
+                                          sig.block->name.name, sig.where[i].str(), r.str(),
+                                          valuesOf(sig.where[i], b));
+        if (explainer) {
+          Obligation o;
+          o.at = sig.whereRanges[i];
+          o.definition = definitionOf(ctx);
+          o.requirement = fmt::format("the where clause of block `{}`, for its generics' values", sig.block->name.name);
+          o.obligation = sig.where[i].str();
+          o.simplified = r.str();
+          o.concrete = true;
+          o.context = ctx.chain;
+          o.message = message;
+          o.missing = fmt::format("nothing: it is false for {}", valuesOf(sig.where[i], b));
+          explainer->add(std::move(o));
+        }
+        Diagnostic& d = diags.error(sig.whereRanges[i], message);
         addContextNotes(ctx, d);
         return;
       }
-      ctx.facts.add(r);
+      addFact(ctx, r, [&] {
+        return FactOrigin{fmt::format("where clause of block `{}`, for {}", sig.block->name.name,
+                                      valuesOf(sig.where[i], b)),
+                          sig.whereRanges[i]};
+      });
     }
   }
   for (const MemberDecl& mem : sig.block->members) {
@@ -318,7 +334,10 @@ std::optional<Summary> Checker::instantiateRoot() {
         I.addContextNotes(ctx, d);
         holds = false;
       }
-      ctx.facts.add(r);
+      I.addFact(ctx, r, [&] {
+        return FactOrigin{fmt::format("where clause of fn `{}`, with nest.toml's [check] values", fn->name.name),
+                          fs.whereRanges[i]};
+      });
       ctx.where.push_back(r.str());
     }
     if (!holds) continue;

@@ -758,6 +758,63 @@ Expr Facts::simplify(const Expr& e) const {
   }
 }
 
+std::optional<std::vector<size_t>> Facts::usedBy(const Relation& goal) const {
+  if (!prove(goal)) return std::nullopt;
+  auto provenFrom = [&](const std::vector<size_t>& keep) {
+    Facts subset;
+    for (size_t i : keep) subset.add(given_[i]);
+    return subset.prove(goal);
+  };
+  std::vector<size_t> keep;
+  if (provenFrom(keep)) return keep;
+  // Start from the facts connected to the goal through shared dimensions,
+  // when they suffice: a where clause of twenty facts usually has a few that
+  // mention the goal's dimensions at all, and each drop costs a proof.
+  auto namesOf = [](const Relation& r) {
+    std::set<std::string> out;
+    r.lhs.collectVars(out);
+    r.rhs.collectVars(out);
+    std::set<std::string> packs;
+    r.lhs.collectPacks(packs);
+    r.rhs.collectPacks(packs);
+    for (const auto& p : packs) out.insert("..." + p);
+    return out;
+  };
+  std::set<std::string> names = namesOf(goal);
+  std::vector<bool> linked(given_.size(), false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < given_.size(); ++i) {
+      if (linked[i]) continue;
+      auto mine = namesOf(given_[i]);
+      bool shares = mine.empty() || std::any_of(mine.begin(), mine.end(), [&](const std::string& n) {
+        return names.count(n) > 0;
+      });
+      if (!shares) continue;
+      linked[i] = changed = true;
+      names.insert(mine.begin(), mine.end());
+    }
+  }
+  for (size_t i = 0; i < given_.size(); ++i)
+    if (linked[i]) keep.push_back(i);
+  if (keep.size() == given_.size() || !provenFrom(keep)) {
+    keep.resize(given_.size());
+    std::iota(keep.begin(), keep.end(), size_t{0});
+  }
+  // Later facts are tried first, and a fact that states the goal itself
+  // last: where several sets suffice, the one left is the plainest.
+  std::string stated = goal.str();
+  std::vector<size_t> order(keep.rbegin(), keep.rend());
+  std::stable_partition(order.begin(), order.end(), [&](size_t i) { return given_[i].str() != stated; });
+  for (size_t drop : order) {
+    std::vector<size_t> trial;
+    for (size_t i : keep)
+      if (i != drop) trial.push_back(i);
+    if (provenFrom(trial)) keep = std::move(trial);
+  }
+  return keep;
+}
+
 std::vector<std::string> Facts::describe() const {
   std::vector<std::string> out;
   for (const auto& r : given_) out.push_back(r.str());

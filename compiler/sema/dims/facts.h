@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,15 @@ public:
   Expr simplify(const Expr& e) const;
   bool provePositive(const Expr& e) const { return prove({e, Rel::Gt, Expr::constant(0)}); }
   bool proveNonnegative(const Expr& e) const { return prove({e, Rel::Ge, Expr::constant(0)}); }
+  // Which facts a proof of `goal` needs, for explanations (`linnetc
+  // explain`): nullopt when prove(goal) fails, else the indices into
+  // relations() of a minimal set of facts from which prove(goal) still
+  // succeeds, in order. Found by minimizing, not by tracing the search:
+  // drop one fact at a time and keep the drop when the goal is still
+  // proven. Each fact left was needed when it was tried; an empty set means
+  // the goal holds for all nonnegative dimensions. Costs a proof per fact:
+  // only for explaining, never on the checker's path.
+  std::optional<std::vector<size_t>> usedBy(const Relation& goal) const;
   std::vector<std::string> describe() const;  // the facts as given, in order
   const std::vector<Relation>& relations() const { return given_; }
   bool empty() const { return given_.empty(); }
