@@ -255,15 +255,21 @@ int runExplain(const ExplainArgs& args) {
 
   std::string out;
   if (args.json) {
-    for (const Obligation* o : shown) out += printer.json(*o).dump() + "\n";
+    for (const Obligation* o : shown)
+      out += printer.json(*o).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   } else {
     // Blocks apart by a blank line; one-line entries together.
     for (size_t i = 0; i < shown.size(); ++i) {
       if (i && !(Printer::oneLine(*shown[i]) && Printer::oneLine(*shown[i - 1]))) out += "\n";
       printer.text(*shown[i], out);
     }
-    if (place && shown.empty())
-      out += fmt::format("{}: no shape obligation here\n", args.at);
+    if (place && shown.empty()) {
+      bool loaded = false;
+      for (const auto& m : program.modules()) loaded |= sameFile(m->path, place->file);
+      out += loaded || !program.root()
+                 ? fmt::format("{}: no shape obligation here\n", args.at)
+                 : fmt::format("{}: `{}` is not a file of this program\n", args.at, place->file);
+    }
     if (!place) {
       size_t proven = 0, bare = 0;
       std::set<std::string> definitions;

@@ -680,8 +680,12 @@ void Checker::Impl::recordObligation(Ctx& ctx, const Relation& r, SourceRange at
     return c;
   };
   if (proven) {
-    if (auto used = explainer->usedBy(ctx.facts, r))
+    auto used = explainer->usedBy(ctx.facts, r);
+    if (used) {
       for (size_t i : *used) o.because.push_back(cite(i));
+    } else {  // not expected: usedBy proves with these very facts; cite them all
+      for (size_t i = 0; i < given.size(); ++i) o.because.push_back(cite(i));
+    }
     explainer->add(std::move(o));
     return;
   }

@@ -11,7 +11,8 @@ Test kinds:
 Header lines (anywhere in the file):
   // ARGS: --json               extra arguments for `linnetc explain`
   // AT: FILE:LINE[:COL]        passed as --at; FILE `%file` is the test's own
-                                program, else a path inside the card
+                                program, `stdlib/...` a standard library
+                                file, else a path inside the card
   // AT-TEXT: FILE: TEXT        --at FILE:LINE:COL of the line holding TEXT
                                 (FILE as for AT), at TEXT's first column, so
                                 a card edit that moves lines needs only
@@ -77,6 +78,8 @@ def run(linnetc, path, text):
         def place_file(name):
             if name == "%file":
                 return subject, subject
+            if name.startswith("stdlib/"):
+                return name, os.path.join(ROOT, name)
             if base is None:
                 return None, None
             return os.path.join(subject, name), os.path.join(base, name)
