@@ -9,6 +9,7 @@
 #include <map>
 #include <regex>
 
+#include "common/install.h"
 #include "driver/build.h"
 #include "driver/check.h"
 #include "sema/checker.h"
@@ -78,11 +79,8 @@ void printSummary(const std::string& package, const linnet::sema::Summary& s, bo
   fmt::print("  checked in {:.3f} s\n", seconds);
 }
 
-std::string stdlibDir(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* env = std::getenv("LINNET_STDLIB")) return env;
-  return LINNET_STDLIB_DIR;
-}
+// --stdlib, else $LINNET_STDLIB, the installed one, the build's (common/install.h).
+std::string stdlibDir(const std::string& flag) { return flag.empty() ? linnet::defaultStdlibDir() : flag; }
 
 int runCheck(const std::string& package, const std::vector<std::string>& sets,
              const std::string& stdlib, bool allParams) {
@@ -114,8 +112,8 @@ int main(int argc, char** argv) {
   check->add_option("package", package, "Package folder (with linnet.toml) or a .linnet file")
       ->required();
   check->add_option("--set", sets, "Override a generic of the root block: Name=Value");
-  check->add_option("--stdlib", stdlib, "Standard library folder (default: LINNET_STDLIB or the "
-                                        "source tree's stdlib/)");
+  check->add_option("--stdlib", stdlib, "Standard library folder (default: LINNET_STDLIB, else the "
+                                        "installed share/linnet/stdlib, else the source tree's stdlib/)");
   check->add_flag("--params", allParams, "List every parameter tensor, not one per layer");
 
 #ifdef LINNET_HAVE_MLIR
