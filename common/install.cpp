@@ -52,8 +52,8 @@ fs::path ownModuleDir() {
   Dl_info info{};
   link_map* map = nullptr;
   std::error_code ec;
-  if (dladdr1(reinterpret_cast<void*>(&ownModuleDir), &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) &&
-      map && map->l_name && map->l_name[0] != '\0') {
+  if (dladdr1(reinterpret_cast<void*>(&ownModuleDir), &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) && map &&
+      map->l_name && map->l_name[0] != '\0') {
     fs::path lib = fs::canonical(map->l_name, ec);  // a shared library: the path the loader opened
     if (!ec) return lib.parent_path();
   }
@@ -65,8 +65,9 @@ fs::path ownModuleDir() {
 
 std::string defaultStdlibDir() {
   if (const char* env = std::getenv("LINNET_STDLIB")) return env;
-  std::string installed = beside(ownModuleDir(), {LINNET_STDLIB_FROM_BIN, LINNET_STDLIB_FROM_LIB},
-                                 [](const fs::path& p, std::error_code& ec) { return fs::is_directory(p / "std", ec); });
+  std::string installed =
+      beside(ownModuleDir(), {LINNET_STDLIB_FROM_BIN, LINNET_STDLIB_FROM_LIB},
+             [](const fs::path& p, std::error_code& ec) { return fs::is_directory(p / "std", ec); });
   return installed.empty() ? LINNET_STDLIB_DIR : installed;
 }
 
