@@ -2,6 +2,7 @@
 //   linnetc check PACKAGE [--set Name=Value]...   parse, resolve and shape-check
 //   linnetc explain PACKAGE [--at FILE:LINE[:COL]] [--set Name=Value]... [--json]
 //                                                  what each shape proof rests on
+//   linnetc build PACKAGE -o DIR | --emit STAGE    compile (LLVM/MLIR builds)
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -11,6 +12,7 @@
 #include <map>
 #include <regex>
 
+#include "common/install.h"
 #include "driver/build.h"
 #include "driver/check.h"
 #include "driver/explain.h"
@@ -81,11 +83,12 @@ void printSummary(const std::string& package, const linnet::sema::Summary& s, bo
   fmt::print("  checked in {:.3f} s\n", seconds);
 }
 
-std::string stdlibDir(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* env = std::getenv("LINNET_STDLIB")) return env;
-  return LINNET_STDLIB_DIR;
-}
+// --stdlib, else $LINNET_STDLIB, the installed one, the build's (common/install.h).
+std::string stdlibDir(const std::string& flag) { return flag.empty() ? linnet::defaultStdlibDir() : flag; }
+
+constexpr const char* kStdlibHelp =
+    "Standard library folder (default: LINNET_STDLIB, else the installed share/linnet/stdlib, else the source "
+    "tree's stdlib/)";
 
 int runCheck(const std::string& package, const std::vector<std::string>& sets,
              const std::string& stdlib, bool allParams) {
@@ -113,41 +116,55 @@ int main(int argc, char** argv) {
   std::string package, stdlib;
   std::vector<std::string> sets;
   bool allParams = false;
+  app.footer(
+      "\nlinnetc COMMAND --help describes a command. A package is a folder with a linnet.toml (and, for a nest\n"
+      "package, a nest.toml whose [generics] --set overrides); see docs/language.md and docs/tutorial.md.\n");
   auto* check = app.add_subcommand("check", "Parse, resolve and shape-check a package or file");
-  check->add_option("package", package, "Package folder (with linnet.toml) or a .linnet file")
-      ->required();
-  check->add_option("--set", sets, "Override a generic of the root block: Name=Value");
-  check->add_option("--stdlib", stdlib, "Standard library folder (default: LINNET_STDLIB or the "
-                                        "source tree's stdlib/)");
+  check->add_option("PACKAGE", package, "Package folder (with linnet.toml) or a .linnet file")
+      ->required()
+      ->type_name("PATH");
+  check->add_option("--set", sets, "Override a generic of the root block (repeatable)")->type_name("NAME=VALUE");
+  check->add_option("--stdlib", stdlib, kStdlibHelp)->type_name("DIR");
   check->add_flag("--params", allParams, "List every parameter tensor, not one per layer");
+  check->footer(
+      "\nExit 0 and a summary (the root block's parameters and state at its generics), or 1 and the diagnostics.\n"
+      "A single .linnet file is checked symbolically, every definition, without instantiating a root block.\n");
 
   linnet::driver::ExplainArgs explainArgs;
   auto* explain = app.add_subcommand(
       "explain", "Show each shape obligation of a package's definitions and the facts that prove it");
-  explain->add_option("package", explainArgs.package, "Package folder (with linnet.toml) or a .linnet file")
-      ->required();
+  explain->add_option("PACKAGE", explainArgs.package, "Package folder (with linnet.toml) or a .linnet file")
+      ->required()
+      ->type_name("PATH");
   explain->add_option("--at", explainArgs.at,
-                      "Only the obligations at FILE:LINE, or of the innermost expression at FILE:LINE:COL");
-  explain->add_option("--set", explainArgs.sets, "Override a generic of the root block: Name=Value");
-  explain->add_option("--stdlib", stdlib, "Standard library folder");
+                      "Only the obligations at FILE:LINE, or of the innermost expression at FILE:LINE:COL")
+      ->type_name("PLACE");
+  explain->add_option("--set", explainArgs.sets, "Override a generic of the root block (repeatable)")
+      ->type_name("NAME=VALUE");
+  explain->add_option("--stdlib", stdlib, kStdlibHelp)->type_name("DIR");
   explain->add_flag("--json", explainArgs.json, "One JSON object per obligation, one per line");
 
 #ifdef LINNET_HAVE_MLIR
   linnet::driver::BuildArgs build;
   auto* buildCmd = app.add_subcommand("build", "Compile a package's entries into an artifact folder");
-  buildCmd->add_option("package", build.package, "Package folder (with linnet.toml)")->required();
-  buildCmd->add_option("--set", build.sets, "Override a generic of the root block: Name=Value");
-  buildCmd->add_option("--stdlib", stdlib, "Standard library folder");
+  buildCmd->add_option("PACKAGE", build.package, "Package folder (with linnet.toml)")->required()->type_name("DIR");
+  buildCmd->add_option("--set", build.sets, "Override a generic of the root block (repeatable)")
+      ->type_name("NAME=VALUE");
+  buildCmd->add_option("--stdlib", stdlib, kStdlibHelp)->type_name("DIR");
   buildCmd->add_option("--target", build.target,
-                       "Code generation target: " + linnet::targets::targetNames() + " (default: the first)");
-  buildCmd->add_option("-o,--output", build.output, "Artifact folder to write");
-  buildCmd->add_option("--entry", build.entries, "Entry to compile (repeatable; default: every entry)");
-  buildCmd->add_option("--generic", build.generics,
-                       "An entry generic: Name=Value (default: nest.toml's [check])");
+                       "Code generation target: " + linnet::targets::targetNames() + " (default: the first)")
+      ->type_name("NAME");
+  buildCmd->add_option("-o,--output", build.output, "Artifact folder to write")->type_name("DIR");
+  buildCmd->add_option("--entry", build.entries, "Entry to compile (repeatable; default: every entry)")
+      ->type_name("NAME");
+  buildCmd->add_option("--generic", build.generics, "An entry generic (default: nest.toml's [check])")
+      ->type_name("NAME=VALUE");
   buildCmd->add_option("--arg", build.argSpecs,
-                       "The one --entry's argument types in order: NAME=DTYPE:D0xD1 (scalar: i32:)");
+                       "The one --entry's argument types in order (scalar: i32:)")
+      ->type_name("NAME=DTYPE:D0xD1");
   buildCmd->add_option("--emit", build.emit,
-                       "Print a stage instead: " + linnet::driver::stageNames("") + " (the default target's)");
+                       "Print a stage instead: " + linnet::driver::stageNames("") + " (the default target's)")
+      ->type_name("STAGE");
   buildCmd->add_flag("--manifest-only", build.manifestOnly,
                      "Write only manifest.json: params, states and entry signatures, no code");
   buildCmd->add_flag("--debug-locations", build.debugLocations, "Print source locations with --emit");
@@ -155,12 +172,27 @@ int main(int argc, char** argv) {
   buildCmd->add_option("--numerics", build.numerics,
                        "exact (the language's, the default) or fast (weight products may quantize activations to 8 "
                        "bits)")
-      ->check(CLI::IsMember({"exact", "fast"}));
+      ->check(CLI::IsMember({"exact", "fast"}))
+      ->type_name("MODE");
   buildCmd->add_option("--param-storage", build.paramStorage,
-                       "A param held in a storage format: PATH=FORMAT (layers.*.mlp.up.weight=q4_1; repeatable)");
+                       "A param held in a storage format (layers.*.mlp.up.weight=q4_1; repeatable)")
+      ->type_name("PATH=FORMAT");
+  buildCmd->footer(
+      "\nWrites DIR/manifest.json (entries, signatures, params, states, generics) and the target's code\n"
+      "(model.so for cpu); --manifest-only writes the manifest alone. `linnet` runs such builds itself, on\n"
+      "first use of each entry shape (--backend cpu).\n");
 #endif
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // A usage error: exit 2, as `linnet`'s, with the help to read.
+    std::vector<CLI::App*> given = app.get_subcommands();
+    fmt::print(stderr, "linnetc: {}; see linnetc {}--help\n", e.what(),
+               given.empty() ? "" : given[0]->get_name() + " ");
+    return 2;
+  }
   if (check->parsed()) return runCheck(package, sets, stdlib, allParams);
   if (explain->parsed()) {
     explainArgs.stdlib = stdlibDir(stdlib);

@@ -12,12 +12,9 @@
 #include <toml++/toml.h>
 
 #include "artifact/manifest.h"
+#include "common/install.h"
 #include "common/process.h"
 #include "nest/nest.h"
-
-#ifndef LINNET_LINNETC
-#define LINNET_LINNETC "linnetc"
-#endif
 
 namespace linnet::nest {
 
@@ -80,7 +77,7 @@ std::string argSpec(const Tensor& a) {
 }  // namespace
 
 ArtifactCache::ArtifactCache(CacheSettings settings) : settings_(std::move(settings)) {
-  if (settings_.linnetc.empty()) settings_.linnetc = std::getenv("LINNETC") ? std::getenv("LINNETC") : LINNET_LINNETC;
+  if (settings_.linnetc.empty()) settings_.linnetc = defaultLinnetc();  // $LINNETC, the installed one, the build's
   if (settings_.cacheDir.empty()) {
     if (const char* c = std::getenv("LINNET_CACHE")) settings_.cacheDir = c;
     else if (const char* h = std::getenv("HOME")) settings_.cacheDir = fs::path(h) / ".cache" / "linnet";

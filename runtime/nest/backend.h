@@ -42,7 +42,8 @@ struct BackendKind {
 // device of runtime/device's registry (nest/backends.cpp).
 const std::vector<BackendKind>& backends();
 
-// The standard library folder: LoadOptions::stdlib, else $LINNET_STDLIB, else the build's.
+// The standard library folder: LoadOptions::stdlib, else $LINNET_STDLIB, else the
+// installed one beside this code, else the build's (common/install.h).
 std::string stdlibFor(const LoadOptions& options);
 
 }  // namespace linnet::nest

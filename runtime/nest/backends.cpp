@@ -3,14 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "common/install.h"
 #include "device/registry.h"
 #include "nest/backend.h"
 #include "nest/compiled.h"
 #include "nest/reference_backend.h"
-
-#ifndef LINNET_STDLIB_DIR
-#define LINNET_STDLIB_DIR "stdlib"
-#endif
 
 namespace linnet::nest {
 
@@ -31,8 +28,7 @@ std::string backendNames() {
 
 std::string stdlibFor(const LoadOptions& options) {
   if (!options.stdlib.empty()) return options.stdlib;
-  if (const char* env = std::getenv("LINNET_STDLIB")) return env;
-  return LINNET_STDLIB_DIR;
+  return defaultStdlibDir();  // $LINNET_STDLIB, the installed one, the build's
 }
 
 }  // namespace linnet::nest

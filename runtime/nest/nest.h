@@ -57,7 +57,7 @@ struct LoadOptions {
   // Bind seeded random parameters instead of a checkpoint (benchmarks, smoke tests).
   bool randomWeights = false;
   uint64_t seed = 0;
-  // The standard library folder; empty: $LINNET_STDLIB, then the build's.
+  // The standard library folder; empty: $LINNET_STDLIB, then the installed one, then the build's.
   std::string stdlib;
   // Where entries run: a backend's name (backendNames()); empty: the first,
   // the reference backend (the op-by-op oracle). "cpu" runs compiled code,

@@ -207,7 +207,8 @@ void addLoadOptions(CLI::App* cmd, linnet::nest::LoadOptions& load) {
       ->type_name("MODE");
   cmd->add_flag("--dequantize", load.dequantize,
                 "Dequantize a GGUF's quantized weights at load (compiled code otherwise reads them as stored)");
-  once(cmd->add_option("--stdlib", load.stdlib, "Standard library folder (default: LINNET_STDLIB, then the build's)"))
+  once(cmd->add_option("--stdlib", load.stdlib,
+                       "Standard library folder (default: LINNET_STDLIB, then the installed one, then the build's)"))
       ->type_name("DIR");
   repeatable(cmd->add_option_function<std::vector<std::string>>(
                     "--set",
