@@ -22,7 +22,7 @@ struct CacheSettings {
   std::string target;               // linnetc --target
   std::filesystem::path cacheDir;   // empty: $LINNET_CACHE, else ~/.cache/linnet
   std::string linnetc;              // empty: $LINNETC, else the build's linnetc
-  bool progress = false;            // say on stderr when compiling
+  bool progress = false;            // a line on stderr per entry compiled, with its time
   std::string numerics = "exact";   // linnetc --numerics
 };
 
