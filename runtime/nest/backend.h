@@ -38,9 +38,12 @@ struct BackendKind {
   std::function<std::unique_ptr<Backend>(const std::string& package, const LoadOptions& options)> open;
 };
 
-// The reference backend first (the default), then compiled code on each
-// device of runtime/device's registry (nest/backends.cpp).
+// The reference backend first, then compiled code on each device of
+// runtime/device's registry (nest/backends.cpp).
 const std::vector<BackendKind>& backends();
+// What an empty LoadOptions::backend runs on: the first compiled backend,
+// else the reference one.
+const BackendKind& defaultBackendKind();
 
 // The standard library folder: LoadOptions::stdlib, else $LINNET_STDLIB, else the
 // installed one beside this code, else the build's (common/install.h).

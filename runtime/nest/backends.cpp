@@ -1,5 +1,6 @@
 // The registry of backends: the reference backend, then one compiled
-// backend per device driver (a new device is listed in runtime/device, not here).
+// backend per device driver (a new device is listed in runtime/device, not
+// here); the first compiled one is the default.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -20,9 +21,17 @@ const std::vector<BackendKind>& backends() {
   return all;
 }
 
+const BackendKind& defaultBackendKind() {
+  const std::vector<BackendKind>& all = backends();
+  return all.size() > 1 ? all[1] : all.front();
+}
+
+std::string defaultBackend() { return defaultBackendKind().name; }
+
 std::string backendNames() {
-  std::vector<std::string> names;
-  for (const auto& b : backends()) names.push_back(b.name);
+  std::vector<std::string> names = {defaultBackend()};
+  for (const auto& b : backends())
+    if (b.name != names.front()) names.push_back(b.name);
   return fmt::format("{}", fmt::join(names, ", "));
 }
 

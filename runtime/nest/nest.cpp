@@ -33,9 +33,8 @@ Model& Model::operator=(Model&&) noexcept = default;
 Model::~Model() = default;
 
 Model load(const std::string& package, const LoadOptions& options) {
-  const std::vector<BackendKind>& all = backends();
-  const BackendKind* kind = options.backend.empty() ? &all.front() : nullptr;
-  for (const BackendKind& b : all)
+  const BackendKind* kind = options.backend.empty() ? &defaultBackendKind() : nullptr;
+  for (const BackendKind& b : backends())
     if (b.name == options.backend) kind = &b;
   if (!kind) throw Error(fmt::format("unknown backend `{}` (this build has: {})", options.backend, backendNames()));
   auto impl = std::make_unique<Model::Impl>();

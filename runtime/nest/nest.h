@@ -10,11 +10,13 @@
 // together. State is allocated, zeroed, and kept between calls.
 //
 // Entries run on a backend chosen by name from a registry (nest/backend.h):
-// the reference backend (compiler/targets/reference), exact but slow, which
-// checks and instantiates the package in this process; or compiled code on a
-// device (runtime/device), such as `.backend = "cpu"`, whose params, states
-// and entry signatures come from manifests that linnetc writes: each entry
-// shape is compiled on first use and cached (nest/compiled.h).
+// by default compiled code on a device (runtime/device), `cpu` where the
+// build has it, whose params, states and entry signatures come from
+// manifests that linnetc writes: each entry shape is compiled on first use
+// and cached (nest/compiled.h); or, with `.backend = "reference"` (and in a
+// build without a compiled backend), the reference backend
+// (compiler/targets/reference), exact but slow, which checks and
+// instantiates the package in this process.
 #pragma once
 
 #include <cstdint>
@@ -59,9 +61,10 @@ struct LoadOptions {
   uint64_t seed = 0;
   // The standard library folder; empty: $LINNET_STDLIB, then the installed one, then the build's.
   std::string stdlib;
-  // Where entries run: a backend's name (backendNames()); empty: the first,
-  // the reference backend (the op-by-op oracle). "cpu" runs compiled code,
-  // built by linnetc on first use of each entry shape and cached.
+  // Where entries run: a backend's name (backendNames()); empty: the
+  // build's default (defaultBackend()): compiled code, "cpu", built by
+  // linnetc on first use of each entry shape and cached; the reference
+  // backend (the op-by-op oracle, "reference") where no compiled backend is built.
   std::string backend;
   // Where compiled entries are cached; empty: $LINNET_CACHE, else ~/.cache/linnet.
   std::string cacheDir;
@@ -127,7 +130,10 @@ class Model {
 
 Model load(const std::string& package, const LoadOptions& options = {});
 
-// The backends of this build, the default first: "reference, cpu".
+// The backends of this build, the default first: "cpu, reference".
 std::string backendNames();
+// The backend an empty LoadOptions::backend means: the first compiled one of
+// the device registry (runtime/device/registry.cpp), else "reference".
+std::string defaultBackend();
 
 }  // namespace linnet::nest

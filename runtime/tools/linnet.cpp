@@ -183,8 +183,9 @@ CLI::Option* addNonNegative(CLI::App* cmd, const std::string& name, double& into
 void addBackendOption(CLI::App* cmd, linnet::nest::LoadOptions& load) {
   // nest::load checks the name against its registry of backends.
   once(cmd->add_option("--backend", load.backend,
-                       "Where entries run: reference (exact, slow; the default), cpu (compiled code), or another "
-                       "backend this build has"))
+                       fmt::format("Where entries run: cpu (compiled code) or reference (exact, slow); this build "
+                                   "has {}; default: {}",
+                                   linnet::nest::backendNames(), linnet::nest::defaultBackend())))
       ->type_name("NAME");
   addInt(cmd, "--threads",
          [&load](int64_t n) {

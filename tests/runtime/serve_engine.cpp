@@ -23,6 +23,7 @@ const std::string kWeights = std::string(LINNET_TEST_DATA) + "/llama/gqa2/model.
 nest::LoadOptions options(int64_t maxSeq, int64_t batchPageSize) {
   nest::LoadOptions o;
   o.weights = kWeights;
+  o.backend = "reference";
   o.generics = {{"Vocab", 64}, {"H", 64},     {"Heads", 4},         {"KvHeads", 2}, {"Inner", 96},
                 {"Layers", 2}, {"T", "f32"}, {"MaxSeq", maxSeq}, {"Batch", 1}};
   if (batchPageSize) o.generics.insert_or_assign("PageSize", batchPageSize);
