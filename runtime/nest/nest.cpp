@@ -6,6 +6,7 @@
 #include "nest/backend.h"
 #include "nest/conventions.h"
 #include "nest/memory.h"
+#include "nest/model_config.h"
 
 namespace linnet::nest {
 
@@ -32,11 +33,14 @@ Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
 Model::~Model() = default;
 
-Model load(const std::string& package, const LoadOptions& options) {
-  const BackendKind* kind = options.backend.empty() ? &defaultBackendKind() : nullptr;
+Model load(const std::string& package, const LoadOptions& asGiven) {
+  const BackendKind* kind = asGiven.backend.empty() ? &defaultBackendKind() : nullptr;
   for (const BackendKind& b : backends())
-    if (b.name == options.backend) kind = &b;
-  if (!kind) throw Error(fmt::format("unknown backend `{}` (this build has: {})", options.backend, backendNames()));
+    if (b.name == asGiven.backend) kind = &b;
+  if (!kind) throw Error(fmt::format("unknown backend `{}` (this build has: {})", asGiven.backend, backendNames()));
+  // A weights folder resolved to its checkpoint, and its config checked
+  // against the card (or its generics taken), before anything is compiled or bound.
+  const LoadOptions options = prepareLoad(package, asGiven);
   auto impl = std::make_unique<Model::Impl>();
   // --set Vocab=0 and the like, before anything is built or allocated.
   std::map<std::string, int64_t> given;

@@ -7,7 +7,10 @@
 //
 // load() binds every parameter from the checkpoint through bindings.json,
 // checking names, shapes and dtypes first and reporting all problems
-// together. State is allocated, zeroed, and kept between calls.
+// together. State is allocated, zeroed, and kept between calls. A Hugging
+// Face folder as `.weights` is checked first against the card: its
+// config.json (or a GGUF's metadata) through nest.toml's [config] (or
+// [gguf]) table, one line per value that disagrees (docs/nest.md).
 //
 // Entries run on a backend chosen by name from a registry (nest/backend.h):
 // by default compiled code on a device (runtime/device), `cpu` where the
@@ -49,10 +52,20 @@ struct GenericValue {
 };
 
 struct LoadOptions {
-  // A .safetensors file or a *.safetensors.index.json. Empty: see randomWeights.
+  // A .safetensors file, a *.safetensors.index.json, a .gguf file, or a
+  // Hugging Face model folder: model.safetensors or
+  // model.safetensors.index.json in it, and its config.json checked against
+  // the card's generics and constants (nest.toml [config]). Empty: see
+  // randomWeights.
   std::string weights;
   // Overrides of nest.toml's [generics], as `--set` does.
   std::map<std::string, GenericValue> generics;
+  // Take the generics nest.toml's [config] maps from the weights folder's
+  // config.json (or [gguf]'s from a .gguf's metadata) instead of nest.toml's
+  // [generics]: `--generics-from-config`. A `generics` entry that disagrees
+  // with the config is an error (an element type such as T is the
+  // exception: the override wins). Without it, the config is still checked.
+  bool genericsFromConfig = false;
   // Convert checkpoint floats to the model's dtype (e.g. a bf16 checkpoint
   // into T = f32) instead of rejecting the mismatch.
   bool convertDTypes = false;

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 
 namespace linnet::tools {
@@ -90,7 +91,16 @@ Literal parseLiteral(const std::string& value) {
 std::string tokenizerSource(const std::string& tokenizer, const std::string& weights) {
   if (!tokenizer.empty()) return tokenizer;
   if (weights.ends_with(".gguf")) return weights;
-  throw Usage("no tokenizer: pass --tokenizer (a tokenizer.json, or a .gguf file)");
+  std::error_code ec;
+  if (!weights.empty() && std::filesystem::is_directory(weights, ec)) {
+    std::filesystem::path file = std::filesystem::path(weights) / "tokenizer.json";
+    if (std::filesystem::is_regular_file(file, ec)) return file.string();
+    throw Usage(fmt::format("no tokenizer: the folder {} has no tokenizer.json; pass --tokenizer (a tokenizer.json, "
+                            "or a .gguf file)",
+                            weights));
+  }
+  throw Usage("no tokenizer: pass --tokenizer (a tokenizer.json, or a .gguf file), or --weights a folder that holds "
+              "tokenizer.json or a .gguf file");
 }
 
 }  // namespace linnet::tools

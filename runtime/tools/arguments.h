@@ -33,7 +33,9 @@ std::vector<int64_t> parseIntList(const std::string& list, const std::string& wh
 std::variant<int64_t, std::string> parseGenericValue(const std::string& value, const std::string& what);
 
 // Where text commands read the tokenizer: --tokenizer when given, else the
-// --weights file when it is a .gguf (its metadata has one); Usage otherwise.
+// --weights file when it is a .gguf (its metadata has one), else the
+// tokenizer.json of a --weights folder (tokenizer_config.json beside it
+// gives the chat template); Usage otherwise.
 std::string tokenizerSource(const std::string& tokenizer, const std::string& weights);
 
 // A finite number in [least, most] (or above `least` with aboveLeast);

@@ -20,6 +20,8 @@
 #include <toml++/toml.h>
 #include <vector>
 
+#include "nest/model_config.h"
+
 namespace linnet::bench {
 
 namespace {
@@ -656,9 +658,13 @@ GemmRate gemmRate(int n, int reps) {
   return {best, k.name, n};
 }
 
-void run(const Options& o) {
-  if (o.mode != "decode" && o.mode != "prefill" && o.mode != "rows" && o.mode != "paged")
-    throw Error(fmt::format("bench: unknown benchmark `{}` (decode, prefill, rows or paged)", o.mode));
+void run(const Options& given) {
+  if (given.mode != "decode" && given.mode != "prefill" && given.mode != "rows" && given.mode != "paged")
+    throw Error(fmt::format("bench: unknown benchmark `{}` (decode, prefill, rows or paged)", given.mode));
+  // As load() resolves them: a weights folder's checkpoint, and its config's
+  // generics (--generics-from-config), which the figures below read.
+  Options o = given;
+  o.load = nest::prepareLoad(o.package, o.load);
   nest::Model model = nest::load(o.package, o.load);
   if (o.mode == "rows" || o.mode == "paged") return runRows(o, model);
   Common c;

@@ -96,9 +96,16 @@ GGUF. `chat` without --prompt is interactive: /reset starts over, /quit ends.
 
 const char* kPackageNotes = R"(
 PACKAGE is a nest package (nest.toml, linnet.toml, bindings.json, src/).
---weights takes a .safetensors file or a *.safetensors.index.json; --convert
-converts checkpoint floats to the model's dtype. --backend reference (the
-default: exact, slow) or cpu (compiled code) chooses where entries run.
+--weights takes a .safetensors file, a *.safetensors.index.json, a .gguf
+file, or a Hugging Face model folder (model.safetensors or its index, with
+config.json, tokenizer.json, tokenizer_config.json, generation_config.json
+beside it as they come): the folder's config.json (a .gguf's metadata) is
+checked against the card's generics and constants through nest.toml's
+[config] ([gguf]) table, and --generics-from-config takes the generics from
+it instead of nest.toml (docs/nest.md). --convert converts checkpoint floats
+to the model's dtype. --backend chooses where entries run: compiled code
+(cpu, the default where the build has it; each entry shape is compiled on
+first use, then cached in ~/.cache/linnet) or reference (exact, slow).
 )";
 
 const char* kBenchNotes = R"(
@@ -197,8 +204,12 @@ void addBackendOption(CLI::App* cmd, linnet::nest::LoadOptions& load) {
 
 // The model: its package's checkpoint, generics and backend.
 void addLoadOptions(CLI::App* cmd, linnet::nest::LoadOptions& load) {
-  once(cmd->add_option("--weights", load.weights, "A .safetensors file, a *.safetensors.index.json or a .gguf file"))
+  once(cmd->add_option("--weights", load.weights,
+                       "A .safetensors file, a *.safetensors.index.json, a .gguf file, or a Hugging Face model folder"))
       ->type_name("PATH");
+  cmd->add_flag("--generics-from-config", load.genericsFromConfig,
+                "Take the generics nest.toml's [config] maps from the folder's config.json (or [gguf]'s from the "
+                ".gguf) instead of nest.toml; a --set that disagrees is an error");
   cmd->add_flag("--random-weights", load.randomWeights, "Seeded random parameters instead of a checkpoint");
   cmd->add_flag("--convert", load.convertDTypes, "Convert checkpoint floats to the model's dtype");
   once(cmd->add_option("--numerics", load.numerics,
@@ -275,7 +286,7 @@ void addEntryGroups(CLI::App* cmd, Args& a) {
 
 void addTokenizerOption(CLI::App* cmd, std::string& tokenizer) {
   once(cmd->add_option("--tokenizer", tokenizer,
-                       "A tokenizer.json or a .gguf file (default: the --weights file when it is GGUF)"))
+                       "A tokenizer.json or a .gguf file (default: the --weights file when it is GGUF, or a --weights folder's tokenizer.json)"))
       ->type_name("PATH");
 }
 
@@ -394,7 +405,9 @@ Commands defineCommands(CLI::App& app, Args& a, linnet::bench::Options& bench) {
   c.detokenize->add_option("IDS", a.words, "Token ids, separated by commas");
   for (CLI::App* cmd : {c.tokenize, c.detokenize}) {
     addTokenizerOption(cmd, a.tokenizer);
-    once(cmd->add_option("--weights", a.load.weights, "A .gguf file whose tokenizer to use"))->type_name("PATH");
+    once(cmd->add_option("--weights", a.load.weights,
+                         "A .gguf file, or a model folder with tokenizer.json, whose tokenizer to use"))
+        ->type_name("PATH");
   }
 #endif
   return c;

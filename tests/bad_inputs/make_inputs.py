@@ -123,8 +123,25 @@ def index_json(weight_map):
     return json.dumps({"metadata": {}, "weight_map": weight_map})
 
 
+def gguf_set_f32(base, key, value):
+    """A copy of the GGUF file `base` with its f32 metadata value `key` set
+    to `value` (same size: the bytes after the key's name are replaced)."""
+    with open(base, "rb") as f:
+        data = bytearray(f.read())
+    name = key.encode()
+    at = data.find(struct.pack("<Q", len(name)) + name)
+    if at < 0:
+        raise ValueError(f"{base}: no metadata key {key}")
+    at += 8 + len(name)
+    (kind,) = struct.unpack_from("<I", data, at)
+    if kind != 6:  # GGUF_TYPE_FLOAT32
+        raise ValueError(f"{base}: {key} is of type {kind}, not f32")
+    struct.pack_into("<f", data, at + 4, value)
+    return bytes(data)
+
+
 GENERATORS = {
     "repeat": repeat, "long_chain": long_chain, "nested": nested, "with_nul": with_nul,
     "tokenizer": tokenizer, "tokenizer_config": tokenizer_config, "npy": npy, "npy_header": npy_header,
-    "safetensors_header": safetensors_header, "index_json": index_json,
+    "safetensors_header": safetensors_header, "index_json": index_json, "gguf_set_f32": gguf_set_f32,
 }

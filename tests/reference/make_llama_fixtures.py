@@ -15,14 +15,20 @@ For each small config this writes, under tests/data/llama/<name>/:
       inv_freq [D/2] f32 (the rotary table after llama3 scaling),
       greedy_bf16 [1, N], gap_bf16 [N] (prompt 1 in bf16: greedy ids, top-2 logit gaps)
   generics.txt        the card's generics for this config (`--set` lines)
+  config.json         transformers' config of the model, as a Hugging Face
+                      folder has it (`--weights DIR --generics-from-config`);
+                      the committed ones are transformers 4.55's, in the
+                      form the Hub's checkpoints have (rope_theta,
+                      rope_scaling, torch_dtype; 5.x writes rope_parameters
+                      and dtype instead, which the cards read too)
 
 Run: python3 tests/reference/make_llama_fixtures.py   (needs torch, transformers,
-safetensors from PyPI; CI only reads the committed files)."""
+safetensors from PyPI; CI only reads the committed files).
+`--config-only` writes config.json alone (needs transformers, not torch)."""
 import os
+import sys
 
-import torch
-from safetensors.torch import save_file
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaConfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(os.path.dirname(HERE), "data", "llama")
@@ -38,15 +44,28 @@ CONFIGS = {
 }
 
 
-def make(name, c, seed):
-    torch.manual_seed(seed)
-    config = LlamaConfig(
+def llama_config(c):
+    return LlamaConfig(
         vocab_size=c["vocab"], hidden_size=c["hidden"], intermediate_size=c["inner"],
         num_hidden_layers=c["layers"], num_attention_heads=c["heads"],
         num_key_value_heads=c["kv_heads"], max_position_embeddings=131072,
         rms_norm_eps=1e-5, rope_theta=500000.0, rope_scaling=dict(ROPE_SCALING),
         tie_word_embeddings=False, initializer_range=0.2, attention_bias=False,
-        mlp_bias=False, torch_dtype="float32")
+        mlp_bias=False, torch_dtype="float32", architectures=["LlamaForCausalLM"])
+
+
+def write_config(name, c):
+    """config.json beside the weights, as save_pretrained writes it."""
+    llama_config(c).save_pretrained(os.path.join(OUT, name))
+
+
+def make(name, c, seed):
+    import torch
+    from safetensors.torch import save_file
+    from transformers import LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = llama_config(c)
     model = LlamaForCausalLM(config).eval()
     with torch.no_grad():
         # Non-trivial norms, so that a wrong weight shows in the logits.
@@ -104,9 +123,13 @@ def make(name, c, seed):
                      ("KvHeads", c["kv_heads"]), ("Inner", c["inner"]), ("Layers", c["layers"]),
                      ("MaxSeq", 64), ("T", "f32")]:
             f.write(f"{k}={v}\n")
+    write_config(name, c)
     print(f"{name}: logits {tuple(logits.shape)}, greedy {greedy.tolist()[0][:8]}...")
 
 
 if __name__ == "__main__":
     for i, (name, c) in enumerate(sorted(CONFIGS.items())):
-        make(name, c, seed=1234 + i)
+        if "--config-only" in sys.argv[1:]:
+            write_config(name, c)
+        else:
+            make(name, c, seed=1234 + i)

@@ -1,0 +1,239 @@
+// Hugging Face folders as they come (runtime/nest/model_config.h): finding
+// the checkpoint in a folder, the cards' [config] / [gguf] tables, the
+// checks of config.json against the card (one line per mismatch), taking
+// the generics from it.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "nest/model_config.h"
+#include "temp_dir.h"
+
+using Catch::Matchers::Contains;
+using linnet::nest::CardConfig;
+using linnet::nest::ConfigValues;
+using linnet::nest::Error;
+using linnet::nest::GenericValue;
+
+namespace {
+
+const std::string kLlama = std::string(LINNET_SOURCE_DIR) + "/nest/llama-3.1-8b-instruct";
+const std::string kSmolLM2 = std::string(LINNET_SOURCE_DIR) + "/nest/smollm2-135m-instruct";
+const std::string kGqa2 = std::string(LINNET_TEST_DATA) + "/llama/gqa2";
+
+const char* kCard = R"(
+[generics]
+H = 64
+Layers = 2
+T = "bf16"
+MaxSeq = 64
+[config]
+H = "hidden_size"
+Layers = "num_hidden_layers"
+T = ["torch_dtype", "dtype"]
+Heads = "num_attention_heads"
+"m.rope.THETA" = ["rope_theta", "rope_parameters.rope_theta"]
+"m.rope.FACTOR" = "rope_scaling.factor"
+absent = ["rope_scaling"]
+[gguf]
+Layers = "{arch}.block_count"
+Vocab = "tokenizer.ggml.tokens"
+)";
+
+ConfigValues json(const std::string& text) { return {"m/config.json", nlohmann::json::parse(text), true, ""}; }
+
+std::optional<double> constants(const std::string& name) {
+  if (name == "m.rope.THETA") return 500000.0f;  // an f32 constant, as the card's source has it
+  if (name == "m.rope.FACTOR") return 8.0;
+  return std::nullopt;
+}
+
+linnet::nest::ConfigCheck check(const std::string& config, std::map<std::string, GenericValue> given = {},
+                                bool fromConfig = false) {
+  CardConfig card = linnet::nest::parseCardConfig(kCard, "m/nest.toml");
+  return linnet::nest::checkConfig(card, *card.config, json(config), given, fromConfig, constants);
+}
+
+std::string str(const std::map<std::string, GenericValue>& g, const std::string& name) {
+  auto it = g.find(name);
+  return it == g.end() ? "(unset)" : it->second.str();
+}
+
+}  // namespace
+
+TEST_CASE("a card's [config] and [gguf] tables, in the card's order", "[model_config]") {
+  CardConfig card = linnet::nest::parseCardConfig(kCard, "m/nest.toml");
+  REQUIRE(card.config);
+  std::vector<std::string> names;
+  for (const auto& m : card.config->mappings) names.push_back(m.name);
+  CHECK(names == std::vector<std::string>{"H", "Layers", "T", "Heads", "m.rope.THETA", "m.rope.FACTOR"});
+  CHECK(card.config->mappings[2].keys == std::vector<std::string>{"torch_dtype", "dtype"});
+  CHECK(card.config->mappings[4].isConstant());
+  CHECK(card.config->absent == std::vector<std::string>{"rope_scaling"});
+  REQUIRE(card.gguf);
+  CHECK(card.gguf->mappings.size() == 2);
+  CHECK(card.generics.at("T").str() == "bf16");
+  CHECK_THROWS_WITH(linnet::nest::parseCardConfig("[config]\nH = 3\n", "m/nest.toml"),
+                    Contains("m/nest.toml: [config] H must be a key"));
+  CHECK_THROWS_WITH(linnet::nest::parseCardConfig("[config]\nabsent = \"x\"\n", "m/nest.toml"),
+                    Contains("[config] absent must be a list"));
+  CHECK_FALSE(linnet::nest::parseCardConfig("[generics]\nH = 1\n", "m/nest.toml").config);
+}
+
+TEST_CASE("config values: dotted keys, null as missing, {arch}", "[model_config]") {
+  ConfigValues v = json(R"({"a": {"b": 3, "n": null}, "x.y": 1, "s": "t"})");
+  CHECK(*linnet::nest::findConfigValue(v, "a.b") == 3);
+  CHECK(*linnet::nest::findConfigValue(v, "x.y") == 1);
+  CHECK_FALSE(linnet::nest::findConfigValue(v, "a.n"));
+  CHECK_FALSE(linnet::nest::findConfigValue(v, "a.b.c"));
+  CHECK_FALSE(linnet::nest::findConfigValue(v, "s.t"));
+  ConfigValues g{"m.gguf", nlohmann::json{{"llama.block_count", 2}}, false, "llama"};
+  CHECK(*linnet::nest::findConfigValue(g, "{arch}.block_count") == 2);
+  g.arch.clear();
+  CHECK_FALSE(linnet::nest::findConfigValue(g, "{arch}.block_count"));
+  CHECK(linnet::nest::elementTypeOfTorch("bfloat16") == "bf16");
+  CHECK(linnet::nest::elementTypeOfTorch("torch.float32") == "f32");
+  CHECK_FALSE(linnet::nest::elementTypeOfTorch("int8"));
+}
+
+TEST_CASE("a config that agrees with the card passes, and fills what the card leaves unset", "[model_config]") {
+  auto r = check(R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "torch_dtype": "float32",
+                     "rope_theta": 500000.0, "rope_scaling": null})");
+  CHECK(r.problems.empty());
+  CHECK(str(r.generics, "Heads") == "4");  // not in [generics]: the config's
+  CHECK(str(r.generics, "H") == "(unset)");  // the card's, left to nest.toml
+  CHECK(str(r.generics, "T") == "(unset)");  // an element type is the card's to choose
+}
+
+TEST_CASE("each mismatch is one line naming the key, both values and where the card's was set", "[model_config]") {
+  auto r = check(R"({"hidden_size": 576, "num_hidden_layers": 2, "rope_theta": 100000})", {{"Layers", 3}});
+  REQUIRE(r.problems.size() == 3);
+  CHECK(r.problems[0] ==
+        "m/config.json: hidden_size = 576, but the model's H = 64 (set by m/nest.toml [generics]); load with "
+        "--generics-from-config to take it from config.json, or --set H=576");
+  CHECK(r.problems[1] ==
+        "m/config.json: num_hidden_layers = 2, but the model's Layers = 3 (set by --set Layers=3); drop that --set, "
+        "or give --set Layers=2");
+  CHECK_THAT(r.problems[2], Contains("rope_theta = 100000, but the model's m.rope.THETA = 500000 (the package's source)"));
+  for (const auto& p : r.problems) CHECK(p.find('\n') == std::string::npos);
+}
+
+TEST_CASE("constants compare within a relative 1e-6; absent keys must be null or missing", "[model_config]") {
+  CHECK(check(R"({"rope_theta": 500000.0001})").problems.empty());
+  CHECK(check(R"({"rope_parameters": {"rope_theta": 500000}})").problems.empty());  // transformers 5's form
+  CHECK(check(R"({"rope_theta": 500001})").problems.size() == 1);
+  CHECK(check(R"({"rope_theta": "big"})").problems.at(0) ==
+        "m/config.json: rope_theta = \"big\" is not a number, as the constant m.rope.THETA must be");
+  auto scaled = check(R"({"rope_scaling": {"factor": 8.0, "rope_type": "llama3"}})");
+  REQUIRE(scaled.problems.size() == 1);  // the factor agrees; the table's presence does not
+  CHECK_THAT(scaled.problems[0], Contains("rope_scaling = {\"factor\":8.0,\"rope_type\":\"llama3\"}, but the card "
+                                          "assumes it is null or missing (m/nest.toml [config] absent)"));
+  // A constant the card maps that its source does not have.
+  CardConfig card = linnet::nest::parseCardConfig(kCard, "m/nest.toml");
+  auto none = [](const std::string&) -> std::optional<double> { return std::nullopt; };
+  auto r = linnet::nest::checkConfig(card, *card.config, json(R"({"rope_theta": 1})"), {}, false, none);
+  REQUIRE(r.problems.size() == 1);
+  CHECK_THAT(r.problems[0], Contains("m/nest.toml: [config] maps `m.rope.THETA`, which is not a number constant"));
+  // No source to read constants from (one that does not load): not checked here.
+  CHECK(linnet::nest::checkConfig(card, *card.config, json(R"({"rope_theta": 1})"), {}, false, nullptr)
+            .problems.empty());
+}
+
+TEST_CASE("--generics-from-config takes the config's generics; a --set that disagrees is an error",
+          "[model_config]") {
+  const char* config = R"({"hidden_size": 576, "num_hidden_layers": 30, "torch_dtype": "bfloat16"})";
+  auto r = check(config, {{"MaxSeq", 512}}, true);
+  CHECK(r.problems.empty());
+  CHECK(str(r.generics, "H") == "576");
+  CHECK(str(r.generics, "Layers") == "30");
+  CHECK(str(r.generics, "T") == "bf16");
+  CHECK(str(r.generics, "MaxSeq") == "512");  // not in config.json: as given
+  auto agreeing = check(config, {{"Layers", 30}}, true);
+  CHECK(agreeing.problems.empty());
+  auto clash = check(config, {{"Layers", 2}}, true);
+  REQUIRE(clash.problems.size() == 1);
+  CHECK_THAT(clash.problems[0], Contains("num_hidden_layers = 30, but the model's Layers = 2 (set by --set Layers=2)"));
+  // An element type: the --set wins (how to compute, not the checkpoint's shape).
+  auto typed = check(config, {{"T", "f32"}}, true);
+  CHECK(typed.problems.empty());
+  CHECK(str(typed.generics, "T") == "f32");
+  CHECK_THAT(check(R"({"num_hidden_layers": 2.5})", {}, true).problems.at(0),
+             Contains("num_hidden_layers = 2.5 is not a whole number, as the generic Layers must be"));
+  CHECK_THAT(check(R"({"torch_dtype": "int8"})", {}, true).problems.at(0),
+             Contains("torch_dtype = \"int8\" names no element type the generic T can take"));
+}
+
+TEST_CASE("GGUF metadata through [gguf]: {arch} keys, an array as its length", "[model_config]") {
+  CardConfig card = linnet::nest::parseCardConfig(kCard, "m/nest.toml");
+  ConfigValues g{"m.gguf", nlohmann::json{{"llama.block_count", 3}, {"tokenizer.ggml.tokens", 287}}, false, "llama"};
+  auto r = linnet::nest::checkConfig(card, *card.gguf, g, {}, false, constants);
+  REQUIRE(r.problems.size() == 1);
+  CHECK(r.problems[0] == "m.gguf: llama.block_count = 3, but the model's Layers = 2 (set by m/nest.toml [generics]); "
+                         "load with --generics-from-config to take it from the GGUF's metadata, or --set Layers=3");
+  CHECK(str(r.generics, "Vocab") == "287");
+  ConfigValues real = linnet::nest::readGgufMetadata(std::string(LINNET_TEST_DATA) + "/gguf/llama.gguf");
+  CHECK(real.arch == "llama");
+  CHECK(*linnet::nest::findConfigValue(real, "{arch}.block_count") == 2);
+  CHECK(*linnet::nest::findConfigValue(real, "tokenizer.ggml.tokens") == 287);
+  CHECK(*linnet::nest::findConfigValue(real, "{arch}.rope.freq_base") == 10000.0);
+}
+
+TEST_CASE("a folder's checkpoint: model.safetensors, else the index; none is one clear error", "[model_config]") {
+  linnet::test::TempDir dir;
+  CHECK_THROWS_WITH(linnet::nest::findWeights(dir.path().string()),
+                    Contains(dir.path().string() + ": no checkpoint in this folder: it has neither model.safetensors "
+                                                   "nor model.safetensors.index.json"));
+  dir.write("model.safetensors.index.json", "{}");
+  dir.write("tokenizer.json", "{}");
+  auto w = linnet::nest::findWeights(dir.path().string());
+  CHECK(w.checkpoint == (dir / "model.safetensors.index.json").string());
+  CHECK(w.tokenizer == (dir / "tokenizer.json").string());
+  CHECK(w.config.empty());
+  dir.write("model.safetensors", "x");
+  CHECK(linnet::nest::findWeights(dir.path().string()).checkpoint == (dir / "model.safetensors").string());
+  // A file is taken as it is, alone.
+  auto file = linnet::nest::findWeights((dir / "model.safetensors").string());
+  CHECK(file.folder.empty());
+  CHECK(file.checkpoint == (dir / "model.safetensors").string());
+}
+
+TEST_CASE("the cards' tables read the gqa2 fixture's config.json (transformers')", "[model_config]") {
+  linnet::nest::LoadOptions o;
+  o.weights = kGqa2;
+  o.genericsFromConfig = true;
+  o.generics = {{"MaxSeq", 64}};
+  linnet::nest::LoadOptions p = linnet::nest::prepareLoad(kLlama, o);
+  CHECK(p.weights == kGqa2 + "/model.safetensors");
+  CHECK_FALSE(p.genericsFromConfig);
+  std::map<std::string, std::string> got;
+  for (const auto& [k, v] : p.generics) got[k] = v.str();
+  CHECK(got == std::map<std::string, std::string>{{"H", "64"},     {"Heads", "4"},   {"Inner", "96"},
+                                                  {"KvHeads", "2"}, {"Layers", "2"}, {"MaxSeq", "64"},
+                                                  {"T", "f32"},    {"Vocab", "64"}});
+  // Applied twice is applied once.
+  CHECK(linnet::nest::prepareLoad(kLlama, p).generics.size() == p.generics.size());
+  // Without the flag, the card's own generics (the 8B model's) disagree, one line each.
+  o.genericsFromConfig = false;
+  try {
+    linnet::nest::prepareLoad(kLlama, o);
+    FAIL("no error");
+  } catch (const Error& e) {
+    std::string m = e.what();
+    CHECK_THAT(m, Contains(kGqa2 + "/config.json: vocab_size = 64, but the model's Vocab = 128256 (set by " + kLlama +
+                           "/nest.toml [generics]); load with --generics-from-config"));
+    CHECK(std::count(m.begin(), m.end(), '\n') == 5);  // Vocab, H, Heads, KvHeads, Inner, Layers; rope agrees
+  }
+  // SmolLM2's card: its rotary base and no scaling, against Llama 3.1's config.
+  o.genericsFromConfig = true;
+  try {
+    linnet::nest::prepareLoad(kSmolLM2, o);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Contains("rope_theta = 500000.0, but the model's llama.rope.THETA = 100000"));
+    CHECK_THAT(e.what(), Contains("rope_scaling = {"));
+  }
+  // --generics-from-config with nothing to read.
+  o.weights = kGqa2 + "/model.safetensors";
+  CHECK_THROWS_WITH(linnet::nest::prepareLoad(kLlama, o),
+                    Contains("has no config to take the generics from: a .safetensors file or index is read alone"));
+}
