@@ -7,6 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <toml++/toml.h>
+
+#include <fmt/ranges.h>
 
 #include "chat/chat_template.h"
 #include "gguf/gguf.h"
@@ -61,6 +64,113 @@ std::string renderChat(const TextModel& text, const nlohmann::ordered_json& mess
   } catch (const std::exception& e) {
     throw Error(e.what());
   }
+}
+
+namespace {
+
+// One setting of [sampling] or generation_config.json, named as both name it.
+struct SamplingKey {
+  const char* name;
+  double Sampling::*number = nullptr;
+  int Sampling::*integer = nullptr;
+};
+const SamplingKey kSamplingKeys[] = {{"temperature", &Sampling::temperature},
+                                     {"top_p", &Sampling::topP},
+                                     {"top_k", nullptr, &Sampling::topK},
+                                     {"min_p", &Sampling::minP},
+                                     {"repetition_penalty", &Sampling::repetitionPenalty}};
+
+}  // namespace
+
+RecommendedSampling recommendedSampling(const std::string& package, const std::string& weights) {
+  RecommendedSampling out;
+  std::error_code ec;
+  fs::path generation = fs::path(weights) / "generation_config.json";
+  if (!weights.empty() && fs::is_directory(weights, ec) && fs::is_regular_file(generation, ec)) {
+    nlohmann::json g;
+    try {
+      std::ifstream in(generation);
+      g = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(fmt::format("{}: malformed JSON: {}", generation.string(), e.what()));
+    }
+    bool any = g.is_object() && g.contains("do_sample");
+    for (const SamplingKey& k : kSamplingKeys) any = any || (g.is_object() && g.contains(k.name));
+    if (any) {
+      auto number = [&](const char* key, double fallback) {
+        auto it = g.find(key);
+        if (it == g.end() || it->is_null()) return fallback;
+        if (!it->is_number())
+          throw Error(fmt::format("{}: {} = {} is not a number", generation.string(), key, it->dump()));
+        return it->get<double>();
+      };
+      bool sample = g.value("do_sample", false);
+      Sampling& s = out.sampling;
+      s.repetitionPenalty = number("repetition_penalty", 1.0);
+      if (sample) {
+        s.temperature = number("temperature", 1.0);
+        s.topK = static_cast<int>(number("top_k", 50));
+        s.topP = number("top_p", 1.0);
+        s.minP = number("min_p", 0.0);
+      }
+      out.source = generation.string();
+      try {
+        validate(s);
+      } catch (const Error& e) {
+        throw Error(fmt::format("{}: {}", out.source, e.what()));
+      }
+      return out;
+    }
+  }
+  fs::path nestToml = fs::path(package) / "nest.toml";
+  if (!fs::is_regular_file(nestToml, ec)) return out;
+  toml::table t;
+  try {
+    t = toml::parse_file(nestToml.string());
+  } catch (const toml::parse_error& e) {
+    throw Error(fmt::format("{}: malformed TOML: {}", nestToml.string(), e.description()));
+  }
+  const toml::table* table = t["sampling"].as_table();
+  if (!table) return out;
+  out.source = nestToml.string() + " [sampling]";
+  for (const auto& [key, value] : *table) {
+    const SamplingKey* k = nullptr;
+    for (const SamplingKey& one : kSamplingKeys)
+      if (key.str() == one.name) k = &one;
+    if (!k)
+      throw Error(fmt::format("{}: unknown setting `{}` (temperature, top_p, top_k, min_p, repetition_penalty)",
+                              out.source, std::string(key.str())));
+    auto v = value.value<double>();
+    if (!v) throw Error(fmt::format("{}: {} must be a number", out.source, std::string(key.str())));
+    if (k->integer) {
+      if (std::trunc(*v) != *v || *v < 0 || *v > 1e9)
+        throw Error(fmt::format("{}: {} must be a whole number >= 0", out.source, std::string(key.str())));
+      out.sampling.*(k->integer) = static_cast<int>(*v);
+    } else {
+      out.sampling.*(k->number) = *v;
+    }
+  }
+  try {
+    validate(out.sampling);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", out.source, e.what()));
+  }
+  return out;
+}
+
+std::string describe(const Sampling& s) {
+  std::vector<std::string> parts;
+  parts.push_back(s.temperature == 0 ? "greedy" : fmt::format("temperature {}", s.temperature));
+  if (s.temperature != 0) {
+    if (s.topK > 0) parts.push_back(fmt::format("top-k {}", s.topK));
+    if (s.topP < 1) parts.push_back(fmt::format("top-p {}", s.topP));
+    if (s.minP > 0) parts.push_back(fmt::format("min-p {}", s.minP));
+  }
+  if (s.repetitionPenalty != 1) parts.push_back(fmt::format("repetition penalty {}", s.repetitionPenalty));
+  if (s.presencePenalty != 0) parts.push_back(fmt::format("presence penalty {}", s.presencePenalty));
+  if (s.frequencyPenalty != 0) parts.push_back(fmt::format("frequency penalty {}", s.frequencyPenalty));
+  if (s.temperature != 0) parts.push_back(fmt::format("seed {}", s.seed));
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 void validate(const Sampling& s) {

@@ -50,6 +50,23 @@ struct Sampling {
   uint64_t seed = 0;
 };
 
+// The sampling a model is meant to be run with, as `linnet chat` uses it by
+// default: the weights folder's generation_config.json when it sets any of
+// do_sample, temperature, top_k, top_p, min_p, repetition_penalty (read as
+// transformers' generate() reads it: greedy unless do_sample is true, and
+// then temperature 1, top-k 50, top-p 1 where it says nothing); else the
+// card's nest.toml [sampling] table (temperature, top_k, top_p, min_p,
+// repetition_penalty; docs/nest.md); else greedy. `weights` is
+// LoadOptions::weights as given.
+struct RecommendedSampling {
+  Sampling sampling;
+  std::string source;  // "DIR/generation_config.json", "PKG/nest.toml [sampling]", or "" (greedy)
+};
+RecommendedSampling recommendedSampling(const std::string& package, const std::string& weights);
+
+// "temperature 0.2, top-p 0.9" (only what differs from no filtering); "greedy".
+std::string describe(const Sampling& sampling);
+
 // Throws Error naming the first setting out of range: a temperature or
 // penalty that is not finite, top-k < 0, top-p outside (0, 1], min-p outside
 // [0, 1], a repetition penalty <= 0. sampleToken checks it too.

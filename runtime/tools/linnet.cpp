@@ -58,14 +58,22 @@ struct Args {
   linnet::nest::LoadOptions load;
   std::vector<Group> groups;
   std::vector<int64_t> promptIds;
-  int64_t maxNew = 16;
+  int64_t maxNew = 16;  // generate's default; chat's is kChatMaxNew, within the context
+  bool maxNewGiven = false;
   std::string prompt, system, tokenizer;
   std::vector<std::string> words;  // tokenize / detokenize operands
   double temperature = 0, topP = 1, minP = 0, repetitionPenalty = 1;
   int64_t topK = 0, seed = 0;
   std::vector<std::string> stops;  // stop strings
   bool hasPrompt = false;
+  bool verbose = false;  // chat: say what runs and how it samples
+  // Whether a flag was given (chat: the recommended sampling fills the rest).
+  std::function<bool(const char*)> given = [](const char*) { return false; };
 };
+
+// chat's cap on a reply's tokens without --max-new: a real answer's length;
+// less when the context has less room.
+constexpr int64_t kChatMaxNew = 512;
 
 // ---------------------------------------------------------------------------
 // The command line, parsed with CLI11 as linnetc's is. A flag given twice
@@ -78,7 +86,7 @@ const char* kSynopsis = R"(
   linnet generate PACKAGE (--weights PATH | --random-weights) [--set K=V]...
       (--prompt-ids 1,2,3 | --prompt TEXT [--tokenizer PATH]) [--max-new N] [sampling]
   linnet chat PACKAGE --weights PATH [--tokenizer PATH] [--set K=V]... [--system TEXT]
-      [--prompt TEXT] [--max-new N] [sampling]
+      [--prompt TEXT] [--max-new N] [sampling] [--verbose]
   linnet tokenize --tokenizer PATH TEXT        (ids as a JSON array)
   linnet detokenize --tokenizer PATH 1,2,3
   linnet bench decode|prefill PACKAGE (--weights PATH | --random-weights) [--set K=V]...
@@ -87,11 +95,18 @@ const char* kSynopsis = R"(
 )";
 
 const char* kTextNotes = R"(
-sampling: --temperature T (0: greedy, the default) --top-k K --top-p P --min-p P
-  --repetition-penalty R --seed S; chat stops at --stop TEXT (repeatable) too.
+sampling: --temperature T (0: greedy) --top-k K --top-p P --min-p P
+  --repetition-penalty R --seed S. generate is greedy unless told; chat
+  samples as the model recommends: generation_config.json in a --weights
+  folder, else the card's nest.toml [sampling] (SmolLM2: temperature 0.2,
+  top-p 0.9), else greedy, each flag given replacing its setting; chat
+  --verbose prints the sampling in use. A reply ends at the end-of-turn
+  token, at --max-new tokens (chat: 512 by default, fewer when the context
+  MaxSeq has less room), or at --stop TEXT (repeatable).
 --tokenizer takes a tokenizer.json (tokenizer_config.json beside it supplies
 the chat template) or a .gguf file; by default the --weights file when it is
-GGUF. `chat` without --prompt is interactive: /reset starts over, /quit ends.
+GGUF, or the tokenizer.json of a --weights folder. `chat` without --prompt is
+interactive: /reset starts over, /quit ends.
 )";
 
 const char* kPackageNotes = R"(
@@ -290,14 +305,15 @@ void addTokenizerOption(CLI::App* cmd, std::string& tokenizer) {
       ->type_name("PATH");
 }
 
-void addPromptOptions(CLI::App* cmd, Args& a) {
+void addPromptOptions(CLI::App* cmd, Args& a, const char* maxNewHelp) {
   once(cmd->add_option("--prompt", a.prompt, "The prompt as text (needs a tokenizer)"))->type_name("TEXT");
-  addInt(cmd, "--max-new", a.maxNew, "Tokens to produce at most (default 16)", 1);
+  addInt(cmd, "--max-new", a.maxNew, maxNewHelp, 1);
   addTokenizerOption(cmd, a.tokenizer);
 }
 
 void addSamplingOptions(CLI::App* cmd, Args& a) {
-  addNonNegative(cmd, "--temperature", a.temperature, "0: greedy (the default)");
+  addNonNegative(cmd, "--temperature", a.temperature,
+                 "0: greedy (generate's default; chat's is the model's recommended sampling)");
   addInt(cmd, "--top-k", a.topK, "Sample from the K most likely tokens (0: all)", 0);
   addNumber(cmd, "--top-p", a.topP, "Sample from the most likely tokens of total probability P", 0, 1.0,
             /*aboveLeast=*/true);
@@ -371,7 +387,7 @@ Commands defineCommands(CLI::App& app, Args& a, linnet::bench::Options& bench) {
                  },
                  "The prompt as token ids"))
       ->type_name("1,2,3");
-  addPromptOptions(c.generate, a);
+  addPromptOptions(c.generate, a, "Tokens to produce at most (default 16)");
   addSamplingOptions(c.generate, a);
 
   c.bench = app.add_subcommand("bench", "Decode or prefill speed against this machine's bandwidth or our GEMM");
@@ -395,8 +411,9 @@ Commands defineCommands(CLI::App& app, Args& a, linnet::bench::Options& bench) {
   addPackage(c.chat, a.package);
   addLoadOptions(c.chat, a.load);
   once(c.chat->add_option("--system", a.system, "A system message first"))->type_name("TEXT");
-  addPromptOptions(c.chat, a);
+  addPromptOptions(c.chat, a, "Tokens a reply has at most (default 512, fewer when MaxSeq has less room)");
   addSamplingOptions(c.chat, a);
+  c.chat->add_flag("--verbose", a.verbose, "Say on stderr what runs where, and how it samples");
   repeatable(c.chat->add_option("--stop", a.stops, "Stop the reply at this text (repeatable)"))->type_name("TEXT");
 
   c.tokenize = app.add_subcommand("tokenize", "Print a text's token ids as a JSON array");
@@ -475,24 +492,27 @@ std::string tokenizerPath(const Args& a) { return linnet::tools::tokenizerSource
 
 linnet::nest::TextModel text(const Args& a) { return linnet::nest::loadText(tokenizerPath(a)); }
 
-linnet::nest::Sampling sampling(const Args& a) {
-  linnet::nest::Sampling s;
-  s.temperature = a.temperature;
-  s.topK = static_cast<int>(a.topK);
-  s.topP = a.topP;
-  s.minP = a.minP;
-  s.repetitionPenalty = a.repetitionPenalty;
+// The flags given over `base` (generate: greedy; chat: the model's recommended sampling).
+linnet::nest::Sampling sampling(const Args& a, linnet::nest::Sampling base = {}) {
+  linnet::nest::Sampling s = base;
+  if (a.given("--temperature")) s.temperature = a.temperature;
+  if (a.given("--top-k")) s.topK = static_cast<int>(a.topK);
+  if (a.given("--top-p")) s.topP = a.topP;
+  if (a.given("--min-p")) s.minP = a.minP;
+  if (a.given("--repetition-penalty")) s.repetitionPenalty = a.repetitionPenalty;
   s.seed = static_cast<uint64_t>(a.seed);
   return s;
 }
 
 // A conversation with the model: the rendered chat is fed through `prefill`
 // (only what the caches do not hold yet), then tokens are sampled and
-// streamed through `decode` until an end-of-turn token or --max-new.
+// streamed through `decode` until an end-of-turn token, a --stop text, or
+// the reply's cap (--max-new, else kChatMaxNew within the context).
 class Chat {
  public:
-  Chat(linnet::nest::Model& model, linnet::nest::TextModel& text, const Args& a)
-      : model_(model), text_(text), args_(a), rng_(a.seed), limits_(linnet::nest::textLimits(model.dims())) {
+  Chat(linnet::nest::Model& model, linnet::nest::TextModel& text, const Args& a, linnet::nest::Sampling sampling)
+      : model_(model), text_(text), args_(a), sampling_(sampling), rng_(a.seed),
+        limits_(linnet::nest::textLimits(model.dims())) {
     if (!a.system.empty()) system_ = {{"role", "system"}, {"content", a.system}};
     linnet::nest::checkTokenizer(limits_, static_cast<int64_t>(text.tokenizer.vocabSize()),
                                  fmt::format("the tokenizer {}", tokenizerPath(a)));
@@ -513,46 +533,90 @@ class Chat {
     Tensor logits = model_.call("prefill", {tokens, Tensor::scalarI(Scalar::I32, static_cast<int64_t>(cached_.size()))})[0];
     cached_ = wide;
     linnet::nest::TextStream stream(text_.tokenizer, args_.stops);
-    for (int64_t k = 0; k < args_.maxNew; ++k) {
-      int32_t next = linnet::nest::sampleToken(logits, sampling(args_), rng_, cached_);
-      if (std::find(text_.stopIds.begin(), text_.stopIds.end(), next) != text_.stopIds.end()) break;
-      fputs(stream.push(next).c_str(), stdout);
-      fflush(stdout);
-      if (stream.stopped()) break;
+    int64_t cap = replyCap(static_cast<int64_t>(wide.size()));
+    bool ended = false;  // by the model or a --stop text, not the cap
+    for (int64_t k = 0; k < cap; ++k) {
+      int32_t next = linnet::nest::sampleToken(logits, sampling_, rng_, cached_);
+      if (std::find(text_.stopIds.begin(), text_.stopIds.end(), next) != text_.stopIds.end()) {
+        ended = true;
+        break;
+      }
+      std::string piece = stream.push(next);
+      auto show = [&piece] {
+        fputs(piece.c_str(), stdout);
+        fflush(stdout);
+      };
+      if (stream.stopped()) {
+        show();
+        ended = true;
+        break;
+      }
+      if (k + 1 == cap) {  // the last token is not fed back: it needs no position
+        show();
+        break;
+      }
+      // The first piece waits for the first `decode`, which may compile it:
+      // its progress line then stays off the reply.
+      if (k > 0) show();
       Tensor token = Tensor::fromInts(Scalar::I32, {1, 1}, {next});
       logits = model_.call("decode", {token, Tensor::scalarI(Scalar::I32, static_cast<int64_t>(cached_.size()))})[0];
       cached_.push_back(next);
+      if (k == 0) show();
     }
     fputs((stream.finish() + "\n").c_str(), stdout);
     fflush(stdout);
+    // A cap the user did not choose is worth a word.
+    if (!ended && !args_.maxNewGiven)
+      fmt::print(stderr, "linnet: the reply was cut at {} tokens ({})\n", cap,
+                 cap == kChatMaxNew ? std::string("the default cap; raise it with --max-new")
+                                    : fmt::format("the end of the context, {} = {}", linnet::nest::kContextGeneric,
+                                                  limits_.maxSeq.value_or(0)));
     std::string reply = stream.text();
     messages_.push_back({{"role", "assistant"}, {"content", reply}});
     return reply;
   }
 
+  // The most tokens a reply to a conversation of `length` tokens may have:
+  // --max-new (fitHistory made room for it), else kChatMaxNew or the room
+  // left in the context, whichever is less.
+  int64_t replyCap(int64_t length) const {
+    if (args_.maxNewGiven) return args_.maxNew;
+    if (!limits_.maxSeq) return kChatMaxNew;
+    return std::max<int64_t>(1, std::min(kChatMaxNew, *limits_.maxSeq - length + 1));
+  }
+
   // The conversation's token ids, kept within the context: while the
-  // rendering and --max-new tokens do not fit in MaxSeq, the oldest turns
-  // (after the system message) are dropped, with a note on stderr; when the
-  // newest message alone does not fit, it is refused (and forgotten).
+  // rendering and the reply's room (--max-new tokens; without it, the
+  // default cap or a quarter of MaxSeq, whichever is less) do not fit in
+  // MaxSeq, the oldest turns (after the system message) are dropped, with a
+  // note on stderr; when the newest message alone does not fit, it is
+  // refused (and forgotten).
   std::vector<int64_t> fitHistory() {
     size_t first = !messages_.empty() && messages_[0].value("role", "") == "system" ? 1 : 0;
     size_t dropped = 0;
+    int64_t room = args_.maxNewGiven ? args_.maxNew
+                                     : std::min(kChatMaxNew, std::max<int64_t>(1, limits_.maxSeq.value_or(0) / 4));
     while (true) {
       std::string rendered = linnet::nest::renderChat(text_, messages_);
       std::vector<int32_t> ids = text_.tokenizer.encode(rendered, /*addSpecialTokens=*/false);
       std::vector<int64_t> wide(ids.begin(), ids.end());
-      int64_t needed = static_cast<int64_t>(wide.size()) + args_.maxNew - 1;
-      if (!limits_.maxSeq || needed <= *limits_.maxSeq) {
+      int64_t needed = static_cast<int64_t>(wide.size()) + room - 1;
+      bool alone = messages_.size() <= first + 1;
+      // Without --max-new, a newest message that fits takes what room is left.
+      bool fits = !limits_.maxSeq || needed <= *limits_.maxSeq ||
+                  (alone && !args_.maxNewGiven && static_cast<int64_t>(wide.size()) <= *limits_.maxSeq);
+      if (fits) {
         if (dropped)
           fmt::print(stderr, "linnet: dropped the {} oldest message{} to keep the conversation within {} = {}\n",
                      dropped, dropped == 1 ? "" : "s", linnet::nest::kContextGeneric, *limits_.maxSeq);
         linnet::nest::checkTokenIds(limits_, wide, "the conversation");
         return wide;
       }
-      if (messages_.size() <= first + 1) {
+      if (alone) {
         messages_.erase(messages_.end() - 1);
         std::string what = first ? "the system message and the newest message" : "the newest message";
-        linnet::nest::checkGeneration(limits_, static_cast<int64_t>(wide.size()), args_.maxNew, what);
+        linnet::nest::checkGeneration(limits_, static_cast<int64_t>(wide.size()),
+                                      args_.maxNewGiven ? args_.maxNew : kChatMaxNew, what);
         throw linnet::nest::Error(fmt::format("{} does not fit in {} = {}", what, linnet::nest::kContextGeneric,
                                               *limits_.maxSeq));
       }
@@ -570,6 +634,7 @@ class Chat {
   linnet::nest::Model& model_;
   linnet::nest::TextModel& text_;
   const Args& args_;
+  linnet::nest::Sampling sampling_;
   std::mt19937_64 rng_;
   nlohmann::ordered_json system_;
   nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();
@@ -579,8 +644,22 @@ class Chat {
 
 int runChat(Args& a) {
   auto tokenizer = text(a);
+  // The model's recommended sampling, under the flags given.
+  linnet::nest::RecommendedSampling recommended = linnet::nest::recommendedSampling(a.package, a.load.weights);
+  linnet::nest::Sampling chosen = sampling(a, recommended.sampling);
+  linnet::nest::validate(chosen);
   auto model = linnet::nest::load(a.package, a.load);
-  Chat chat(model, tokenizer, a);
+  if (a.verbose) {
+    bool flags = false;
+    for (const char* f : {"--temperature", "--top-k", "--top-p", "--min-p", "--repetition-penalty"})
+      flags = flags || a.given(f);
+    std::string from = recommended.source.empty() ? "the default: the card has no [sampling]" : recommended.source;
+    fmt::print(stderr, "linnet: {} on {} ({} thread{}); sampling: {} ({}{}); replies of at most {} tokens{}\n",
+               model.name(), model.backend(), model.threads(), model.threads() == 1 ? "" : "s",
+               linnet::nest::describe(chosen), flags ? "flags over " : "", from,
+               a.maxNewGiven ? a.maxNew : kChatMaxNew, a.maxNewGiven ? "" : " (within MaxSeq)");
+  }
+  Chat chat(model, tokenizer, a, chosen);
   if (a.hasPrompt) {
     chat.answer(a.prompt);
     return 0;
@@ -711,6 +790,12 @@ int main(int argc, char** argv) {
       throw Usage(fmt::format("{}; see {}", e.what(), help));
     }
     a.command = app.get_subcommands()[0]->get_name();
+    CLI::App* given = app.get_subcommands()[0];
+    a.given = [given](const char* flag) {
+      const CLI::Option* o = given->get_option_no_throw(flag);
+      return o && o->count() > 0;
+    };
+    a.maxNewGiven = a.given("--max-new");
     if (commands.call->parsed()) return runCall(a);
     if (commands.generate->parsed()) {
       a.hasPrompt = commands.generate->count("--prompt") > 0;

@@ -1,12 +1,13 @@
 // Hugging Face folders as they come (runtime/nest/model_config.h): finding
 // the checkpoint in a folder, the cards' [config] / [gguf] tables, the
 // checks of config.json against the card (one line per mismatch), taking
-// the generics from it.
+// the generics from it, and the recommended sampling (nest/text.h).
 #include <catch2/catch.hpp>
 
 #include <cmath>
 
 #include "nest/model_config.h"
+#include "nest/text.h"
 #include "temp_dir.h"
 
 using Catch::Matchers::Contains;
@@ -236,4 +237,37 @@ TEST_CASE("the cards' tables read the gqa2 fixture's config.json (transformers')
   o.weights = kGqa2 + "/model.safetensors";
   CHECK_THROWS_WITH(linnet::nest::prepareLoad(kLlama, o),
                     Contains("has no config to take the generics from: a .safetensors file or index is read alone"));
+}
+
+TEST_CASE("recommended sampling: generation_config.json, else the card's [sampling], else greedy", "[model_config]") {
+  auto smol = linnet::nest::recommendedSampling(kSmolLM2, "");
+  CHECK(smol.sampling.temperature == 0.2);
+  CHECK(smol.sampling.topP == 0.9);
+  CHECK(smol.source == kSmolLM2 + "/nest.toml [sampling]");
+  CHECK(linnet::nest::describe(smol.sampling) == "temperature 0.2, top-p 0.9, seed 0");
+  linnet::test::TempDir dir;
+  dir.write("generation_config.json", R"({"bos_token_id": 1, "eos_token_id": 2})");
+  CHECK(linnet::nest::recommendedSampling(kSmolLM2, dir.path().string()).sampling.temperature == 0.2);  // says nothing
+  dir.write("generation_config.json", R"({"do_sample": true, "temperature": 0.6, "top_p": 0.9})");
+  auto meta = linnet::nest::recommendedSampling(kSmolLM2, dir.path().string());
+  CHECK(meta.source == (dir / "generation_config.json").string());
+  CHECK(meta.sampling.temperature == 0.6);
+  CHECK(meta.sampling.topK == 50);  // transformers' default when sampling
+  dir.write("generation_config.json", R"({"temperature": 0.6, "repetition_penalty": 1.1})");
+  auto greedy = linnet::nest::recommendedSampling(kSmolLM2, dir.path().string());
+  CHECK(greedy.sampling.temperature == 0);  // no do_sample: transformers decodes greedily
+  CHECK(greedy.sampling.repetitionPenalty == 1.1);
+  CHECK(linnet::nest::describe(greedy.sampling) == "greedy, repetition penalty 1.1");
+  linnet::test::TempDir card;
+  card.write("nest.toml", "[sampling]\ntemperature = 0.7\ntop_k = 40\n");
+  auto fromCard = linnet::nest::recommendedSampling(card.path().string(), "");
+  CHECK(fromCard.sampling.topK == 40);
+  card.write("nest.toml", "[sampling]\ntemprature = 0.7\n");
+  CHECK_THROWS_WITH(linnet::nest::recommendedSampling(card.path().string(), ""), Contains("unknown setting `temprature`"));
+  card.write("nest.toml", "[sampling]\ntop_p = 0\n");
+  CHECK_THROWS_WITH(linnet::nest::recommendedSampling(card.path().string(), ""), Contains("top-p 0 must be in (0, 1]"));
+  card.write("nest.toml", "[model]\nname = \"x\"\n");
+  auto none = linnet::nest::recommendedSampling(card.path().string(), "");
+  CHECK(none.source.empty());
+  CHECK(none.sampling.temperature == 0);
 }
