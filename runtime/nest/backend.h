@@ -41,8 +41,8 @@ struct BackendKind {
 // The reference backend first, then compiled code on each device of
 // runtime/device's registry (nest/backends.cpp).
 const std::vector<BackendKind>& backends();
-// What an empty LoadOptions::backend runs on: the first compiled backend,
-// else the reference one.
+// What an empty LoadOptions::backend runs on: the first compiled backend
+// where linnetc compiles code (LINNET_MLIR), else the reference one.
 const BackendKind& defaultBackendKind();
 
 // The standard library folder: LoadOptions::stdlib, else $LINNET_STDLIB, else the

@@ -1,6 +1,6 @@
 // The registry of backends: the reference backend, then one compiled
 // backend per device driver (a new device is listed in runtime/device, not
-// here); the first compiled one is the default.
+// here); the first compiled one is the default where linnetc builds code.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -23,7 +23,12 @@ const std::vector<BackendKind>& backends() {
 
 const BackendKind& defaultBackendKind() {
   const std::vector<BackendKind>& all = backends();
+#ifdef LINNET_LINNETC_BUILDS
   return all.size() > 1 ? all[1] : all.front();
+#else
+  // linnetc without its code generators (LINNET_MLIR=OFF) compiles nothing.
+  return all.front();
+#endif
 }
 
 std::string defaultBackend() { return defaultBackendKind().name; }

@@ -17,7 +17,7 @@
 // build has it, whose params, states and entry signatures come from
 // manifests that linnetc writes: each entry shape is compiled on first use
 // and cached (nest/compiled.h); or, with `.backend = "reference"` (and in a
-// build without a compiled backend), the reference backend
+// build whose linnetc compiles no code, LINNET_MLIR=OFF), the reference backend
 // (compiler/targets/reference), exact but slow, which checks and
 // instantiates the package in this process.
 #pragma once
@@ -77,7 +77,8 @@ struct LoadOptions {
   // Where entries run: a backend's name (backendNames()); empty: the
   // build's default (defaultBackend()): compiled code, "cpu", built by
   // linnetc on first use of each entry shape and cached; the reference
-  // backend (the op-by-op oracle, "reference") where no compiled backend is built.
+  // backend (the op-by-op oracle, "reference") in a build whose linnetc
+  // compiles no code (LINNET_MLIR=OFF).
   std::string backend;
   // Where compiled entries are cached; empty: $LINNET_CACHE, else ~/.cache/linnet.
   std::string cacheDir;
@@ -146,7 +147,8 @@ Model load(const std::string& package, const LoadOptions& options = {});
 // The backends of this build, the default first: "cpu, reference".
 std::string backendNames();
 // The backend an empty LoadOptions::backend means: the first compiled one of
-// the device registry (runtime/device/registry.cpp), else "reference".
+// the device registry (runtime/device/registry.cpp) where this build's
+// linnetc compiles code (LINNET_MLIR), else "reference".
 std::string defaultBackend();
 
 }  // namespace linnet::nest
