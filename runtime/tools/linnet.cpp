@@ -2,6 +2,7 @@
 //   linnet call PACKAGE (--weights PATH | --random-weights) [--set K=V]... [--convert]
 //          (--entry NAME [--generic K=V]... [--input NAME=@file.npy | NAME=VALUE]... [--output @file.npy]...)...
 //   linnet generate PACKAGE (--weights PATH | --random-weights) [--set K=V]... --prompt-ids 1,2,3 --max-new N
+//   linnet chat PACKAGE --weights PATH [--prompt TEXT] [sampling] [--verbose]
 //   linnet bench decode|prefill PACKAGE (--weights PATH | --random-weights) [--set K=V]... [--steps N] ...
 // Several --entry groups run in one process, in order, so state (KV caches)
 // carries from one to the next, as IREE's iree-run-module does with .npy files.
@@ -81,12 +82,12 @@ constexpr int64_t kChatMaxNew = 512;
 // conversion would take 010 for octal), with errors that name the flag.
 
 const char* kSynopsis = R"(
-  linnet call PACKAGE (--weights PATH | --random-weights) [--set K=V]... [--convert]
+  linnet call PACKAGE (--weights PATH | --random-weights) [--generics-from-config] [--set K=V]... [--convert]
       (--entry NAME [--generic K=V]... [--input NAME=@file.npy | NAME=VALUE]... [--output @file.npy]...)...
-  linnet generate PACKAGE (--weights PATH | --random-weights) [--set K=V]...
+  linnet generate PACKAGE (--weights PATH | --random-weights) [--generics-from-config] [--set K=V]...
       (--prompt-ids 1,2,3 | --prompt TEXT [--tokenizer PATH]) [--max-new N] [sampling]
-  linnet chat PACKAGE --weights PATH [--tokenizer PATH] [--set K=V]... [--system TEXT]
-      [--prompt TEXT] [--max-new N] [sampling] [--verbose]
+  linnet chat PACKAGE --weights PATH [--tokenizer PATH] [--generics-from-config] [--set K=V]...
+      [--system TEXT] [--prompt TEXT] [--max-new N] [sampling] [--verbose]
   linnet tokenize --tokenizer PATH TEXT        (ids as a JSON array)
   linnet detokenize --tokenizer PATH 1,2,3
   linnet bench decode|prefill PACKAGE (--weights PATH | --random-weights) [--set K=V]...
