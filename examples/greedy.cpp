@@ -5,8 +5,9 @@
 //   build/bin/greedy nest/llama-3.1-8b-instruct tests/data/llama/gqa2/model.safetensors \
 //       Vocab=64 H=64 Heads=4 KvHeads=2 Inner=96 Layers=2 MaxSeq=64 T=f32 -- 3 14 15 9
 //
-// `--backend=NAME` among the settings picks another backend (`cpu`: compiled code,
-// compiled on first use, then cached) instead of the reference one.
+// The default backend is compiled code (`cpu`: each entry shape compiled on
+// first use, then cached); `--backend=NAME` among the settings picks another
+// (`reference`: the op-by-op oracle).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

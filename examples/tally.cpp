@@ -2,7 +2,7 @@
 // docs/tutorial.md) through the C++ API: load it, call `add` twice (its
 // state keeps the sums between calls), then `means`.
 //
-//   build/bin/tally examples/tally            # or: tally PACKAGE --backend=cpu
+//   build/bin/tally examples/tally            # or: tally PACKAGE --backend=reference
 #include <cstdio>
 #include <string>
 #include <vector>
