@@ -133,6 +133,8 @@ CardConfig parseCardConfig(const std::string& text, const std::string& nestToml)
       if (auto i = value.value<int64_t>()) card.generics.emplace(std::string(k.str()), GenericValue(*i));
       else if (auto s = value.value<std::string>()) card.generics.emplace(std::string(k.str()), GenericValue(*s));
     }
+  if (const toml::table* c = t["constants"].as_table())
+    for (const auto& [k, value] : *c) card.constants.insert(std::string(k.str()));
   for (const char* section : {"config", "gguf"}) {
     if (!t.contains(section)) continue;
     const toml::table* table = t[section].as_table();
@@ -265,10 +267,12 @@ ConfigCheck checkConfig(const CardConfig& card, const KeyTable& table, const Con
         continue;
       }
       double want = v->get<double>();
+      std::string origin = card.constants.count(m.name) ? fmt::format("set by {} [constants]", card.nestToml)
+                                                        : std::string("the package's source");
       if (!close(want, *c))
-        out.problems.push_back(fmt::format("{}, but the model's {} = {} (the package's source); this card computes "
-                                           "with its own value, so it does not fit this checkpoint",
-                                           at, m.name, shown(*c)));
+        out.problems.push_back(fmt::format("{}, but the model's {} = {} ({}); this card computes with its own "
+                                           "value, so it does not fit this checkpoint",
+                                           at, m.name, shown(*c), origin));
       continue;
     }
     // A generic: a dimension, or an element type named by transformers.

@@ -63,6 +63,7 @@ struct KeyTable {
 struct CardConfig {
   std::string nestToml;                           // its path, for messages; empty without one
   std::map<std::string, GenericValue> generics;   // [generics]
+  std::set<std::string> constants;                // the names [constants] sets
   std::optional<KeyTable> config, gguf;           // [config], [gguf]
 };
 

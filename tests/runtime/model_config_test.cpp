@@ -230,7 +230,8 @@ TEST_CASE("the cards' tables read the gqa2 fixture's config.json (transformers')
     linnet::nest::prepareLoad(kSmolLM2, o);
     FAIL("no error");
   } catch (const Error& e) {
-    CHECK_THAT(e.what(), Contains("rope_theta = 500000.0, but the model's llama.rope.THETA = 100000"));
+    CHECK_THAT(e.what(), Contains("rope_theta = 500000.0, but the model's llama.rope.THETA = 100000 (set by " +
+                                  kSmolLM2 + "/nest.toml [constants])"));
     CHECK_THAT(e.what(), Contains("rope_scaling = {"));
   }
   // --generics-from-config with nothing to read.
