@@ -157,8 +157,7 @@ fs::path ArtifactCache::entryDir(const std::string& entry, const std::vector<Ten
     throw;
   }
   if (settings_.progress)
-    fmt::print(stderr, " {:.1f} s\n",
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    fmt::print(stderr, " {:.1f} s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return dir;
 }
 

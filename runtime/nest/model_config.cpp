@@ -112,9 +112,7 @@ std::string shown(const nlohmann::json& v) {
 // A card's number as the messages print it: 500000, not 500000.000000.
 std::string shown(double v) { return fmt::format("{}", v); }
 
-bool close(double a, double b) {
-  return a == b || std::fabs(a - b) <= 1e-6 * std::max(std::fabs(a), std::fabs(b));
-}
+bool close(double a, double b) { return a == b || std::fabs(a - b) <= 1e-6 * std::max(std::fabs(a), std::fabs(b)); }
 
 }  // namespace
 
@@ -125,8 +123,8 @@ CardConfig parseCardConfig(const std::string& text, const std::string& nestToml)
   try {
     t = toml::parse(text, nestToml);
   } catch (const toml::parse_error& e) {
-    throw Error(fmt::format("{}:{}:{}: malformed TOML: {}", nestToml, e.source().begin.line,
-                            e.source().begin.column, e.description()));
+    throw Error(fmt::format("{}:{}:{}: malformed TOML: {}", nestToml, e.source().begin.line, e.source().begin.column,
+                            e.description()));
   }
   if (const toml::table* g = t["generics"].as_table())
     for (const auto& [k, value] : *g) {
@@ -226,9 +224,9 @@ std::optional<nlohmann::json> findConfigValue(const ConfigValues& values, const 
 
 std::optional<std::string> elementTypeOfTorch(const std::string& torchDtype) {
   std::string name = torchDtype.starts_with("torch.") ? torchDtype.substr(6) : torchDtype;
-  static const std::map<std::string, std::string> torch = {
-      {"float32", "f32"}, {"float", "f32"},  {"bfloat16", "bf16"}, {"float16", "f16"},
-      {"half", "f16"},    {"float64", "f64"}, {"double", "f64"}};
+  static const std::map<std::string, std::string> torch = {{"float32", "f32"}, {"float", "f32"}, {"bfloat16", "bf16"},
+                                                           {"float16", "f16"}, {"half", "f16"},  {"float64", "f64"},
+                                                           {"double", "f64"}};
   if (auto it = torch.find(name); it != torch.end()) name = it->second;
   auto d = dtypeNamed(name);
   if (!d || !isLanguageType(*d) || !isFloat(*d)) return std::nullopt;
@@ -290,8 +288,8 @@ ConfigCheck checkConfig(const CardConfig& card, const KeyTable& table, const Con
     bool isType = v->is_string();
     if (!fromSource) {
       // Only a value that would be used, or checked, is worth a word.
-      bool used = isType ? (fromConfig && set == given.end()) || (set == given.end() && inCard == card.generics.end())
-                         : true;
+      bool used =
+          isType ? (fromConfig && set == given.end()) || (set == given.end() && inCard == card.generics.end()) : true;
       if (used)
         out.problems.push_back(isType ? fmt::format("{} names no element type the generic {} can take", at, m.name)
                                       : fmt::format("{} is not a whole number, as the generic {} must be", at, m.name));
@@ -360,8 +358,8 @@ LoadOptions prepareLoad(const std::string& package, const LoadOptions& options) 
   const std::optional<KeyTable>& table = values->dotted ? card.config : card.gguf;
   if (!table) {
     if (options.genericsFromConfig)
-      throw Error(fmt::format("{}: {} has no [{}] table mapping the model's generics to {} keys (docs/nest.md)",
-                              flag, card.nestToml.empty() ? package + "/nest.toml" : card.nestToml,
+      throw Error(fmt::format("{}: {} has no [{}] table mapping the model's generics to {} keys (docs/nest.md)", flag,
+                              card.nestToml.empty() ? package + "/nest.toml" : card.nestToml,
                               values->dotted ? "config" : "gguf", values->dotted ? "config.json" : "GGUF metadata"));
     return out;
   }

@@ -61,10 +61,10 @@ struct KeyTable {
 
 // The nest.toml tables read here.
 struct CardConfig {
-  std::string nestToml;                           // its path, for messages; empty without one
-  std::map<std::string, GenericValue> generics;   // [generics]
-  std::set<std::string> constants;                // the names [constants] sets
-  std::optional<KeyTable> config, gguf;           // [config], [gguf]
+  std::string nestToml;                          // its path, for messages; empty without one
+  std::map<std::string, GenericValue> generics;  // [generics]
+  std::set<std::string> constants;               // the names [constants] sets
+  std::optional<KeyTable> config, gguf;          // [config], [gguf]
 };
 
 // The package's nest.toml (none: an empty CardConfig). Error on a table
@@ -74,10 +74,10 @@ CardConfig parseCardConfig(const std::string& nestTomlText, const std::string& n
 
 // A config.json, or a GGUF file's metadata as JSON (an array as its length).
 struct ConfigValues {
-  std::string what;       // names it in messages: "DIR/config.json", "m.gguf"
-  nlohmann::json values;  // an object
-  bool dotted = true;     // config.json: "a.b" reaches into objects; GGUF keys are flat
-  std::string arch;       // a GGUF's general.architecture, for {arch}
+  std::string what;              // names it in messages: "DIR/config.json", "m.gguf"
+  nlohmann::json values;         // an object
+  bool dotted = true;            // config.json: "a.b" reaches into objects; GGUF keys are flat
+  std::string arch;              // a GGUF's general.architecture, for {arch}
   std::set<std::string> arrays;  // GGUF keys whose value stands for an array's length
 };
 

@@ -302,7 +302,8 @@ void addEntryGroups(CLI::App* cmd, Args& a) {
 
 void addTokenizerOption(CLI::App* cmd, std::string& tokenizer) {
   once(cmd->add_option("--tokenizer", tokenizer,
-                       "A tokenizer.json or a .gguf file (default: the --weights file when it is GGUF, or a --weights folder's tokenizer.json)"))
+                       "A tokenizer.json or a .gguf file (default: the --weights file when it is GGUF, or a --weights "
+                       "folder's tokenizer.json)"))
       ->type_name("PATH");
 }
 
@@ -595,8 +596,8 @@ class Chat {
   std::vector<int64_t> fitHistory() {
     size_t first = !messages_.empty() && messages_[0].value("role", "") == "system" ? 1 : 0;
     size_t dropped = 0;
-    int64_t room = args_.maxNewGiven ? args_.maxNew
-                                     : std::min(kChatMaxNew, std::max<int64_t>(1, limits_.maxSeq.value_or(0) / 4));
+    int64_t room =
+        args_.maxNewGiven ? args_.maxNew : std::min(kChatMaxNew, std::max<int64_t>(1, limits_.maxSeq.value_or(0) / 4));
     while (true) {
       std::string rendered = linnet::nest::renderChat(text_, messages_);
       std::vector<int32_t> ids = text_.tokenizer.encode(rendered, /*addSpecialTokens=*/false);
@@ -657,8 +658,8 @@ int runChat(Args& a) {
     std::string from = recommended.source.empty() ? "the default: the card has no [sampling]" : recommended.source;
     fmt::print(stderr, "linnet: {} on {} ({} thread{}); sampling: {} ({}{}); replies of at most {} tokens{}\n",
                model.name(), model.backend(), model.threads(), model.threads() == 1 ? "" : "s",
-               linnet::nest::describe(chosen), flags ? "flags over " : "", from,
-               a.maxNewGiven ? a.maxNew : kChatMaxNew, a.maxNewGiven ? "" : " (within MaxSeq)");
+               linnet::nest::describe(chosen), flags ? "flags over " : "", from, a.maxNewGiven ? a.maxNew : kChatMaxNew,
+               a.maxNewGiven ? "" : " (within MaxSeq)");
   }
   Chat chat(model, tokenizer, a, chosen);
   if (a.hasPrompt) {

@@ -101,7 +101,7 @@ TEST_CASE("a config that agrees with the card passes, and fills what the card le
   auto r = check(R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "torch_dtype": "float32",
                      "rope_theta": 500000.0, "rope_scaling": null})");
   CHECK(r.problems.empty());
-  CHECK(str(r.generics, "Heads") == "4");  // not in [generics]: the config's
+  CHECK(str(r.generics, "Heads") == "4");    // not in [generics]: the config's
   CHECK(str(r.generics, "H") == "(unset)");  // the card's, left to nest.toml
   CHECK(str(r.generics, "T") == "(unset)");  // an element type is the card's to choose
 }
@@ -115,7 +115,8 @@ TEST_CASE("each mismatch is one line naming the key, both values and where the c
   CHECK(r.problems[1] ==
         "m/config.json: num_hidden_layers = 2, but the model's Layers = 3 (set by --set Layers=3); drop that --set, "
         "or give --set Layers=2");
-  CHECK_THAT(r.problems[2], Contains("rope_theta = 100000, but the model's m.rope.THETA = 500000 (the package's source)"));
+  CHECK_THAT(r.problems[2],
+             Contains("rope_theta = 100000, but the model's m.rope.THETA = 500000 (the package's source)"));
   for (const auto& p : r.problems) CHECK(p.find('\n') == std::string::npos);
 }
 
@@ -136,12 +137,11 @@ TEST_CASE("constants compare within a relative 1e-6; absent keys must be null or
   REQUIRE(r.problems.size() == 1);
   CHECK_THAT(r.problems[0], Contains("m/nest.toml: [config] maps `m.rope.THETA`, which is not a number constant"));
   // No source to read constants from (one that does not load): not checked here.
-  CHECK(linnet::nest::checkConfig(card, *card.config, json(R"({"rope_theta": 1})"), {}, false, nullptr)
-            .problems.empty());
+  CHECK(
+      linnet::nest::checkConfig(card, *card.config, json(R"({"rope_theta": 1})"), {}, false, nullptr).problems.empty());
 }
 
-TEST_CASE("--generics-from-config takes the config's generics; a --set that disagrees is an error",
-          "[model_config]") {
+TEST_CASE("--generics-from-config takes the config's generics; a --set that disagrees is an error", "[model_config]") {
   const char* config = R"({"hidden_size": 576, "num_hidden_layers": 30, "torch_dtype": "bfloat16"})";
   auto r = check(config, {{"MaxSeq", 512}}, true);
   CHECK(r.problems.empty());
@@ -208,9 +208,14 @@ TEST_CASE("the cards' tables read the gqa2 fixture's config.json (transformers')
   CHECK_FALSE(p.genericsFromConfig);
   std::map<std::string, std::string> got;
   for (const auto& [k, v] : p.generics) got[k] = v.str();
-  CHECK(got == std::map<std::string, std::string>{{"H", "64"},     {"Heads", "4"},   {"Inner", "96"},
-                                                  {"KvHeads", "2"}, {"Layers", "2"}, {"MaxSeq", "64"},
-                                                  {"T", "f32"},    {"Vocab", "64"}});
+  CHECK(got == std::map<std::string, std::string>{{"H", "64"},
+                                                  {"Heads", "4"},
+                                                  {"Inner", "96"},
+                                                  {"KvHeads", "2"},
+                                                  {"Layers", "2"},
+                                                  {"MaxSeq", "64"},
+                                                  {"T", "f32"},
+                                                  {"Vocab", "64"}});
   // Applied twice is applied once.
   CHECK(linnet::nest::prepareLoad(kLlama, p).generics.size() == p.generics.size());
   // Without the flag, the card's own generics (the 8B model's) disagree, one line each.
@@ -264,7 +269,8 @@ TEST_CASE("recommended sampling: generation_config.json, else the card's [sampli
   auto fromCard = linnet::nest::recommendedSampling(card.path().string(), "");
   CHECK(fromCard.sampling.topK == 40);
   card.write("nest.toml", "[sampling]\ntemprature = 0.7\n");
-  CHECK_THROWS_WITH(linnet::nest::recommendedSampling(card.path().string(), ""), Contains("unknown setting `temprature`"));
+  CHECK_THROWS_WITH(linnet::nest::recommendedSampling(card.path().string(), ""),
+                    Contains("unknown setting `temprature`"));
   card.write("nest.toml", "[sampling]\ntop_p = 0\n");
   CHECK_THROWS_WITH(linnet::nest::recommendedSampling(card.path().string(), ""), Contains("top-p 0 must be in (0, 1]"));
   card.write("nest.toml", "[model]\nname = \"x\"\n");
