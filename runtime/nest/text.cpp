@@ -54,6 +54,15 @@ TextModel loadText(const std::string& path) {
   }
 }
 
+void useCardChatTemplate(TextModel& text, const std::string& package) {
+  if (text.chatTemplate || package.empty()) return;
+  fs::path file = fs::path(package) / "chat_template.jinja";
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return;
+  text.chatTemplate = std::string(std::istreambuf_iterator<char>(in), {});
+  text.chatTemplateSource = file.string();
+}
+
 std::string renderChat(const TextModel& text, const nlohmann::ordered_json& messages) {
   if (!text.chatTemplate)
     throw Error(fmt::format("{} has no chat template; pass a tokenizer with one",

@@ -31,6 +31,11 @@ struct TextModel {
 // From `path`: a tokenizer.json, a folder holding one, or a .gguf file.
 TextModel loadText(const std::string& path);
 
+// A tokenizer without a chat template takes the card's: `package`'s
+// chat_template.jinja, when it has one. A template the tokenizer carries
+// (tokenizer_config.json, GGUF metadata) is the checkpoint's and wins.
+void useCardChatTemplate(TextModel& text, const std::string& package);
+
 // The conversation rendered by the chat template, ready for generation.
 std::string renderChat(const TextModel& text, const nlohmann::ordered_json& messages);
 

@@ -492,7 +492,11 @@ int runCall(Args& a) {
 #ifdef LINNET_HAVE_TEXT
 std::string tokenizerPath(const Args& a) { return linnet::tools::tokenizerSource(a.tokenizer, a.load.weights); }
 
-linnet::nest::TextModel text(const Args& a) { return linnet::nest::loadText(tokenizerPath(a)); }
+linnet::nest::TextModel text(const Args& a) {
+  linnet::nest::TextModel t = linnet::nest::loadText(tokenizerPath(a));
+  linnet::nest::useCardChatTemplate(t, a.package);
+  return t;
+}
 
 // The flags given over `base` (generate: greedy; chat: the model's recommended sampling).
 linnet::nest::Sampling sampling(const Args& a, linnet::nest::Sampling base = {}) {

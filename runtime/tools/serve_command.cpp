@@ -104,6 +104,7 @@ int runServe(ServeArgs& a) {
   try {
     auto t0 = std::chrono::steady_clock::now();
     text = nest::loadText(tokenizerPath);
+    nest::useCardChatTemplate(*text, a.package);
     model = nest::load(a.package, a.load);
     nest::TextLimits limits = nest::textLimits(model->dims());
     nest::checkTokenizer(limits, static_cast<int64_t>(text->tokenizer.vocabSize()),

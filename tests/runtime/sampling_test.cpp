@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <map>
 
 #include "nest/text.h"
@@ -115,4 +116,24 @@ TEST_CASE("settings out of range are refused, not sampled with", "[sampling]") {
                     Catch::Contains("repetition penalty 0 must be"));
   CHECK_THROWS_WITH(linnet::nest::sampleToken(Tensor::zeros(DType::F32, {1, 0}), {}, rng),
                     Catch::Contains("the logits are empty"));
+}
+
+TEST_CASE("a tokenizer without a chat template takes the card's", "[text]") {
+  std::string tokenizer = std::string(LINNET_SOURCE_DIR) + "/tests/data/tokenizer/bytebpe/tokenizer.json";
+  std::string card = std::string(LINNET_SOURCE_DIR) + "/nest/tinyllama-1.1b-chat";
+  linnet::nest::TextModel text = linnet::nest::loadText(tokenizer);
+  REQUIRE(!text.chatTemplate);
+  linnet::nest::useCardChatTemplate(text, card);
+  REQUIRE(text.chatTemplate);
+  CHECK(text.chatTemplateSource == card + "/chat_template.jinja");
+  text.specialTokens["eos_token"] = "</s>";
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", "Hi"}}});
+  CHECK(linnet::nest::renderChat(text, messages) == "<|user|>\nHi</s>\n<|assistant|>\n");
+  // The tokenizer's own template wins; a card without one changes nothing.
+  text.chatTemplate = "own";
+  linnet::nest::useCardChatTemplate(text, card);
+  CHECK(*text.chatTemplate == "own");
+  linnet::nest::TextModel bare = linnet::nest::loadText(tokenizer);
+  linnet::nest::useCardChatTemplate(bare, std::string(LINNET_SOURCE_DIR) + "/nest/llama-3.1-8b-instruct");
+  CHECK(!bare.chatTemplate);
 }

@@ -130,11 +130,17 @@ TEST_CASE("serve engine: greedy tokens are transformers', and a crowd equals eac
     for (int k = 0; k < 3 + 3 * r; ++k) p.push_back((r * 7 + k * 13 + 5) % 64);
     prompts.push_back(p);
   }
+  // The crowd is queued before its engine steps, so that all seven compete
+  // for the pool however fast this machine runs the first admissions.
+  engine.stop();
+  serve::Engine crowd(model, text, eo, metrics);
+  CHECK(crowd.warmUp([](const std::string&) {}) == 5);
   std::vector<std::shared_ptr<serve::RequestStream>> streams;
   for (const auto& p : prompts) {
-    streams.push_back(engine.submit(greedy(p, 10)));
+    streams.push_back(crowd.submit(greedy(p, 10)));
     REQUIRE(streams.back());
   }
+  crowd.start();
   for (size_t r = 0; r < prompts.size(); ++r) {
     INFO("request " << r << " of prompt length " << prompts[r].size());
     Outcome o = drain(*streams[r]);
@@ -148,17 +154,17 @@ TEST_CASE("serve engine: greedy tokens are transformers', and a crowd equals eac
   std::vector<int64_t> shared = prompts[6];  // 21 tokens
   shared.resize(16);
   for (int64_t t : {3, 9, 27}) shared.push_back(t);
-  auto again = engine.submit(greedy(shared, 5));
+  auto again = crowd.submit(greedy(shared, 5));
   Outcome cached = drain(*again);
   CHECK(cached.usage.cachedTokens == 16);
   CHECK(cached.tokens == alone(oracle, shared, 5));
 
   // A client that goes away frees its row; the engine keeps serving.
-  auto gone = engine.submit(greedy(prompts[2], 20));
+  auto gone = crowd.submit(greedy(prompts[2], 20));
   gone->cancel();
-  auto after = engine.submit(greedy(prompts[1], 4));
+  auto after = crowd.submit(greedy(prompts[1], 4));
   CHECK(drain(*after).tokens == alone(oracle, prompts[1], 4));
-  engine.stop();
+  crowd.stop();
   CHECK(metrics.value("linnet:num_requests_running") == 0);
 }
 
