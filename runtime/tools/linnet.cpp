@@ -36,6 +36,9 @@
 #ifdef LINNET_HAVE_SERVE
 #include "tools/serve_command.h"
 #endif
+#ifdef LINNET_HAVE_EXPORT
+#include "tools/export_command.h"
+#endif
 
 namespace {
 
@@ -79,6 +82,7 @@ const char* kSynopsis = R"(
       (--prompt-ids 1,2,3 | --prompt TEXT [--tokenizer PATH]) [--max-new N] [sampling]
   linnet chat PACKAGE --weights PATH [--tokenizer PATH] [--set K=V]... [--system TEXT]
       [--prompt TEXT] [--max-new N] [sampling]
+  linnet export gguf PACKAGE (--weights PATH | --random-weights) [--set K=V]... [--type TYPE] -o FILE.gguf
   linnet tokenize --tokenizer PATH TEXT        (ids as a JSON array)
   linnet detokenize --tokenizer PATH 1,2,3
   linnet bench decode|prefill PACKAGE (--weights PATH | --random-weights) [--set K=V]...
@@ -677,6 +681,10 @@ int main(int argc, char** argv) {
   serveArgs.engine.maxQueue = -1;
   commands.serve = defineServe(app, serveArgs);
 #endif
+#ifdef LINNET_HAVE_EXPORT
+  linnet::tools::ExportArgs exportArgs;
+  CLI::App* exportCommand = linnet::tools::defineExport(app, exportArgs);
+#endif
   app.footer(std::string(kSynopsis) + kTextNotes + kPackageNotes + kBenchNotes);  // after: subcommands copy it
   try {
     try {
@@ -717,6 +725,9 @@ int main(int argc, char** argv) {
       if (serveArgs.engine.maxQueue < 0) serveArgs.engine.maxQueue = 2 * serveArgs.engine.rows;
       return linnet::tools::runServe(serveArgs);
     }
+#endif
+#ifdef LINNET_HAVE_EXPORT
+    if (exportCommand->parsed()) return linnet::tools::runExport(exportArgs);
 #endif
     throw Usage(fmt::format("unknown command `{}`; see linnet --help", a.command));
   } catch (const Usage& e) {
