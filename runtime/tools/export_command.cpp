@@ -68,7 +68,8 @@ CLI::Validator typeNames() {
 
 CLI::App* defineExport(CLI::App& app, ExportArgs& a) {
   CLI::App* cmd = app.add_subcommand("export", "Write the package's model for another stack (gguf: llama.cpp)");
-  cmd->require_subcommand(1);
+  cmd->require_subcommand(0, 1);
+  cmd->add_flag("--formats", a.listFormats, "List the formats this build writes, one a line");
   a.gguf = cmd->add_subcommand("gguf", "A GGUF v3 file for llama.cpp (llama architecture)");
   a.gguf->footer(std::string(kExportNotes) +
                  "\ngguf: --type quantizes every 2-D weight but norms (llama-quantize's fallback where a row is "
@@ -113,6 +114,10 @@ int runExport(ExportArgs& a) {
     for (const auto& [name, n] : r.types) types.push_back(fmt::format("{} {}", n, name));
     fmt::print("{}: {} tensors ({}), {} bytes in {:.1f} s\n", r.path, r.tensors, fmt::join(types, ", "), r.bytes,
                r.seconds);
+    return 0;
+  }
+  if (a.listFormats) {
+    fmt::print("gguf  llama.cpp: GGUF v3, llama architecture (docs/export.md)\n");
     return 0;
   }
   throw Usage("export: name a format (gguf); see linnet export --help");

@@ -20,6 +20,7 @@ struct ExportArgs {
   // gguf
   std::string type, tokenizer;
   int64_t threads = 0;
+  bool listFormats = false;  // `linnet export --formats`
   CLI::App* gguf = nullptr;
 };
 
