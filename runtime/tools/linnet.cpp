@@ -82,9 +82,9 @@ const char* kSynopsis = R"(
       (--prompt-ids 1,2,3 | --prompt TEXT [--tokenizer PATH]) [--max-new N] [sampling]
   linnet chat PACKAGE --weights PATH [--tokenizer PATH] [--set K=V]... [--system TEXT]
       [--prompt TEXT] [--max-new N] [sampling]
-  linnet export gguf PACKAGE (--weights PATH | --random-weights) [--set K=V]... [--type TYPE] -o FILE.gguf
   linnet tokenize --tokenizer PATH TEXT        (ids as a JSON array)
   linnet detokenize --tokenizer PATH 1,2,3
+  linnet export gguf PACKAGE (--weights PATH | --random-weights) [--set K=V]... [--type TYPE] -o FILE.gguf
   linnet bench decode|prefill PACKAGE (--weights PATH | --random-weights) [--set K=V]...
       [--backend NAME] [--steps N] [--prompt-len S] [--warmup N] [--json]
   linnet --version | --help
