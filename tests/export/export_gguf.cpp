@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
 
 #include "../runtime/temp_dir.h"
 #include "export/gguf_export.h"
@@ -110,7 +111,8 @@ TEST_CASE("an f32 export reads back as the checkpoint it came from", "[export][g
 TEST_CASE("a quantized export holds the encoders' blocks; norms stay f32", "[export][gguf]") {
   TempDir dir;
   for (auto [type, name] : {std::pair{GgmlType::Q8_0, "q8_0"}, std::pair{GgmlType::Q4_K, "q4_k"},
-                            std::pair{GgmlType::Q6_K, "q6_k"}, std::pair{GgmlType::BF16, "bf16"}}) {
+                            std::pair{GgmlType::Q6_K, "q6_k"}, std::pair{GgmlType::BF16, "bf16"},
+                            std::pair{GgmlType::Q4_0, "q4_0"}, std::pair{GgmlType::F16, "f16"}}) {
     DYNAMIC_SECTION(name) {
       auto o = gqa2(dir / (std::string(name) + ".gguf"));
       o.type = type;
@@ -137,7 +139,9 @@ TEST_CASE("a quantized export holds the encoders' blocks; norms stay f32", "[exp
         CHECK(std::vector<std::byte>(t.data.begin(), t.data.end()) == expected);
       }
       std::int64_t fileType = file.metadata().getInt("general.file_type");
-      CHECK(fileType == (type == GgmlType::Q8_0 ? 7 : type == GgmlType::Q4_K ? 15 : type == GgmlType::Q6_K ? 18 : 32));
+      const std::map<GgmlType, std::int64_t> fileTypes = {{GgmlType::Q8_0, 7}, {GgmlType::Q4_K, 15}, {GgmlType::Q6_K, 18},
+                                                          {GgmlType::BF16, 32}, {GgmlType::Q4_0, 2}, {GgmlType::F16, 1}};
+      CHECK(fileType == fileTypes.at(type));
       if (type == GgmlType::Q4_K) CHECK(log.size() == 1 + 16);  // the tokenizer warning, 16 fallbacks
     }
   }
