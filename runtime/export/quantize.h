@@ -10,7 +10,7 @@
 //                    gguf.quants cannot quantize these, only dequantize
 // Every product and sum is rounded on its own (no fused multiply-add), as
 // in those references. tests/export/make_gguf_fixtures.py writes the vectors
-// tests/runtime/export_quantize.cpp checks against.
+// tests/export/export_quantize.cpp checks against.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the fixtures of the GGUF export's tests (tests/runtime/export_*.cpp)
+"""Writes the fixtures of the GGUF export's tests (tests/export/export_*.cpp)
 into tests/data/export/, with llama.cpp's own code as the oracle:
 
     bash tests/export/check_gguf_with_llama_cpp.sh --fixtures   # venv + this script
