@@ -204,10 +204,10 @@ def main() -> None:
             bad = np.nonzero((a != b).any(axis=1))[0]
             zero_sign = [i for i in bad if not x.reshape(-1, 32)[i].any() and np.array_equal(a[i, 2:], b[i, 2:])
                          and (a[i, :2].view(np.uint16) ^ b[i, :2].view(np.uint16))[0] == 0x8000]
-            what = "equals" if not len(bad) else (
-                f"differs from only in the sign of the zero scale of {len(zero_sign)} all-zero block(s) from"
-                if len(zero_sign) == len(bad) else f"DIFFERS in {len(bad)} blocks from")
-            print(f"{qtype.name}: gguf.quants {what} ggml_quantize_chunk", file=sys.stderr)
+            what = "equals ggml_quantize_chunk" if not len(bad) else (
+                f"differs from ggml_quantize_chunk only in the sign of the zero scale of {len(zero_sign)} all-zero "
+                "block(s)" if len(zero_sign) == len(bad) else f"DIFFERS from ggml_quantize_chunk in {len(bad)} blocks")
+            print(f"{qtype.name}: gguf.quants {what}", file=sys.stderr)
     try:
         from importlib.metadata import version
         made["_versions"] = {"gguf": version("gguf"), "numpy": version("numpy")}
