@@ -37,6 +37,9 @@
 #ifdef LINNET_HAVE_SERVE
 #include "tools/serve_command.h"
 #endif
+#ifdef LINNET_HAVE_EXPORT
+#include "tools/export_command.h"
+#endif
 
 namespace {
 
@@ -90,6 +93,7 @@ const char* kSynopsis = R"(
       [--system TEXT] [--prompt TEXT] [--max-new N] [sampling] [--verbose]
   linnet tokenize --tokenizer PATH TEXT        (ids as a JSON array)
   linnet detokenize --tokenizer PATH 1,2,3
+  linnet export gguf PACKAGE (--weights PATH | --random-weights) [--set K=V]... [--type TYPE] -o FILE.gguf
   linnet bench decode|prefill PACKAGE (--weights PATH | --random-weights) [--set K=V]...
       [--backend NAME] [--steps N] [--prompt-len S] [--warmup N] [--json]
   linnet --version | --help
@@ -777,6 +781,10 @@ int main(int argc, char** argv) {
   serveArgs.engine.maxQueue = -1;
   commands.serve = defineServe(app, serveArgs);
 #endif
+#ifdef LINNET_HAVE_EXPORT
+  linnet::tools::ExportArgs exportArgs;
+  CLI::App* exportCommand = linnet::tools::defineExport(app, exportArgs);
+#endif
   app.footer(std::string(kSynopsis) + kTextNotes + kPackageNotes + kBenchNotes);  // after: subcommands copy it
   try {
     try {
@@ -823,6 +831,9 @@ int main(int argc, char** argv) {
       if (serveArgs.engine.maxQueue < 0) serveArgs.engine.maxQueue = 2 * serveArgs.engine.rows;
       return linnet::tools::runServe(serveArgs);
     }
+#endif
+#ifdef LINNET_HAVE_EXPORT
+    if (exportCommand->parsed()) return linnet::tools::runExport(exportArgs);
 #endif
     throw Usage(fmt::format("unknown command `{}`; see linnet --help", a.command));
   } catch (const Usage& e) {

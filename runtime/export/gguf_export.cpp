@@ -1,0 +1,445 @@
+#include "export/gguf_export.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "export/gguf_names.h"
+#include "export/gguf_writer.h"
+#include "export/model_facts.h"
+#include "export/quantize.h"
+#include "export/tokenizer_source.h"
+#include "gguf/llama.h"
+#include "nest/conventions.h"
+#include "nest/params.h"
+#include "nest/tensor.h"
+#include "weights/bindings.h"
+
+namespace linnet::exporter {
+
+namespace fs = std::filesystem;
+using gguf::GgmlType;
+using gguf::Value;
+using nest::Error;
+
+namespace {
+
+struct TypeName {
+  const char* name;
+  GgmlType type;
+  std::uint32_t fileType;  // llama_ftype: general.file_type
+};
+
+constexpr TypeName kTypeNames[] = {
+    {"f32", GgmlType::F32, 0},    {"f16", GgmlType::F16, 1},   {"bf16", GgmlType::BF16, 32},
+    {"q8_0", GgmlType::Q8_0, 7},  {"q4_0", GgmlType::Q4_0, 2}, {"q4_k", GgmlType::Q4_K, 15},
+    {"q6_k", GgmlType::Q6_K, 18},
+};
+
+// llama_ftype of a file mostly in `t` (the *_M mixes for K-quants, as
+// llama-quantize names Q4_K); nullopt for a type with none.
+std::optional<std::uint32_t> fileTypeOf(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: return 0;
+    case GgmlType::F16: return 1;
+    case GgmlType::Q4_0: return 2;
+    case GgmlType::Q4_1: return 3;
+    case GgmlType::Q8_0: return 7;
+    case GgmlType::Q5_0: return 8;
+    case GgmlType::Q5_1: return 9;
+    case GgmlType::Q2_K: return 10;
+    case GgmlType::Q3_K: return 12;
+    case GgmlType::Q4_K: return 15;
+    case GgmlType::Q5_K: return 17;
+    case GgmlType::Q6_K: return 18;
+    case GgmlType::BF16: return 32;
+    default: return std::nullopt;
+  }
+}
+
+std::string bytesText(std::uint64_t n) {
+  if (n >= (1ull << 30)) return fmt::format("{:.2f} GiB", n / double(1ull << 30));
+  if (n >= (1ull << 20)) return fmt::format("{:.1f} MiB", n / double(1ull << 20));
+  return fmt::format("{} bytes", n);
+}
+
+std::string shapeText(const std::vector<std::int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+GgmlType plainType(DType d) {
+  switch (d) {
+    case DType::BF16: return GgmlType::BF16;
+    case DType::F16: return GgmlType::F16;
+    default: return GgmlType::F32;
+  }
+}
+
+// What llama.cpp quantizes: 2-D and larger `.weight`s other than norms
+// (llama-quant.cpp's tensor_allows_quantization; convert_hf_to_gguf.py
+// keeps 1-D tensors and norms in F32 too).
+bool quantizable(const std::string& name, const std::vector<std::int64_t>& shape) {
+  return shape.size() >= 2 && name.ends_with(".weight") && name.find("_norm.weight") == std::string::npos;
+}
+
+// The requested type, or llama-quantize's fallback (tensor_type_fallback)
+// when a row is not whole blocks of it.
+GgmlType fitType(GgmlType want, std::int64_t rowLength) {
+  auto fits = [&](GgmlType t) { return rowLength % gguf::typeTraits(t).blockSize == 0; };
+  if (fits(want)) return want;
+  GgmlType fallback = want == GgmlType::Q4_K ? GgmlType::Q5_0 : want == GgmlType::Q6_K ? GgmlType::Q8_0 : GgmlType::F16;
+  return fits(fallback) ? fallback : GgmlType::F16;
+}
+
+std::string readText(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Planned {
+  std::size_t param = SIZE_MAX;  // into the params; SIZE_MAX: rope_freqs
+  GgufName name;
+  std::vector<std::int64_t> shape;
+  GgmlType type = GgmlType::F32;
+  const gguf::TensorInfo* stored = nullptr;  // the GGUF source's tensor
+  bool omitted = false;                      // the tied output head
+};
+
+std::vector<float> toF32(std::span<const std::byte> bytes, DType dtype) {
+  std::size_t size = byteSize(dtype);
+  std::vector<float> out(bytes.size() / size);
+  for (std::size_t k = 0; k < out.size(); ++k) out[k] = static_cast<float>(nest::loadElement(dtype, bytes.data() + k * size));
+  return out;
+}
+
+}  // namespace
+
+const std::vector<std::string>& ggufTypeNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const TypeName& t : kTypeNames) n.push_back(t.name);
+    return n;
+  }();
+  return names;
+}
+
+std::optional<GgmlType> ggufTypeNamed(std::string_view name) {
+  for (const TypeName& t : kTypeNames)
+    if (name == t.name) return t.type;
+  return std::nullopt;
+}
+
+std::vector<std::byte> permuteRowBytes(std::span<const std::byte> in, std::int64_t count, std::size_t rowBytes,
+                                       std::int64_t heads) {
+  if (heads <= 0 || count % (2 * heads) != 0 || in.size() != static_cast<std::size_t>(count) * rowBytes)
+    throw std::invalid_argument(fmt::format("cannot permute {} rows for {} heads", count, heads));
+  const std::int64_t half = count / heads / 2;
+  std::vector<std::byte> out(in.size());
+  for (std::int64_t h = 0; h < heads; ++h)
+    for (std::int64_t j = 0; j < half; ++j)
+      for (std::int64_t t = 0; t < 2; ++t) {
+        std::int64_t to = h * 2 * half + j * 2 + t, from = h * 2 * half + t * half + j;
+        std::memcpy(out.data() + to * rowBytes, in.data() + from * rowBytes, rowBytes);
+      }
+  return out;
+}
+
+std::vector<float> llama3RopeFactors(double theta, std::int64_t dim, double factor, double lowFreqFactor,
+                                     double highFreqFactor, double originalContext) {
+  // torch's float32 arithmetic, with Python's scalars taken as float32.
+  const float lowWavelen = static_cast<float>(originalContext / lowFreqFactor);
+  const float highWavelen = static_cast<float>(originalContext / highFreqFactor);
+  const float twoPi = static_cast<float>(2 * M_PI);
+  std::vector<float> out;
+  for (std::int64_t i = 0; i < dim; i += 2) {
+    float exponent = static_cast<float>(i) / static_cast<float>(dim);
+    float freq = 1.0f / std::pow(static_cast<float>(theta), exponent);
+    float wavelen = twoPi / freq;
+    if (wavelen < highWavelen) {
+      out.push_back(1.0f);
+    } else if (wavelen > lowWavelen) {
+      out.push_back(static_cast<float>(factor));
+    } else {
+      float smooth = (static_cast<float>(originalContext) / wavelen - static_cast<float>(lowFreqFactor)) /
+                     static_cast<float>(highFreqFactor - lowFreqFactor);
+      out.push_back(1.0f / ((1.0f - smooth) / static_cast<float>(factor) + smooth));
+    }
+  }
+  return out;
+}
+
+GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void(const std::string&)>& log) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto note = [&](const std::string& s) {
+    if (log) log(s);
+  };
+
+  // --- The output: refused first, before anything is read. ---------------
+  if (o.output.empty()) throw Error("export gguf: no output file: pass -o FILE.gguf");
+  const fs::path out(o.output);
+  if (fs::is_directory(out)) throw Error(fmt::format("{} is a folder; -o names the .gguf file to write", o.output));
+  if (fs::exists(out) && !o.force)
+    throw Error(fmt::format("{}: exists; pass --force to replace it (it is replaced only once the new file is "
+                            "complete)",
+                            o.output));
+  const fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+  if (!fs::is_directory(dir)) throw Error(fmt::format("{}: no folder {} to write it in", o.output, dir.string()));
+  if (!o.load.randomWeights && o.load.weights.empty())
+    throw Error(fmt::format("{}: no weights given: pass a .safetensors file, an index.json or a .gguf (--weights), "
+                            "or ask for random weights (--random-weights)",
+                            o.package));
+
+  // --- The model and what llama.cpp calls everything in it. --------------
+  ModelFacts facts = instantiate(o.package, o.load);
+  const std::string families = fmt::format("{}", fmt::join(ggufFamilies(), ", "));
+  if (facts.family.empty())
+    throw Error(fmt::format("{}/nest.toml: [model] names no family, so llama.cpp's tensor names for the model are "
+                            "unknown (families with a GGUF name table: {})",
+                            o.package, families));
+  if (!hasGgufFamily(facts.family))
+    throw Error(fmt::format("{}: family `{}` has no GGUF name table, so llama.cpp's names for its tensors are "
+                            "unknown (runtime/export/gguf_names.def has: {})",
+                            o.package, facts.family, families));
+  const std::string arch = ggufArchitecture(facts.family);
+
+  std::vector<Planned> plan;
+  std::vector<std::string> unnamed;
+  for (std::size_t k = 0; k < facts.params.size(); ++k) {
+    const nest::ParamInfo& p = facts.params[k];
+    auto name = ggufNameFor(facts.family, p.path);
+    if (!name) {
+      unnamed.push_back(fmt::format("{} {}", p.path, shapeText(p.shape)));
+      continue;
+    }
+    plan.push_back({k, *name, p.shape, GgmlType::F32, nullptr, false});
+  }
+  if (!unnamed.empty())
+    throw Error(fmt::format("{}: {} of the model's {} parameters have no llama.cpp name in the `{}` table "
+                            "(runtime/export/gguf_names.def): {}",
+                            o.package, unnamed.size(), facts.params.size(), facts.family, fmt::join(unnamed, "; ")));
+
+  std::vector<std::string> missing;
+  auto need = [&](const char* generic) -> std::int64_t {
+    auto v = facts.dim(generic);
+    if (!v) missing.push_back(fmt::format("the generic {}", generic));
+    return v.value_or(0);
+  };
+  const std::int64_t vocab = need(nest::kVocabGeneric), context = need(nest::kContextGeneric);
+  const std::int64_t heads = need("Heads"), hidden = need("H");
+  std::map<std::string, std::int64_t> shapeKeys;
+  for (const nest::GgufShapeKey& k : nest::ggufShapeKeys()) shapeKeys[k.key] = need(k.generic);
+  auto constant = [&](const std::string& name) -> double {
+    auto v = facts.constant(name);
+    if (!v) missing.push_back(fmt::format("the constant {}", name));
+    return v.value_or(0);
+  };
+  const double theta = constant("llama.rope.THETA");
+  const double eps = constant("std.nn.norm.EPS");
+  // Which rope tables the sources compute with (nest.toml's [replace] may swap them).
+  std::optional<std::vector<float>> ropeFactors;
+  const bool scaled = facts.imports("llama.rope.tables"), plain = facts.imports("std.nn.rope.rotary_tables");
+  if (scaled == plain)
+    throw Error(fmt::format("{}: cannot tell the model's rope: its sources import {} (llama.rope.tables: llama3 "
+                            "scaling; std.nn.rope.rotary_tables: none)",
+                            o.package, scaled ? "both tables" : "neither table"));
+  if (scaled) {
+    double f = constant("llama.rope.FACTOR"), lo = constant("llama.rope.LOW_FREQ_FACTOR"),
+           hi = constant("llama.rope.HIGH_FREQ_FACTOR"), ctx = constant("llama.rope.ORIGINAL_MAX_POSITION_EMBEDDINGS");
+    if (missing.empty()) ropeFactors = llama3RopeFactors(theta, hidden / heads, f, lo, hi, ctx);
+  }
+  if (!missing.empty())
+    throw Error(fmt::format("{}: the GGUF metadata of family `{}` needs {}, which the model does not have", o.package,
+                            facts.family, fmt::join(missing, ", ")));
+  if (heads <= 0 || hidden % heads != 0)
+    throw Error(fmt::format("{}: H = {} is not a whole number of Heads = {}", o.package, hidden, heads));
+
+  // --- The tokenizer. ------------------------------------------------------
+  const bool ggufSource = !o.load.randomWeights && o.load.weights.ends_with(".gguf");
+  std::optional<gguf::File> source;
+  if (ggufSource) source = gguf::File::open(o.load.weights);
+  std::string tokenizerPath = o.tokenizer;
+  if (tokenizerPath.empty() && source && source->metadata().contains("tokenizer.ggml.model"))
+    tokenizerPath = o.load.weights;
+  std::optional<ExportTokenizer> tokenizer;
+  if (!tokenizerPath.empty()) {
+    tokenizer = loadExportTokenizer(tokenizerPath);
+    if (std::size_t padded = padVocabulary(*tokenizer, static_cast<std::size_t>(vocab)))
+      note(fmt::format("note: the tokenizer has {} tokens for Vocab = {}: ids {}..{} are written as [PADn] tokens "
+                       "of type UNUSED, as convert_hf_to_gguf.py does",
+                       vocab - padded, vocab, vocab - padded, vocab - 1));
+    fs::path cardTemplate = fs::path(o.package) / "chat_template.jinja";
+    if (!tokenizer->data.chatTemplate && fs::exists(cardTemplate)) {
+      tokenizer->data.chatTemplate = readText(cardTemplate);
+      note(fmt::format("note: the chat template is the card's {}", cardTemplate.string()));
+    }
+  } else {
+    note("warning: no tokenizer (--tokenizer tokenizer.json or a .gguf): the file gets tokenizer.ggml.model = "
+         "\"none\"; llama.cpp loads it and runs token ids, but cannot turn text into tokens");
+  }
+  if (source)
+    if (auto c = source->metadata().findInt(arch + ".context_length"); c && *c != context)
+      note(fmt::format("note: {}.context_length = {} (the model's {}); the source says {}: --set {}={} keeps it", arch,
+                       context, nest::kContextGeneric, *c, nest::kContextGeneric, *c));
+
+  // --- Tied head, sources, types. ------------------------------------------
+  fs::path bindingsPath = fs::path(o.package) / "bindings.json";
+  std::optional<weights::Bindings> bindings;
+  if (fs::exists(bindingsPath)) bindings = weights::Bindings::load(bindingsPath);
+  auto boundName = [&](std::size_t param) -> std::optional<std::string> {
+    return bindings ? bindings->find(facts.params[param].path) : std::nullopt;
+  };
+  std::optional<std::string> embedding;
+  for (const Planned& t : plan)
+    if (t.name.role == TensorRole::Embedding) embedding = boundName(t.param);
+  for (Planned& t : plan)
+    if (t.name.role == TensorRole::Output && embedding && boundName(t.param) == embedding) t.omitted = true;
+
+  std::vector<nest::ParamBytes> bound;
+  if (!o.load.randomWeights) bound = nest::bindParams(o.package, facts.params, facts.dims, o.load);
+
+  std::size_t fallbacks = 0;
+  for (Planned& t : plan) {
+    const nest::ParamInfo& p = facts.params[t.param];
+    if (source)
+      if (auto hf = boundName(t.param))
+        if (auto g = gguf::llamaGgufName(*hf)) t.stored = source->find(*g);
+    if (t.stored && t.stored->shape != p.shape) t.stored = nullptr;  // bound otherwise (cannot happen after bind)
+    const std::int64_t row = t.shape.back();
+    if (o.type) {
+      t.type = quantizable(t.name.name, t.shape) ? fitType(*o.type, row) : GgmlType::F32;
+      if (quantizable(t.name.name, t.shape) && t.type != *o.type && !t.omitted) {
+        ++fallbacks;
+        note(fmt::format("note: {} {}: rows of {} are not whole {} blocks; written as {} (llama-quantize's fallback)",
+                         t.name.name, shapeText(t.shape), row, gguf::typeName(*o.type), gguf::typeName(t.type)));
+      }
+    } else if (t.stored) {
+      t.type = t.stored->type;
+    } else {
+      t.type = quantizable(t.name.name, t.shape) ? plainType(p.dtype) : GgmlType::F32;
+    }
+  }
+  if (ropeFactors)
+    plan.insert(plan.begin(), Planned{SIZE_MAX, {"rope_freqs.weight", "", TensorRole::Plain},
+                                      {static_cast<std::int64_t>(ropeFactors->size())}, GgmlType::F32, nullptr, false});
+
+  // --- Metadata. ----------------------------------------------------------
+  GgufWriter w;
+  auto u32 = [](std::int64_t v) { return Value{static_cast<std::uint32_t>(v)}; };
+  w.add("general.architecture", Value{arch});
+  w.add("general.type", Value{std::string("model")});
+  w.add("general.name", Value{facts.title.empty() ? facts.name : facts.title});
+  if (!facts.license.empty()) w.add("general.license", Value{facts.license});
+  w.add(arch + ".vocab_size", u32(vocab));
+  w.add(arch + ".context_length", u32(context));
+  for (const auto& [key, v] : shapeKeys) w.add(arch + "." + key, u32(v));
+  w.add(arch + ".rope.dimension_count", u32(hidden / heads));
+  w.add(arch + ".rope.freq_base", Value{static_cast<float>(theta)});
+  w.add(arch + ".attention.layer_norm_rms_epsilon", Value{static_cast<float>(eps)});
+  std::map<GgmlType, std::size_t> counts;
+  for (const Planned& t : plan)
+    if (!t.omitted && quantizable(t.name.name, t.shape)) ++counts[t.type];
+  std::uint32_t fileType = 0;
+  if (o.type) {
+    for (const TypeName& n : kTypeNames)
+      if (n.type == *o.type) fileType = n.fileType;
+  } else if (auto ft = source ? source->metadata().findInt("general.file_type") : std::nullopt) {
+    fileType = static_cast<std::uint32_t>(*ft);
+  } else if (!counts.empty()) {
+    auto most = std::max_element(counts.begin(), counts.end(), [](auto& a, auto& b) { return a.second < b.second; });
+    fileType = fileTypeOf(most->first).value_or(0);
+  }
+  w.add("general.file_type", u32(fileType));
+  w.add("general.quantization_version", u32(2));
+  if (tokenizer) addTokenizerMetadata(w, *tokenizer);
+  else w.add("tokenizer.ggml.model", Value{std::string("none")});
+
+  for (const Planned& t : plan)
+    if (!t.omitted) w.addTensor(t.name.name, t.type, t.shape);
+
+  std::error_code ec;
+  fs::space_info space = fs::space(dir, ec);
+  if (!ec && space.available < w.fileSize() + (16u << 20))
+    throw Error(fmt::format("{}: the file needs {}, but {} has {} free", o.output, bytesText(w.fileSize()),
+                            dir.string(), bytesText(space.available)));
+
+  // --- Writing. ------------------------------------------------------------
+  const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  std::mt19937_64 rng(o.load.seed);
+  std::normal_distribution<double> normal(0.0, 0.02);
+  nest::Progress progress("linnet: writing tensors", plan.size());
+  w.open(out);
+  for (const Planned& t : plan) {
+    progress.step();
+    if (t.param == SIZE_MAX) {  // rope_freqs.weight
+      w.writeTensor(std::as_bytes(std::span<const float>(*ropeFactors)));
+      continue;
+    }
+    const nest::ParamInfo& p = facts.params[t.param];
+    // The param's elements, in the model's (Hugging Face) layout.
+    std::optional<nest::Tensor> random;
+    std::span<const std::byte> elements;
+    if (o.load.randomWeights) {
+      // Exactly nest's --random-weights values: one generator through every param in order.
+      random = nest::Tensor::zeros(p.dtype, p.shape);
+      bool norm = p.shape.size() == 1;
+      if (random->isFloat())
+        for (std::int64_t k = 0; k < random->size(); ++k) random->set(k, norm ? 1.0 + normal(rng) : normal(rng));
+      elements = random->bytes();
+    } else {
+      elements = bound[t.param].bytes;
+    }
+    if (t.omitted) continue;
+    const std::int64_t rows = t.shape[0];
+    std::int64_t permuteHeads = 0;
+    if (!t.name.permuteBy.empty()) permuteHeads = facts.dims.at(t.name.permuteBy);
+    const std::int64_t rowLength = t.shape.back();
+    auto permuted = [&](std::span<const std::byte> bytes) -> std::vector<std::byte> {
+      if (!permuteHeads) return {bytes.begin(), bytes.end()};
+      return permuteRowBytes(bytes, rows, bytes.size() / static_cast<std::size_t>(rows), permuteHeads);
+    };
+    const bool wholeRows = t.shape.size() >= 2 || gguf::typeTraits(t.type).blockSize == 1;
+    if (t.stored && t.stored->type == t.type && wholeRows) {
+      gguf::StoredTensor st = gguf::storedAsHuggingFace(*source, *t.stored);
+      w.writeTensor(permuted(st.data));  // the source's own blocks: bit-exact
+      continue;
+    }
+    if (!t.stored && plainType(p.dtype) == t.type) {
+      w.writeTensor(permuted(elements));  // the bound elements as they are
+      continue;
+    }
+    std::vector<float> values;
+    if (t.stored) {
+      gguf::StoredTensor st = gguf::storedAsHuggingFace(*source, *t.stored);
+      values.resize(t.stored->elementCount);
+      gguf::dequantize(st.type, st.data, values);
+    } else {
+      values = toF32(elements, p.dtype);
+    }
+    std::vector<std::byte> f32 = permuted(std::as_bytes(std::span<const float>(values)));
+    std::memcpy(values.data(), f32.data(), f32.size());
+    std::vector<std::byte> encoded(rowBytes(t.type, rowLength) * (values.size() / static_cast<std::size_t>(rowLength)));
+    encodeRows(t.type, values, rowLength, encoded, threads);
+    w.writeTensor(encoded);
+  }
+  w.finish();
+
+  GgufExportResult r;
+  r.path = o.output;
+  r.bytes = w.fileSize();
+  r.tensors = w.tensors().size();
+  for (const PlannedTensor& t : w.tensors()) ++r.types[gguf::typeName(t.type)];
+  r.fallbacks = fallbacks;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace linnet::exporter

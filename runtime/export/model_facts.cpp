@@ -1,0 +1,73 @@
+#include "export/model_facts.h"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <filesystem>
+
+#include "base/diagnostics.h"
+#include "nest/backend.h"
+#include "sema/checker.h"
+#include "sema/program.h"
+
+namespace linnet::exporter {
+
+std::optional<double> ModelFacts::constant(const std::string& fullName) const {
+  auto it = constants.find(fullName);
+  if (it == constants.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<int64_t> ModelFacts::dim(const std::string& n) const {
+  auto it = dims.find(n);
+  if (it == dims.end()) return std::nullopt;
+  return it->second;
+}
+
+ModelFacts instantiate(const std::string& package, const nest::LoadOptions& options) {
+  SourceManager sources;
+  Diagnostics diags(sources);
+  sema::Program program(sources, diags, nest::stdlibFor(options));
+  for (const auto& [k, v] : options.generics) program.setGeneric(k + "=" + v.str());
+  program.loadPackage(package);
+  std::optional<sema::Summary> summary;
+  if (program.root() && !diags.hasErrors()) {
+    sema::Checker checker(program, diags);
+    checker.checkDefinitions();
+    if (!diags.hasErrors()) summary = checker.instantiateRoot();
+  }
+  if (diags.hasErrors()) throw nest::Error(diags.render());
+  if (!summary) throw nest::Error(fmt::format("{}: no root block to export (nest.toml [source] root)", package));
+
+  ModelFacts f;
+  f.package = package;
+  f.name = program.package().name;
+  for (const auto& [k, v] : program.package().generics) {
+    if (v.number) f.dims[k] = *v.number;
+    else if (!v.dtype.empty()) f.dtypes[k] = v.dtype;
+  }
+  for (const sema::ParamInfo& p : summary->params) f.params.push_back({p.path, p.shape, p.dtype, std::nullopt});
+  for (const auto& m : program.modules()) {
+    for (const auto& [alias, item] : m->imports)
+      if (item.module) f.imported.insert(item.module->name + "." + item.name);
+    for (const auto& [name, item] : m->items)
+      if (item.kind == sema::Item::Const)
+        if (auto v = program.constantValue(m->name + "." + name)) f.constants[m->name + "." + name] = *v;
+  }
+
+  std::filesystem::path nestToml = std::filesystem::path(package) / "nest.toml";
+  if (std::filesystem::exists(nestToml)) {
+    try {
+      toml::table t = toml::parse_file(nestToml.string());
+      if (auto v = t["model"]["name"].value<std::string>()) f.name = *v;
+      if (auto v = t["model"]["title"].value<std::string>()) f.title = *v;
+      if (auto v = t["model"]["license"].value<std::string>()) f.license = *v;
+      if (auto v = t["model"]["family"].value<std::string>()) f.family = *v;
+    } catch (const toml::parse_error& e) {
+      throw nest::Error(fmt::format("{}: {}", nestToml.string(), e.description()));
+    }
+  }
+  return f;
+}
+
+}  // namespace linnet::exporter

@@ -1,0 +1,126 @@
+#include "tools/export_command.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdio>
+
+#include "export/gguf_export.h"
+#include "tools/arguments.h"
+
+namespace linnet::tools {
+
+namespace {
+
+CLI::Option* once(CLI::Option* o) { return o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast); }
+
+const char* kExportNotes = R"(
+PACKAGE is a nest package; its parameters are bound from --weights (a
+.safetensors file, a *.safetensors.index.json or a .gguf) through its
+bindings.json as `linnet call` binds them, with the same --set/--convert. The
+output is written beside OUT and renamed into place once complete; an existing
+OUT is replaced only with --force. See docs/export.md.
+)";
+
+// What every format takes: the model and where it goes.
+void addCommon(CLI::App* cmd, ExportArgs& a) {
+  cmd->add_option("PACKAGE", a.package, "A nest package (nest.toml, linnet.toml, bindings.json, src/)")
+      ->required()
+      ->type_name("DIR");
+  once(cmd->add_option("--weights", a.load.weights, "A .safetensors file, a *.safetensors.index.json or a .gguf file"))
+      ->type_name("PATH");
+  cmd->add_flag("--random-weights", a.load.randomWeights, "Seeded random parameters instead of a checkpoint");
+  once(cmd->add_option_function<std::string>(
+          "--seed", [&a](const std::string& v) { a.load.seed = static_cast<uint64_t>(parseInt(v, "--seed")); },
+          "Seed of --random-weights (default 0)"))
+      ->type_name("INT");
+  cmd->add_flag("--convert", a.load.convertDTypes, "Convert checkpoint floats to the model's dtype");
+  once(cmd->add_option("--stdlib", a.load.stdlib, "Standard library folder (default: LINNET_STDLIB, then the build's)"))
+      ->type_name("DIR");
+  cmd->add_option_function<std::vector<std::string>>(
+         "--set",
+         [&a](const std::vector<std::string>& sets) {
+           for (const auto& s : sets) {
+             std::pair<std::string, std::string> kv = splitAssignment(s, "--set");
+             const std::string& name = kv.first;
+             std::visit([&](auto v) { a.load.generics.insert_or_assign(name, v); },
+                        parseGenericValue(kv.second, "--set " + s));
+           }
+         },
+         "Override a generic of nest.toml's [generics] (repeatable)")
+      ->allow_extra_args(false)
+      ->type_name("K=V");
+  cmd->add_option("-o,--output", a.output, "The file to write")->required()->type_name("OUT");
+  cmd->add_flag("--force", a.force, "Replace OUT if it exists (only once the new one is complete)");
+}
+
+CLI::Validator typeNames() {
+  const auto& names = exporter::ggufTypeNames();
+  return CLI::Validator(
+      [&names](std::string& v) -> std::string {
+        if (exporter::ggufTypeNamed(v)) return {};
+        return fmt::format("`{}`: expected one of {}", v, fmt::join(names, ", "));
+      },
+      fmt::format("{{{}}}", fmt::join(names, "|")));
+}
+
+}  // namespace
+
+CLI::App* defineExport(CLI::App& app, ExportArgs& a) {
+  CLI::App* cmd = app.add_subcommand("export", "Write the package's model for another stack (gguf: llama.cpp)");
+  cmd->require_subcommand(0, 1);
+  cmd->add_flag("--formats", a.listFormats, "List the formats this build writes, one a line");
+  a.gguf = cmd->add_subcommand("gguf", "A GGUF v3 file for llama.cpp (llama architecture)");
+  a.gguf->footer(std::string(kExportNotes) +
+                 "\ngguf: --type quantizes every 2-D weight but norms (llama-quantize's fallback where a row is "
+                 "not whole blocks); without it a GGUF source keeps each tensor's type, a safetensors one takes "
+                 "the model's dtype.\n");
+  addCommon(a.gguf, a);
+  once(a.gguf->add_option("--type", a.type,
+                          "f32, f16, bf16, q8_0, q4_0, q4_k or q6_k (default: a GGUF source's own types, else the "
+                          "model's dtype)"))
+      ->check(typeNames())
+      ->type_name("TYPE");
+  once(a.gguf->add_option("--tokenizer", a.tokenizer,
+                          "A tokenizer.json (tokenizer_config.json beside it) or a .gguf whose tokenizer to carry "
+                          "(default: the --weights file when it is a GGUF)"))
+      ->type_name("PATH");
+  once(a.gguf->add_option_function<std::string>(
+          "--threads",
+          [&a](const std::string& v) {
+            a.threads = parseInt(v, "--threads");
+            if (a.threads < 1 || a.threads > 1024) throw Usage(fmt::format("--threads `{}`: 1 to 1024", v));
+          },
+          "Threads that quantize (default: all cores)"))
+      ->type_name("INT");
+  return cmd;
+}
+
+int runExport(ExportArgs& a) {
+  if (a.gguf && a.gguf->parsed()) {
+    if (a.load.randomWeights && !a.load.weights.empty())
+      throw Usage("export gguf: --weights and --random-weights exclude each other");
+    exporter::GgufExportOptions o;
+    o.package = a.package;
+    o.load = a.load;
+    o.output = a.output;
+    if (!a.type.empty()) o.type = exporter::ggufTypeNamed(a.type);
+    o.tokenizer = a.tokenizer;
+    o.force = a.force;
+    o.threads = static_cast<int>(a.threads);
+    exporter::GgufExportResult r =
+        exporter::exportGguf(o, [](const std::string& line) { fmt::print(stderr, "linnet: {}\n", line); });
+    std::vector<std::string> types;
+    for (const auto& [name, n] : r.types) types.push_back(fmt::format("{} {}", n, name));
+    fmt::print("{}: {} tensors ({}), {} bytes in {:.1f} s\n", r.path, r.tensors, fmt::join(types, ", "), r.bytes,
+               r.seconds);
+    return 0;
+  }
+  if (a.listFormats) {
+    fmt::print("gguf  llama.cpp: GGUF v3, llama architecture (docs/export.md)\n");
+    return 0;
+  }
+  throw Usage("export: name a format (gguf); see linnet export --help");
+}
+
+}  // namespace linnet::tools
