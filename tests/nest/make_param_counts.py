@@ -6,7 +6,10 @@ here: these machines cannot reach the Hugging Face hub) is instantiated on
 PyTorch's meta device, so no memory is allocated and no weights are needed,
 and its parameters are counted the way the model's own card reports them:
 tied embeddings once. Writes tests/data/nest/param_counts.json, which
-tests/nest/check_param_counts.py compares with `linnetc check` of each card.
+tests/nest/check_param_counts.py compares with `linnetc check` of each card,
+and each model's config.json as the Hub publishes it (transformers 4's keys:
+rope_theta, rope_scaling, torch_dtype) into tests/data/nest/configs/, which
+the cards' [config] tables must accept (tests/runtime/model_config_test.cpp).
 
     python3 -m venv .cache/hf-venv && .cache/hf-venv/bin/pip install torch transformers
     .cache/hf-venv/bin/python tests/nest/make_param_counts.py
@@ -60,9 +63,14 @@ def main():
         count = sum(p.numel() for p in model.parameters())
         out["counts"][card] = {"class": type(model).__name__, "parameters": count}
         print(f"{card}: {type(model).__name__} {count:,}")
-    path = pathlib.Path(__file__).resolve().parents[1] / "data" / "nest" / "param_counts.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1) + "\n")
+    data = pathlib.Path(__file__).resolve().parents[1] / "data" / "nest"
+    (data / "configs").mkdir(parents=True, exist_ok=True)
+    (data / "param_counts.json").write_text(json.dumps(out, indent=1) + "\n")
+    for card, (config_class, fields) in CONFIGS.items():
+        published = {"architectures": [config_class.replace("Config", "ForCausalLM")],
+                     "model_type": config_class.replace("Config", "").lower(),
+                     "rope_scaling": None, "torch_dtype": "bfloat16", **fields}
+        (data / "configs" / f"{card}.json").write_text(json.dumps(published, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -278,3 +278,30 @@ TEST_CASE("recommended sampling: generation_config.json, else the card's [sampli
   CHECK(none.source.empty());
   CHECK(none.sampling.temperature == 0);
 }
+
+TEST_CASE("every zoo card accepts its model's published config.json, and takes its generics from it", "[model_config]") {
+  // tests/data/nest/configs: the configs as the Hub publishes them (tests/nest/make_param_counts.py).
+  for (const char* card : {"llama-3.1-8b-instruct", "llama-3.2-1b-instruct", "smollm2-135m-instruct",
+                           "smollm2-1.7b-instruct", "tinyllama-1.1b-chat", "mistral-7b-instruct-v0.3"}) {
+    INFO(card);
+    const std::string package = std::string(LINNET_SOURCE_DIR) + "/nest/" + card;
+    linnet::test::TempDir dir;
+    std::filesystem::copy_file(std::string(LINNET_TEST_DATA) + "/nest/configs/" + card + ".json",
+                               dir.path() / "config.json");
+    std::ofstream(dir.path() / "model.safetensors").put('\0');  // found, not read: nothing is bound here
+    linnet::nest::LoadOptions o;
+    o.weights = dir.path().string();
+    // The card's own generics (SmolLM2-135M's f32 T aside, which is never checked) agree with the config.
+    linnet::nest::LoadOptions checked;
+    REQUIRE_NOTHROW(checked = linnet::nest::prepareLoad(package, o));
+    // Taken from the config, they are the card's.
+    o.genericsFromConfig = true;
+    linnet::nest::LoadOptions taken = linnet::nest::prepareLoad(package, o);
+    CardConfig c = linnet::nest::readCardConfig(package);
+    for (const char* g : {"Vocab", "H", "Heads", "KvHeads", "Inner", "Layers"}) {
+      INFO(g);
+      REQUIRE(taken.generics.count(g));
+      CHECK(taken.generics.at(g).str() == c.generics.at(g).str());
+    }
+  }
+}
