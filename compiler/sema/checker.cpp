@@ -615,17 +615,6 @@ std::string Checker::Impl::definitionOf(const Ctx& ctx) const {
 
 namespace {
 
-std::set<std::string> namesIn(const Relation& r) {
-  std::set<std::string> out;
-  r.lhs.collectVars(out);
-  r.rhs.collectVars(out);
-  std::set<std::string> packs;
-  r.lhs.collectPacks(packs);
-  r.rhs.collectPacks(packs);
-  for (const auto& p : packs) out.insert("..." + p);
-  return out;
-}
-
 Relation negation(const Relation& r) {
   Rel op = Rel::Eq;
   switch (r.op) {
@@ -689,9 +678,9 @@ void Checker::Impl::recordObligation(Ctx& ctx, const Relation& r, SourceRange at
     explainer->add(std::move(o));
     return;
   }
-  std::set<std::string> names = namesIn(r);
+  std::set<std::string> names = r.names();
   for (size_t i = 0; i < given.size(); ++i) {
-    auto mine = namesIn(given[i]);
+    auto mine = given[i].names();
     if (std::any_of(mine.begin(), mine.end(), [&](const std::string& n) { return names.count(n) > 0; }))
       o.closest.push_back(cite(i));
   }

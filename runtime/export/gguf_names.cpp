@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "weights/bindings.h"
+
 namespace linnet::exporter {
 
 namespace {
@@ -17,35 +19,6 @@ constexpr Rule kRules[] = {
 #include "export/gguf_names.def"
 #undef GGUF_NAME
 };
-
-std::vector<std::string_view> split(std::string_view s) {
-  std::vector<std::string_view> out;
-  for (std::size_t start = 0;;) {
-    std::size_t dot = s.find('.', start);
-    out.push_back(s.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
-    if (dot == std::string_view::npos) return out;
-    start = dot + 1;
-  }
-}
-
-bool allDigits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-}
-
-// The indices `path` gives the pattern's `*`s, or nullopt when it does not match.
-std::optional<std::vector<std::string_view>> match(std::string_view pattern, std::string_view path) {
-  std::vector<std::string_view> p = split(pattern), q = split(path), indices;
-  if (p.size() != q.size()) return std::nullopt;
-  for (std::size_t k = 0; k < p.size(); ++k) {
-    if (p[k] == "*") {
-      if (!allDigits(q[k])) return std::nullopt;
-      indices.push_back(q[k]);
-    } else if (p[k] != q[k]) {
-      return std::nullopt;
-    }
-  }
-  return indices;
-}
 
 }  // namespace
 
@@ -66,15 +39,10 @@ std::string ggufArchitecture(std::string_view family) { return std::string(famil
 std::optional<GgufName> ggufNameFor(std::string_view family, std::string_view linnetPath) {
   for (const Rule& r : kRules) {
     if (r.family != family) continue;
-    auto indices = match(r.linnet, linnetPath);
+    // The same `*` patterns as bindings.json's.
+    auto indices = weights::matchPattern(r.linnet, linnetPath);
     if (!indices) continue;
-    std::string name;
-    std::size_t next = 0;
-    for (std::string_view part : split(r.gguf)) {
-      if (!name.empty()) name += '.';
-      name += part == "*" && next < indices->size() ? std::string((*indices)[next++]) : std::string(part);
-    }
-    return GgufName{name, std::string(r.permuteBy), r.role};
+    return GgufName{weights::fillPattern(r.gguf, *indices), std::string(r.permuteBy), r.role};
   }
   return std::nullopt;
 }

@@ -50,22 +50,6 @@ std::string patternProblem(std::string_view key, std::string_view value) {
   return {};
 }
 
-// The indices `path` gives the pattern's `*`s, or nullopt if it does not match.
-std::optional<std::vector<std::string_view>> matchPattern(std::string_view pattern, std::string_view path) {
-  auto want = components(pattern), have = components(path);
-  if (want.size() != have.size()) return std::nullopt;
-  std::vector<std::string_view> indices;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    if (want[i] == "*") {
-      if (!isIndex(have[i])) return std::nullopt;
-      indices.push_back(have[i]);
-    } else if (want[i] != have[i]) {
-      return std::nullopt;
-    }
-  }
-  return indices;
-}
-
 }  // namespace
 
 Bindings Bindings::parse(std::string_view json, std::string_view source) {
@@ -117,19 +101,36 @@ Bindings Bindings::fromEntries(std::map<std::string, std::string> entries, std::
   return b;
 }
 
+std::optional<std::vector<std::string_view>> matchPattern(std::string_view pattern, std::string_view path) {
+  auto want = components(pattern), have = components(path);
+  if (want.size() != have.size()) return std::nullopt;
+  std::vector<std::string_view> indices;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (want[i] == "*") {
+      if (!isIndex(have[i])) return std::nullopt;
+      indices.push_back(have[i]);
+    } else if (want[i] != have[i]) {
+      return std::nullopt;
+    }
+  }
+  return indices;
+}
+
+std::string fillPattern(std::string_view name, const std::vector<std::string_view>& indices) {
+  std::string out;
+  std::size_t next = 0;
+  for (char c : name) {
+    if (c == '*' && next < indices.size()) out += indices[next++];
+    else out += c;
+  }
+  return out;
+}
+
 std::optional<std::string> Bindings::find(std::string_view path) const {
   if (auto it = entries_.find(path); it != entries_.end()) return it->second;
   for (const auto& [key, value] : entries_) {
     if (key.find('*') == std::string::npos) continue;
-    auto indices = matchPattern(key, path);
-    if (!indices) continue;
-    std::string name;
-    std::size_t next = 0;
-    for (char c : value) {
-      if (c == '*') name += (*indices)[next++];
-      else name += c;
-    }
-    return name;
+    if (auto indices = matchPattern(key, path)) return fillPattern(value, *indices);
   }
   return std::nullopt;
 }

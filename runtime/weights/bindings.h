@@ -125,4 +125,11 @@ BoundWeights bind(const std::vector<ParamSpec>& expected, const Bindings& bindin
 // "layers.3.attention.q_proj.weight" -> "layers.*.attention.q_proj.weight".
 std::string pathPattern(std::string_view path);
 
+// The indices `path` gives a pattern's `*`s (each a whole component standing
+// for digits), or nullopt when it does not match: "layers.*.mlp.up.weight"
+// and "layers.3.mlp.up.weight" give {"3"}.
+std::optional<std::vector<std::string_view>> matchPattern(std::string_view pattern, std::string_view path);
+// `name` with its `*`s replaced by `indices` in order (as many as it has).
+std::string fillPattern(std::string_view name, const std::vector<std::string_view>& indices);
+
 }  // namespace linnet::weights

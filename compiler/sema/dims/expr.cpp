@@ -657,4 +657,15 @@ const char* relSymbol(Rel r) {
 
 std::string Relation::str() const { return lhs.str() + " " + relSymbol(op) + " " + rhs.str(); }
 
+std::set<std::string> Relation::names() const {
+  std::set<std::string> out;
+  lhs.collectVars(out);
+  rhs.collectVars(out);
+  std::set<std::string> packs;
+  lhs.collectPacks(packs);
+  rhs.collectPacks(packs);
+  for (const auto& p : packs) out.insert("..." + p);
+  return out;
+}
+
 }  // namespace linnet::dims

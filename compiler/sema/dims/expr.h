@@ -139,6 +139,8 @@ struct Relation {
   Rel op;
   Expr rhs;
   std::string str() const;  // "H % Heads == 0"
+  // The dimensions it mentions: variables, and packs as "...L".
+  std::set<std::string> names() const;
 };
 
 }  // namespace linnet::dims

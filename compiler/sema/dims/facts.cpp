@@ -770,23 +770,13 @@ std::optional<std::vector<size_t>> Facts::usedBy(const Relation& goal) const {
   // Start from the facts connected to the goal through shared dimensions,
   // when they suffice: a where clause of twenty facts usually has a few that
   // mention the goal's dimensions at all, and each drop costs a proof.
-  auto namesOf = [](const Relation& r) {
-    std::set<std::string> out;
-    r.lhs.collectVars(out);
-    r.rhs.collectVars(out);
-    std::set<std::string> packs;
-    r.lhs.collectPacks(packs);
-    r.rhs.collectPacks(packs);
-    for (const auto& p : packs) out.insert("..." + p);
-    return out;
-  };
-  std::set<std::string> names = namesOf(goal);
+  std::set<std::string> names = goal.names();
   std::vector<bool> linked(given_.size(), false);
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t i = 0; i < given_.size(); ++i) {
       if (linked[i]) continue;
-      auto mine = namesOf(given_[i]);
+      auto mine = given_[i].names();
       bool shares = mine.empty() || std::any_of(mine.begin(), mine.end(), [&](const std::string& n) {
         return names.count(n) > 0;
       });
