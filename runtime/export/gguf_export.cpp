@@ -16,7 +16,9 @@
 #include "export/gguf_names.h"
 #include "export/gguf_writer.h"
 #include "export/model_facts.h"
+#include "export/param_values.h"
 #include "export/quantize.h"
+#include "export/rope_scaling.h"
 #include "export/tokenizer_source.h"
 #include "gguf/llama.h"
 #include "nest/conventions.h"
@@ -246,16 +248,9 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
   const double eps = constant("std.nn.norm.EPS");
   // Which rope tables the sources compute with (nest.toml's [replace] may swap them).
   std::optional<std::vector<float>> ropeFactors;
-  const bool scaled = facts.imports("llama.rope.tables"), plain = facts.imports("std.nn.rope.rotary_tables");
-  if (scaled == plain)
-    throw Error(fmt::format("{}: cannot tell the model's rope: its sources import {} (llama.rope.tables: llama3 "
-                            "scaling; std.nn.rope.rotary_tables: none)",
-                            o.package, scaled ? "both tables" : "neither table"));
-  if (scaled) {
-    double f = constant("llama.rope.FACTOR"), lo = constant("llama.rope.LOW_FREQ_FACTOR"),
-           hi = constant("llama.rope.HIGH_FREQ_FACTOR"), ctx = constant("llama.rope.ORIGINAL_MAX_POSITION_EMBEDDINGS");
-    if (missing.empty()) ropeFactors = llama3RopeFactors(theta, hidden / heads, f, lo, hi, ctx);
-  }
+  if (auto s = llama3RopeScaling(facts, missing); s && missing.empty())
+    ropeFactors = llama3RopeFactors(theta, hidden / heads, s->factor, s->lowFreqFactor, s->highFreqFactor,
+                                    s->originalContext);
   if (!missing.empty())
     throw Error(fmt::format("{}: the GGUF metadata of family `{}` needs {}, which the model does not have", o.package,
                             facts.family, fmt::join(missing, ", ")));
@@ -303,8 +298,7 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
   for (Planned& t : plan)
     if (t.name.role == TensorRole::Output && embedding && boundName(t.param) == embedding) t.omitted = true;
 
-  std::vector<nest::ParamBytes> bound;
-  if (!o.load.randomWeights) bound = nest::bindParams(o.package, facts.params, facts.dims, o.load);
+  ParamValues paramValues(facts, o.load);
 
   std::size_t fallbacks = 0;
   for (Planned& t : plan) {
@@ -373,8 +367,6 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
 
   // --- Writing. ------------------------------------------------------------
   const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
-  std::mt19937_64 rng(o.load.seed);
-  std::normal_distribution<double> normal(0.0, 0.02);
   nest::Progress progress("linnet: writing tensors", plan.size());
   w.open(out);
   for (const Planned& t : plan) {
@@ -384,19 +376,9 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
       continue;
     }
     const nest::ParamInfo& p = facts.params[t.param];
-    // The param's elements, in the model's (Hugging Face) layout.
-    std::optional<nest::Tensor> random;
-    std::span<const std::byte> elements;
-    if (o.load.randomWeights) {
-      // Exactly nest's --random-weights values: one generator through every param in order.
-      random = nest::Tensor::zeros(p.dtype, p.shape);
-      bool norm = p.shape.size() == 1;
-      if (random->isFloat())
-        for (std::int64_t k = 0; k < random->size(); ++k) random->set(k, norm ? 1.0 + normal(rng) : normal(rng));
-      elements = random->bytes();
-    } else {
-      elements = bound[t.param].bytes;
-    }
+    // The param's elements, in the model's (Hugging Face) layout (drawn
+    // even for the omitted head, so random values stay those of linnet call).
+    std::span<const std::byte> elements = paramValues.elements(t.param);
     if (t.omitted) continue;
     const std::int64_t rows = t.shape[0];
     std::int64_t permuteHeads = 0;

@@ -1,0 +1,43 @@
+// Each parameter's elements as an export writes them: bound from the
+// checkpoint through bindings.json (nest::bindParams, every check `linnet
+// call` makes), or seeded random values drawn one parameter at a time, the
+// very values `linnet call --random-weights` binds (one generator through
+// every parameter in declaration order), so that an 8B model's random
+// parameters never have to be held all at once.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "export/model_facts.h"
+#include "nest/params.h"
+#include "nest/tensor.h"
+
+namespace linnet::exporter {
+
+class ParamValues {
+ public:
+  // Binds (throws nest::Error listing every binding problem) unless
+  // load.randomWeights; nothing random is drawn yet.
+  ParamValues(const ModelFacts& facts, const nest::LoadOptions& load);
+
+  // facts.params[k]'s elements: its dtype, the model's (Hugging Face)
+  // layout, C order; valid until the next call. With random weights k may
+  // skip parameters (their values are drawn and dropped) but not go back:
+  // std::logic_error.
+  std::span<const std::byte> elements(std::size_t k);
+
+ private:
+  const ModelFacts& facts_;
+  bool random_;
+  std::vector<nest::ParamBytes> bound_;
+  std::mt19937_64 rng_;
+  std::normal_distribution<double> normal_{0.0, 0.02};
+  std::size_t next_ = 0;  // the next random param to draw
+  std::optional<nest::Tensor> current_;
+};
+
+}  // namespace linnet::exporter
