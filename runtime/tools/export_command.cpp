@@ -6,6 +6,8 @@
 #include <cstdio>
 
 #include "export/gguf_export.h"
+#include "export/hf_export.h"
+#include "export/hf_safetensors.h"
 #include "tools/arguments.h"
 
 namespace linnet::tools {
@@ -50,7 +52,7 @@ void addCommon(CLI::App* cmd, ExportArgs& a) {
          "Override a generic of nest.toml's [generics] (repeatable)")
       ->allow_extra_args(false)
       ->type_name("K=V");
-  cmd->add_option("-o,--output", a.output, "The file to write")->required()->type_name("OUT");
+  cmd->add_option("-o,--output", a.output, "What to write (gguf: a file; hf: a folder)")->required()->type_name("OUT");
   cmd->add_flag("--force", a.force, "Replace OUT if it exists (only once the new one is complete)");
 }
 
@@ -67,7 +69,8 @@ CLI::Validator typeNames() {
 }  // namespace
 
 CLI::App* defineExport(CLI::App& app, ExportArgs& a) {
-  CLI::App* cmd = app.add_subcommand("export", "Write the package's model for another stack (gguf: llama.cpp)");
+  CLI::App* cmd = app.add_subcommand("export",
+                                     "Write the package's model for another stack (gguf: llama.cpp; hf: Hugging Face)");
   cmd->require_subcommand(0, 1);
   cmd->add_flag("--formats", a.listFormats, "List the formats this build writes, one a line");
   a.gguf = cmd->add_subcommand("gguf", "A GGUF v3 file for llama.cpp (llama architecture)");
@@ -93,6 +96,21 @@ CLI::App* defineExport(CLI::App& app, ExportArgs& a) {
           },
           "Threads that quantize (default: all cores)"))
       ->type_name("INT");
+  a.hf = cmd->add_subcommand("hf", "A Hugging Face checkpoint folder for transformers' from_pretrained");
+  a.hf->footer(std::string(kExportNotes) +
+               "\nhf: OUT is a folder: safetensors shards under bindings.json's checkpoint names (a tied head once), "
+               "config.json through nest.toml's [config] table, generation_config.json, tokenizer files.\n");
+  addCommon(a.hf, a);
+  once(a.hf->add_option("--dtype", a.dtype,
+                        "bf16, f16 or f32 (default: the model's dtype; f32 from a quantized GGUF source)"))
+      ->check(CLI::IsMember(exporter::hfDtypeNames()))
+      ->type_name("DTYPE");
+  once(a.hf->add_option("--shard-size", a.shardSize, "Largest shard: bytes, or 5GB, 500MB, 2GiB (default 5GB)"))
+      ->type_name("SIZE");
+  once(a.hf->add_option("--tokenizer", a.tokenizer,
+                        "A tokenizer.json (its folder's files are copied), a folder, or a .gguf whose tokenizer to "
+                        "rebuild (default: the --weights folder, else a GGUF --weights)"))
+      ->type_name("PATH");
   return cmd;
 }
 
@@ -116,11 +134,35 @@ int runExport(ExportArgs& a) {
                r.seconds);
     return 0;
   }
-  if (a.listFormats) {
-    fmt::print("gguf  llama.cpp: GGUF v3, llama architecture (docs/export.md)\n");
+  if (a.hf && a.hf->parsed()) {
+    if (a.load.randomWeights && !a.load.weights.empty())
+      throw Usage("export hf: --weights and --random-weights exclude each other");
+    exporter::HfExportOptions o;
+    o.package = a.package;
+    o.load = a.load;
+    o.output = a.output;
+    if (!a.dtype.empty()) o.dtype = exporter::hfDtypeNamed(a.dtype);
+    if (!a.shardSize.empty()) {
+      auto bytes = exporter::parseByteSize(a.shardSize);
+      if (!bytes)
+        throw Usage(fmt::format("--shard-size `{}`: expected bytes (5000000000) or a size such as 5GB, 500MB, 2GiB",
+                                a.shardSize));
+      o.shardBytes = *bytes;
+    }
+    o.tokenizer = a.tokenizer;
+    o.force = a.force;
+    exporter::HfExportResult r =
+        exporter::exportHf(o, [](const std::string& line) { fmt::print(stderr, "linnet: {}\n", line); });
+    fmt::print("{}: {} tensors ({}) in {} shard{}, {} bytes ({} files) in {:.1f} s\n", r.path, r.tensors,
+               name(r.dtype), r.shards, r.shards == 1 ? "" : "s", r.bytes, r.files.size(), r.seconds);
     return 0;
   }
-  throw Usage("export: name a format (gguf); see linnet export --help");
+  if (a.listFormats) {
+    fmt::print("gguf  llama.cpp: GGUF v3, llama architecture (docs/export.md)\n");
+    fmt::print("hf    Hugging Face: safetensors shards, config.json, tokenizer files (docs/export.md)\n");
+    return 0;
+  }
+  throw Usage("export: name a format (gguf, hf); see linnet export --help");
 }
 
 }  // namespace linnet::tools

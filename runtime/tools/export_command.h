@@ -1,7 +1,7 @@
 // `linnet export FORMAT PACKAGE --weights PATH [--set K=V]... -o OUT`: the
 // package's model, bound as `linnet call` binds it, written for another
 // stack. One subcommand per format, each adding its own flags to the common
-// ones (defineExport); today: gguf (llama.cpp). docs/export.md.
+// ones (defineExport); today: gguf (llama.cpp), hf (Hugging Face). docs/export.md.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -20,8 +20,11 @@ struct ExportArgs {
   // gguf
   std::string type, tokenizer;
   int64_t threads = 0;
+  // hf (--tokenizer above)
+  std::string dtype, shardSize;
   bool listFormats = false;  // `linnet export --formats`
   CLI::App* gguf = nullptr;
+  CLI::App* hf = nullptr;
 };
 
 // Adds `export` (and its formats) to `app`; the command's values land in `args`.
