@@ -66,6 +66,22 @@ CLI::Validator typeNames() {
       fmt::format("{{{}}}", fmt::join(names, "|")));
 }
 
+// The options every format's library takes, from the common flags.
+template <class Options>
+Options commonOptions(const ExportArgs& a, const char* format) {
+  if (a.load.randomWeights && !a.load.weights.empty())
+    throw Usage(fmt::format("export {}: --weights and --random-weights exclude each other", format));
+  Options o;
+  o.package = a.package;
+  o.load = a.load;
+  o.output = a.output;
+  o.tokenizer = a.tokenizer;
+  o.force = a.force;
+  return o;
+}
+
+void printLog(const std::string& line) { fmt::print(stderr, "linnet: {}\n", line); }
+
 }  // namespace
 
 CLI::App* defineExport(CLI::App& app, ExportArgs& a) {
@@ -116,18 +132,10 @@ CLI::App* defineExport(CLI::App& app, ExportArgs& a) {
 
 int runExport(ExportArgs& a) {
   if (a.gguf && a.gguf->parsed()) {
-    if (a.load.randomWeights && !a.load.weights.empty())
-      throw Usage("export gguf: --weights and --random-weights exclude each other");
-    exporter::GgufExportOptions o;
-    o.package = a.package;
-    o.load = a.load;
-    o.output = a.output;
+    auto o = commonOptions<exporter::GgufExportOptions>(a, "gguf");
     if (!a.type.empty()) o.type = exporter::ggufTypeNamed(a.type);
-    o.tokenizer = a.tokenizer;
-    o.force = a.force;
     o.threads = static_cast<int>(a.threads);
-    exporter::GgufExportResult r =
-        exporter::exportGguf(o, [](const std::string& line) { fmt::print(stderr, "linnet: {}\n", line); });
+    exporter::GgufExportResult r = exporter::exportGguf(o, printLog);
     std::vector<std::string> types;
     for (const auto& [name, n] : r.types) types.push_back(fmt::format("{} {}", n, name));
     fmt::print("{}: {} tensors ({}), {} bytes in {:.1f} s\n", r.path, r.tensors, fmt::join(types, ", "), r.bytes,
@@ -135,12 +143,7 @@ int runExport(ExportArgs& a) {
     return 0;
   }
   if (a.hf && a.hf->parsed()) {
-    if (a.load.randomWeights && !a.load.weights.empty())
-      throw Usage("export hf: --weights and --random-weights exclude each other");
-    exporter::HfExportOptions o;
-    o.package = a.package;
-    o.load = a.load;
-    o.output = a.output;
+    auto o = commonOptions<exporter::HfExportOptions>(a, "hf");
     if (!a.dtype.empty()) o.dtype = exporter::hfDtypeNamed(a.dtype);
     if (!a.shardSize.empty()) {
       auto bytes = exporter::parseByteSize(a.shardSize);
@@ -149,10 +152,7 @@ int runExport(ExportArgs& a) {
                                 a.shardSize));
       o.shardBytes = *bytes;
     }
-    o.tokenizer = a.tokenizer;
-    o.force = a.force;
-    exporter::HfExportResult r =
-        exporter::exportHf(o, [](const std::string& line) { fmt::print(stderr, "linnet: {}\n", line); });
+    exporter::HfExportResult r = exporter::exportHf(o, printLog);
     fmt::print("{}: {} tensors ({}) in {} shard{}, {} bytes ({} files) in {:.1f} s\n", r.path, r.tensors,
                name(r.dtype), r.shards, r.shards == 1 ? "" : "s", r.bytes, r.files.size(), r.seconds);
     return 0;

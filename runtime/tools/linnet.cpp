@@ -94,6 +94,8 @@ const char* kSynopsis = R"(
   linnet tokenize --tokenizer PATH TEXT        (ids as a JSON array)
   linnet detokenize --tokenizer PATH 1,2,3
   linnet export gguf PACKAGE (--weights PATH | --random-weights) [--set K=V]... [--type TYPE] -o FILE.gguf
+  linnet export hf PACKAGE (--weights PATH | --random-weights) [--set K=V]... [--dtype bf16|f16|f32]
+      [--shard-size 5GB] [--tokenizer PATH] [--force] -o DIR
   linnet bench decode|prefill PACKAGE (--weights PATH | --random-weights) [--set K=V]...
       [--backend NAME] [--steps N] [--prompt-len S] [--warmup N] [--json]
   linnet --version | --help
