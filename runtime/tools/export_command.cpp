@@ -6,6 +6,9 @@
 #include <cstdio>
 
 #include "export/gguf_export.h"
+#ifdef LINNET_HAVE_ONNX_EXPORT
+#include "export/onnx/onnx_export.h"
+#endif
 #include "tools/arguments.h"
 
 namespace linnet::tools {
@@ -64,10 +67,48 @@ CLI::Validator typeNames() {
       fmt::format("{{{}}}", fmt::join(names, "|")));
 }
 
+#ifdef LINNET_HAVE_ONNX_EXPORT
+void defineOnnx(CLI::App* cmd, ExportArgs& a) {
+  a.onnx = cmd->add_subcommand("onnx", "One entry as an ONNX model (opset 17) for ONNX Runtime");
+  a.onnx->footer(std::string(kExportNotes) +
+                 "\nonnx: the entry's generics (forward's B and S, prefill's S) are given with --set too; shapes "
+                 "are static. States the entry touches are inputs past.PATH and outputs present.PATH.\n");
+  addCommon(a.onnx, a);
+  once(a.onnx->add_option("--entry", a.entry, "The entry to export: forward, prefill, decode, ..."))
+      ->required()
+      ->type_name("NAME");
+  once(a.onnx->add_option("--external-data", a.externalData,
+                          "Initializers in OUT.data beside the model: auto (past 1 GiB), always or never"))
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->type_name("auto|always|never");
+}
+
+int runOnnx(ExportArgs& a) {
+  exporter::OnnxExportOptions o;
+  o.package = a.package;
+  o.load = a.load;
+  o.entry = a.entry;
+  o.output = a.output;
+  o.externalData = *exporter::externalDataNamed(a.externalData);
+  o.force = a.force;
+  exporter::OnnxExportResult r =
+      exporter::exportOnnx(o, [](const std::string& line) { fmt::print(stderr, "linnet: {}\n", line); });
+  auto list = [](const std::vector<exporter::OnnxTensorInfo>& ts) {
+    std::vector<std::string> out;
+    for (const auto& t : ts) out.push_back(fmt::format("{} {}[{}]", t.name, name(t.dtype), fmt::join(t.shape, ", ")));
+    return fmt::format("{}", fmt::join(out, "; "));
+  };
+  fmt::print("{}: {} nodes, {} initializers, {} bytes{} in {:.1f} s\n", r.path, r.nodes, r.initializers, r.bytes,
+             r.dataPath.empty() ? "" : fmt::format(" + {} bytes in {}", r.dataBytes, r.dataPath), r.seconds);
+  fmt::print("inputs: {}\noutputs: {}\n", list(r.inputs), list(r.outputs));
+  return 0;
+}
+#endif
+
 }  // namespace
 
 CLI::App* defineExport(CLI::App& app, ExportArgs& a) {
-  CLI::App* cmd = app.add_subcommand("export", "Write the package's model for another stack (gguf: llama.cpp)");
+  CLI::App* cmd = app.add_subcommand("export", "Write the package's model for another stack (gguf: llama.cpp; onnx: ONNX Runtime)");
   cmd->require_subcommand(0, 1);
   cmd->add_flag("--formats", a.listFormats, "List the formats this build writes, one a line");
   a.gguf = cmd->add_subcommand("gguf", "A GGUF v3 file for llama.cpp (llama architecture)");
@@ -93,6 +134,9 @@ CLI::App* defineExport(CLI::App& app, ExportArgs& a) {
           },
           "Threads that quantize (default: all cores)"))
       ->type_name("INT");
+#ifdef LINNET_HAVE_ONNX_EXPORT
+  defineOnnx(cmd, a);
+#endif
   return cmd;
 }
 
@@ -116,11 +160,17 @@ int runExport(ExportArgs& a) {
                r.seconds);
     return 0;
   }
+#ifdef LINNET_HAVE_ONNX_EXPORT
+  if (a.onnx && a.onnx->parsed()) return runOnnx(a);
+#endif
   if (a.listFormats) {
     fmt::print("gguf  llama.cpp: GGUF v3, llama architecture (docs/export.md)\n");
+#ifdef LINNET_HAVE_ONNX_EXPORT
+    fmt::print("onnx  ONNX Runtime: one entry as an ONNX graph, opset 17 (docs/export.md)\n");
+#endif
     return 0;
   }
-  throw Usage("export: name a format (gguf); see linnet export --help");
+  throw Usage("export: name a format (gguf, onnx); see linnet export --help");
 }
 
 }  // namespace linnet::tools

@@ -22,6 +22,9 @@ struct ExportArgs {
   int64_t threads = 0;
   bool listFormats = false;  // `linnet export --formats`
   CLI::App* gguf = nullptr;
+  // onnx
+  std::string entry, externalData = "auto";
+  CLI::App* onnx = nullptr;
 };
 
 // Adds `export` (and its formats) to `app`; the command's values land in `args`.
