@@ -159,11 +159,12 @@ OnnxExportResult exportOnnx(const OnnxExportOptions& o, const std::function<void
   graph.set_name(fmt::format("{}.{}", checked->program->package().name, o.entry));
   GraphBuilder builder(graph);
   LoweredEntry lowered;
+  std::unique_ptr<elab::Program> program;
   try {
-    elab::Program program(*checked->program);
+    program = std::make_unique<elab::Program>(*checked->program);
     elab::EntryInstance entry =
-        program.entry(o.entry, program.entryParams(o.entry, generics.entry), generics.entry);
-    lowered = lowerEntry(program, entry, builder);
+        program->entry(o.entry, program->entryParams(o.entry, generics.entry), generics.entry);
+    lowered = lowerEntry(*program, entry, builder);
   } catch (const elab::Error& e) {
     throw Error(fmt::format("{}: entry `{}`: {}", o.package, o.entry, e.what()));
   } catch (const Refusal& e) {
@@ -185,9 +186,12 @@ OnnxExportResult exportOnnx(const OnnxExportOptions& o, const std::function<void
     throw Error(fmt::format("{}: the export needs {}, but {} has {} free", o.output, bytesText(total), dir.string(),
                             bytesText(space.available)));
 
-  // --- The parameters, bound as `linnet call` binds them. -----------------
+  // --- The parameters, bound as `linnet call` binds them (in its order: the
+  // instance tree's, so --random-weights draws the same values). ---------
   std::vector<nest::ParamInfo> params;
-  for (const sema::ParamInfo& p : checked->summary.params) params.push_back({p.path, p.shape, p.dtype, std::nullopt});
+  for (const elab::Instance* inst : program->instances())
+    for (const elab::Member& m : inst->params)
+      params.push_back({inst->pathOf(m.name), m.type.shape, m.type.dtype, std::nullopt});
   std::vector<nest::ParamBytes> bound;
   if (!o.load.randomWeights) bound = nest::bindParams(o.package, params, dims, load);
   std::map<std::string, size_t> used;
