@@ -42,6 +42,9 @@ Server::Server(std::string stdlibDir, std::ostream& out, std::ostream& log, bool
   if (!stdlib_) log_ << "linnetc lsp: the standard library does not check; each package reads it again:\n" << errors;
 }
 
+Server::Server(std::shared_ptr<const sema::Stdlib> stdlib, std::ostream& out, std::ostream& log)
+    : stdlibDir_(stdlib ? stdlib->dir() : ""), stdlib_(std::move(stdlib)), out_(out), log_(log), verbose_(false) {}
+
 bool Server::handle(const std::string& body) {
   auto start = std::chrono::steady_clock::now();
   json message = json::parse(body, nullptr, false);

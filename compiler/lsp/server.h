@@ -25,6 +25,8 @@ class Server {
   // Replies and notifications go to `out`; `log` takes one line per problem
   // (and per request with `verbose`).
   Server(std::string stdlibDir, std::ostream& out, std::ostream& log, bool verbose = false);
+  // With the standard library already loaded and checked (tests, fuzzing).
+  Server(std::shared_ptr<const sema::Stdlib> stdlib, std::ostream& out, std::ostream& log);
 
   // Handles one message's JSON text; false once `exit` has arrived.
   bool handle(const std::string& body);

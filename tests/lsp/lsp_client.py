@@ -44,7 +44,7 @@ class Client:
                 length = int(value)
         return json.loads(self.proc.stdout.read(length))
 
-    def request(self, method, params):
+    def request(self, method, params, record=True):
         rid = self.next_id
         self.next_id += 1
         start = time.perf_counter()
@@ -52,24 +52,30 @@ class Client:
         while True:
             m = self.read()
             if m.get("id") == rid and "method" not in m:
-                self.latencies.append((method, time.perf_counter() - start))
+                if record:
+                    self.latencies.append((method, time.perf_counter() - start))
                 return m
             self.notifications.append(m)
 
     def notify(self, method, params):
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
-    def diagnostics_for(self, doc_uri, timeout=10.0):
-        """The next publishDiagnostics for doc_uri (reading until it comes)."""
-        deadline = time.time() + timeout
-        while True:
-            for i, m in enumerate(self.notifications):
-                if m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == doc_uri:
-                    del self.notifications[i]
-                    return m["params"]["diagnostics"]
-            if time.time() > deadline:
-                raise TimeoutError("no diagnostics for " + doc_uri)
-            self.notifications.append(self.read())
+    def diagnostics_for(self, doc_uri):
+        """The diagnostics last published for doc_uri by everything sent so far.
+
+        A request's reply comes after every notification the server wrote
+        before it, so a cheap request is the sync point."""
+        self.request("textDocument/documentSymbol", {"textDocument": {"uri": doc_uri}}, record=False)
+        latest = None
+        for m in self.notifications:
+            if m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == doc_uri:
+                latest = m["params"]["diagnostics"]
+        if latest is None:
+            raise AssertionError("no diagnostics were published for " + doc_uri)
+        return latest
+
+    def forget_notifications(self):
+        self.notifications.clear()
 
     def close(self):
         self.proc.stdin.close()
