@@ -21,6 +21,7 @@ Checker::Checker(const Program& program, Diagnostics& diags)
 Checker::~Checker() = default;
 
 void Checker::setExplainer(Explainer* e) { impl_->explainer = e; }
+void Checker::setIndex(SemanticIndex* i) { impl_->index = i; }
 
 void Checker::checkDefinitions() {
   for (const auto& m : impl_->program.modules()) impl_->checkBlockCycles(*m);
@@ -496,6 +497,7 @@ Type Checker::Impl::blockType(Ctx& ctx, const TypeExpr& t) {
     return Type::error();
   }
   const BlockDecl* b = item->block;
+  refer(t.name.range, b->name.range, [&] { return fmt::format("block `{}` of module `{}`", b->name.name, item->module->name); });
   Type out;
   out.kind = Type::Block;
   out.block = b;

@@ -13,6 +13,7 @@
 
 #include "sema/checker.h"
 #include "sema/explain.h"
+#include "sema/index.h"
 #include "sema/primitives.h"
 #include "syntax/ast.h"
 
@@ -127,6 +128,11 @@ struct Checker::Impl {
   const Program& program;
   Diagnostics& diags;
   Explainer* explainer = nullptr;  // set: record every obligation (linnetc explain)
+  SemanticIndex* index = nullptr;  // set: record types and references (linnetc lsp)
+  // A name at `at` refers to `target`; `what` is built only when indexing.
+  void refer(SourceRange at, SourceRange target, Why what) {
+    if (index) index->reference(at, target, what());
+  }
   std::map<const syntax::FnDecl*, Signature> signatures;
   std::map<const syntax::BlockDecl*, BlockSig> blockSigs;
   std::set<std::string> concreteDone;  // memo of concrete instances checked
