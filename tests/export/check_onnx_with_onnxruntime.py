@@ -1,7 +1,9 @@
 """The ONNX export checked by the programs that consume it (PyPI onnx and
 onnxruntime), run by check_onnx_with_onnxruntime.sh.
 
-For each model (the llama card's two-layer f32 fixture, SmolLM2-135M-Instruct
+First the entries of tests/data/export/onnx_ops (the emitters the card does
+not reach), each result and state equal to the reference backend's. Then for
+each model (the llama card's two-layer f32 fixture, SmolLM2-135M-Instruct
 bound as f32): `linnet export onnx` writes forward, prefill and decode;
 onnx.checker.check_model(full_check=True) accepts each; ONNX Runtime's logits
 on forward are compared with `linnet call`'s for the same tokens; then
@@ -124,6 +126,62 @@ def check_model(args, model, scratch):
     return report
 
 
+# tests/data/export/onnx_ops: the emitters the card does not reach, on edge
+# cases (division by zero, negative operands, indices out of range).
+OPS_CALLS = [
+    ("reductions", {"x": np.array([[1.5, -2.0, 3.25, 0.5], [-1.0, -4.0, 2.0, 2.0]], np.float32)}),
+    ("binders", {"x": np.array([[1.0, -2.0, 0.5, 3.0], [2.0, 1.5, -1.0, 0.25], [-0.5, 2.0, 4.0, 1.0]], np.float32),
+                 "flags": np.array([[1, 0, 1, 1], [1, 1, 0, 1], [1, 1, 1, 0]], bool)}),
+    ("integers", {"a": np.array([7, -7, 7, -7, 5, 9], np.int32), "b": np.array([2, 2, -2, -2, 0, -1], np.int32)}),
+    ("pick", {"x": np.arange(-10, 10, dtype=np.float32).reshape(4, 5) / 4,
+              "rows": np.array([0, 3, 9], np.int32), "cols": np.array([4, -2, 1], np.int32)}),
+    ("accumulate", {"x": np.array([[0.5, -1.0, 2.0, 0.0], [1.0, 1.0, -3.0, 0.25]], np.float32)}),
+    ("accumulate", {"x": np.array([[1.0, 0.5, -0.5, 2.0], [0.0, -1.0, 1.0, 1.0]], np.float32)}),
+]
+
+
+def check_ops(args, scratch):
+    package = "tests/data/export/onnx_ops"
+    ref = os.path.join(scratch, "ops-reference")
+    cmd = [args.reference_run, package, "--random-weights", "--out", ref]
+    for k, (entry, inputs) in enumerate(OPS_CALLS):
+        cmd += ["--entry", entry]
+        for name, value in inputs.items():
+            path = os.path.join(scratch, f"ops{k}.{name}.npy")
+            np.save(path, value)
+            cmd += ["--input", f"{name}={path}"]
+    subprocess.run(cmd, check=True)
+    sessions, state, results, worst = {}, {}, [], 0.0
+    for k, (entry, inputs) in enumerate(OPS_CALLS):
+        if entry not in sessions:
+            path = os.path.join(scratch, f"ops.{entry}.onnx")
+            subprocess.run([args.linnet, "export", "onnx", package, "--random-weights", "--entry", entry, "--force",
+                            "-o", path], check=True, stdout=subprocess.DEVNULL)
+            onnx.checker.check_model(path, full_check=True)
+            sessions[entry] = session(path)
+        run = sessions[entry]
+        feeds = dict(inputs)
+        for i in run.get_inputs():
+            if i.name.startswith("past."):
+                feeds[i.name] = state.get(i.name[5:], np.zeros(i.shape, np.float32))
+        outputs = dict(zip([o.name for o in run.get_outputs()], run.run(None, feeds)))
+        names = sorted(n for n in outputs if n.startswith("result"))
+        exact = True
+        for r, n in enumerate(names):
+            want, got = np.load(os.path.join(ref, f"{k}.result{r}.npy")), outputs[n]
+            if got.dtype.kind in "fc":
+                worst = max(worst, float(np.abs(got - want).max()))
+            else:
+                exact &= bool((got == want).all()) and got.dtype == want.dtype
+        for n, v in outputs.items():
+            if n.startswith("present."):
+                state[n[len("present."):]] = v
+                worst = max(worst, float(np.abs(v - np.load(os.path.join(ref, f"{k}.{n[len('present.'):]}.npy"))).max()))
+        results.append({"entry": entry, "outputs": len(names), "integers_and_bools_equal": exact})
+    return {"name": "onnx_ops", "calls": results, "max_abs_diff": worst, "max_relative_diff": worst,
+            "passed": worst <= args.tolerance and all(r["integers_and_bools_equal"] for r in results)}
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--linnet", required=True)
@@ -143,6 +201,9 @@ def main():
     report = {"onnx": onnx.__version__, "onnxruntime": ort.__version__, "numpy": np.__version__,
               "tolerance": args.tolerance, "models": []}
     with tempfile.TemporaryDirectory(dir=args.scratch) as scratch:
+        r = check_ops(args, scratch)
+        report["models"].append(r)
+        print(json.dumps({k: r[k] for k in ("name", "max_abs_diff", "passed")}), flush=True)
         for m in models:
             r = check_model(args, m, scratch)
             report["models"].append(r)

@@ -239,3 +239,33 @@ TEST_CASE("an existing output is kept without --force and replaced whole with it
   ex::exportOnnx(o);
   REQUIRE_NOTHROW(onnx::checker::check_model(out.string()));
 }
+
+TEST_CASE("the emitters the card does not reach pass the checker and shape inference", "[export][onnx]") {
+  // tests/data/export/onnx_ops: ONNX Runtime runs them against the reference
+  // in check_onnx_with_onnxruntime.py; here, the graph's validity and shapes.
+  TempDir dir;
+  const std::string package = std::string(LINNET_TEST_DATA) + "/export/onnx_ops";
+  struct Case {
+    std::string entry;
+    std::map<std::string, std::vector<int64_t>> outputs;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"reductions", {{"result.0", {2}}, {"result.1", {2}}, {"result.2", {4}}, {"result.3", {2, 1}}}},
+           {"binders", {{"result.0", {4}}, {"result.1", {4}}, {"result.2", {4}}}},
+           {"integers", {{"result.0", {6}}, {"result.1", {6}}, {"result.2", {12}}}},
+           {"pick", {{"result.0", {3}}, {"result.1", {3, 5}}}},
+           {"accumulate", {{"result", {2, 3}}, {"present.total", {2, 4}}}}}) {
+    INFO(c.entry);
+    ex::OnnxExportOptions o;
+    o.package = package;
+    o.load.randomWeights = true;
+    o.entry = c.entry;
+    o.output = (dir / (c.entry + ".onnx")).string();
+    ex::OnnxExportResult r = ex::exportOnnx(o);
+    REQUIRE_NOTHROW(onnx::checker::check_model(o.output));
+    onnx::ModelProto m = readModel(o.output);
+    CHECK(inferredOutputs(m) == c.outputs);
+    CHECK(m.graph().initializer_size() == (c.entry == "accumulate" ? 1 : 0));
+    if (c.entry == "accumulate") CHECK(r.inputs.back().name == "past.total");
+  }
+}
