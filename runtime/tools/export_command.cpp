@@ -71,12 +71,23 @@ CLI::Validator typeNames() {
 void defineOnnx(CLI::App* cmd, ExportArgs& a) {
   a.onnx = cmd->add_subcommand("onnx", "One entry as an ONNX model (opset 17) for ONNX Runtime");
   a.onnx->footer(std::string(kExportNotes) +
-                 "\nonnx: the entry's generics (forward's B and S, prefill's S) are given with --set too; shapes "
+                 "\nonnx: the entry's generics (forward's B and S, prefill's S) are given with --generic (or --set); shapes "
                  "are static. States the entry touches are inputs past.PATH and outputs present.PATH.\n");
   addCommon(a.onnx, a);
   once(a.onnx->add_option("--entry", a.entry, "The entry to export: forward, prefill, decode, ..."))
       ->required()
       ->type_name("NAME");
+  a.onnx->add_option_function<std::vector<std::string>>(
+             "--generic",
+             [&a](const std::vector<std::string>& gs) {
+               for (const auto& g : gs) {
+                 auto [k, n] = splitAssignment(g, "--generic");
+                 a.entryGenerics[k] = parseInt(n, "--generic " + k);
+               }
+             },
+             "A dimension generic of the entry (forward's B and S), as linnet call takes it; --set does the same")
+      ->allow_extra_args(false)
+      ->type_name("K=N");
   once(a.onnx->add_option("--external-data", a.externalData,
                           "Initializers in OUT.data beside the model: auto (past 1 GiB), always or never"))
       ->check(CLI::IsMember({"auto", "always", "never"}))
@@ -88,6 +99,7 @@ int runOnnx(ExportArgs& a) {
   o.package = a.package;
   o.load = a.load;
   o.entry = a.entry;
+  o.entryGenerics = a.entryGenerics;
   o.output = a.output;
   o.externalData = *exporter::externalDataNamed(a.externalData);
   o.force = a.force;

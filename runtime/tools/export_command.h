@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <map>
+
 #include <string>
 
 #include "nest/nest.h"
@@ -24,6 +26,7 @@ struct ExportArgs {
   CLI::App* gguf = nullptr;
   // onnx
   std::string entry, externalData = "auto";
+  std::map<std::string, int64_t> entryGenerics;  // --generic
   CLI::App* onnx = nullptr;
 };
 

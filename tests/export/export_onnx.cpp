@@ -220,7 +220,7 @@ TEST_CASE("what ONNX cannot express is refused before anything is written", "[ex
   refused(gqa2(dir / "none.onnx", "no_such_entry"), "no entry `no_such_entry`");
   ex::OnnxExportOptions unbound = gqa2(dir / "s.onnx", "prefill");
   unbound.load.generics.erase("S");
-  refused(unbound, "--set S=N");
+  refused(unbound, "--generic S=N (or --set");
   ex::OnnxExportOptions never = gqa2(dir / "n.onnx", "decode");
   never.externalData = ex::ExternalData::Never;
   never.load.weights = "/no/such.safetensors";

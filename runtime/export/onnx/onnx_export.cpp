@@ -73,6 +73,11 @@ SplitGenerics splitGenerics(const OnnxExportOptions& o) {
   for (const syntax::GenericParam& g : entry->generics)
     if (g.kind.name == "Dim") entryDims.insert(g.name.name);
   SplitGenerics out;
+  for (const auto& [name, value] : o.entryGenerics) {
+    if (!entryDims.count(name))
+      throw Error(fmt::format("--generic {}={}: entry `{}` has no dimension generic `{}`", name, value, o.entry, name));
+    out.entry[name] = value;
+  }
   for (const auto& [name, value] : o.load.generics) {
     if (!entryDims.count(name)) {
       out.root.insert_or_assign(name, value);
@@ -84,7 +89,7 @@ SplitGenerics splitGenerics(const OnnxExportOptions& o) {
   }
   for (const syntax::GenericParam& g : entry->generics)
     if (g.kind.name == "Dim" && !g.defaultValue && !out.entry.count(g.name.name))
-      throw Error(fmt::format("entry `{}` has the dimension generic `{}`: give it a value with --set {}=N (the ONNX "
+      throw Error(fmt::format("entry `{}` has the dimension generic `{}`: give it a value with --generic {}=N (or --set; the ONNX "
                               "graph has static shapes)",
                               o.entry, g.name.name, g.name.name));
   return out;

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,9 @@ struct OnnxExportOptions {
   // weights, generics (--set: the root's and the entry's), randomWeights + seed, convertDTypes, stdlib.
   nest::LoadOptions load;
   std::string entry;  // forward, prefill, decode, ...
+  // The entry's own dimension generics (`--generic S=8`, as `linnet call`
+  // takes them); a --set naming one of them does the same.
+  std::map<std::string, int64_t> entryGenerics;
   std::string output;
   ExternalData externalData = ExternalData::Auto;
   bool force = false;
