@@ -409,6 +409,7 @@ Value Checker::Impl::checkName(Ctx& ctx, const NameExpr& e) {
       Value v;
       v.type = Type::scalar(DType::weakInt());
       v.staticInt = ctx.bindings.dims.at(e.name);
+      if (index) noteGeneric(ctx, e.range, e.name, v.staticInt->str());
       return v;
     }
     error(ctx, e.range, fmt::format("`{}` is a `{}` generic and has no value", e.name, it->second));

@@ -106,6 +106,7 @@ struct Ctx {
   const Module* module = nullptr;
   const BlockSig* block = nullptr;
   std::map<std::string, std::string> generics;  // name -> kind, in scope
+  std::map<std::string, SourceRange> genericDecls;  // name -> where declared; kept only when indexing
   Bindings bindings;  // generic -> value: itself (symbolic) or a number (concrete)
   dims::Facts facts;
   // Where each of facts.relations() came from; kept only when explaining.
@@ -133,6 +134,9 @@ struct Checker::Impl {
   void refer(SourceRange at, SourceRange target, Why what) {
     if (index) index->reference(at, target, what());
   }
+  // A generic named at `at`: its declaration and its value here (the
+  // number or dtype it is bound to in a concrete check).
+  void noteGeneric(const Ctx& ctx, SourceRange at, const std::string& name, const std::string& value);
   std::map<const syntax::FnDecl*, Signature> signatures;
   std::map<const syntax::BlockDecl*, BlockSig> blockSigs;
   std::set<std::string> concreteDone;  // memo of concrete instances checked

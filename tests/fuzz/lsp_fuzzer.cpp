@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "lsp/json_rpc.h"
 #include "lsp/server.h"
 #include "sema/stdlib.h"
 
@@ -66,5 +67,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     i += 5 + n;
   }
   send({{"id", id}, {"method", "shutdown"}});
+  // Every request (initialize, three per edit, shutdown) got exactly one reply.
+  std::istringstream replies(out.str());
+  int answered = 0;
+  for (auto m = linnet::lsp::readMessage(replies); m.kind == linnet::lsp::Incoming::Message;
+       m = linnet::lsp::readMessage(replies))
+    answered += nlohmann::json::parse(m.body).contains("id");
+  if (answered != id) {
+    std::fprintf(stderr, "lsp_fuzzer: %d requests, %d replies\n", id, answered);
+    std::abort();
+  }
   return 0;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Drives `linnetc lsp` through an editor's session on the Llama card:
-initialize, open attention.linnet, hover on five expressions, go to
+initialize, open attention.linnet, hover on six places, go to
 definition (across modules, into the standard library, from a `use`),
 document symbols, edits that introduce a shape error (and one in another
 file) and fix them, half-typed text, save, shutdown and exit; checks each
@@ -89,6 +89,11 @@ def main():
     check("attended: Tensor[B, S, H; T]" in value and "`Tensor[1, 8, 4096; bf16]`" in value,
           "hover `attended` in lib.linnet (not open)", value)
 
+    # 6. A generic in a type: its declaration and its number at the card's generics.
+    value, r = hover(doc, position(text, "pub fn forward<B: Dim, S: Dim>(x: Tensor[B, S, H; T])", delta=47))
+    check("**generic `H: Dim`**" in value and "`4096`" in value, "hover `H` in a type: the generic and its value",
+          value)
+
     def definition(u, pos):
         return client.request("textDocument/definition", {"textDocument": {"uri": u}, "position": pos}).get("result")
 
@@ -100,6 +105,9 @@ def main():
           "definition: across modules (a sub's block)", loc)
     loc = definition(doc, position(text, "use std.nn.linear::{Linear}", delta=21))
     check(loc and loc["uri"].endswith("/stdlib/std/nn/linear.linnet"), "definition: a name a `use` brings in", loc)
+    loc = definition(doc, position(text, "pub fn forward<B: Dim, S: Dim>(x: Tensor[B, S, H; T])", delta=47))
+    check(loc and loc["uri"] == doc and loc["range"]["start"] == position(text, "H: Dim,\n"),
+          "definition: a generic, at its declaration", loc)
     loc = definition(doc, position(text, "cache_k = write_at(cache_k, k, pos)", delta=20))
     check(loc and loc["uri"] == doc and loc["range"]["start"] == position(text, "cache_k: Tensor[Batch"),
           "definition: a state member", loc)
