@@ -28,6 +28,7 @@ FUZZERS=(
   "arguments     corpus_arguments    arguments.dict    1024"
   "checker       corpus              linnet.dict       4096   -entropic=0"
   "parser        corpus              linnet.dict       4096"
+  "lsp           corpus_lsp          linnet.dict       4096   -entropic=0"
   "chat          corpus_chat         jinja.dict        65536"
   "gguf          corpus_gguf         gguf.dict         65536"
 )

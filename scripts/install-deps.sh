@@ -15,6 +15,8 @@ packages=(
   libomp-22-dev
   # `linnet serve`'s HTTP server; its pkg-config file asks for OpenSSL, zlib and brotli.
   libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
+  # `linnet export onnx`: ONNX's protobuf classes, checker and shape inference.
+  libonnx-dev libprotobuf-dev
 )
 
 missing=()

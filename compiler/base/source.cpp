@@ -1,6 +1,7 @@
 #include "base/source.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -37,6 +38,12 @@ void SourceManager::share(const SourceManager& other) {
 }
 
 uint32_t SourceManager::load(const std::string& path) {
+  if (!overlay_.empty()) {
+    std::error_code ec;
+    auto canonical = std::filesystem::weakly_canonical(path, ec);
+    if (!ec)
+      if (auto it = overlay_.find(canonical.string()); it != overlay_.end()) return add(path, it->second);
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return 0;
   std::stringstream buffer;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -45,8 +46,12 @@ class SourceManager {
  public:
   // Returns the file id (>= 1).
   uint32_t add(std::string path, std::string text);
-  // Reads a file from disk; returns 0 when it cannot be read.
+  // Reads a file from disk, or its text from the overlay; returns 0 when it
+  // cannot be read.
   uint32_t load(const std::string& path);
+  // Texts that load() takes instead of the disk's, by weakly canonical path:
+  // an editor's unsaved buffers (linnetc lsp).
+  void setOverlay(std::map<std::string, std::string> texts) { overlay_ = std::move(texts); }
   // Appends every file of `other`, shared read-only (files never change once
   // added): into an empty manager, the ids stay those of `other`, so ranges
   // into ASTs parsed there stay valid here (sema::Stdlib).
@@ -57,6 +62,7 @@ class SourceManager {
 
  private:
   std::vector<std::shared_ptr<const SourceFile>> files_;
+  std::map<std::string, std::string> overlay_;
 };
 
 }  // namespace linnet

@@ -209,6 +209,12 @@ std::vector<const Obligation*> at(const std::vector<const Obligation*>& all, con
 
 }  // namespace
 
+std::string explanationText(const sema::Obligation& o, const SourceManager& sources) {
+  std::string out;
+  Printer(sources).text(o, out);
+  return out;
+}
+
 int runExplain(const ExplainArgs& args) {
   std::optional<Place> place;
   if (!args.at.empty()) {

@@ -5,6 +5,13 @@
 #include <string>
 #include <vector>
 
+namespace linnet {
+class SourceManager;
+namespace sema {
+struct Obligation;
+}
+}  // namespace linnet
+
 namespace linnet::driver {
 
 struct ExplainArgs {
@@ -19,5 +26,9 @@ struct ExplainArgs {
 // `linnetc check` does). 0 when the package checks, 1 when it does not, 2
 // for a malformed --at.
 int runExplain(const ExplainArgs& args);
+
+// One obligation as `linnetc explain` prints it (the editor's hover shows
+// the same text).
+std::string explanationText(const sema::Obligation& o, const SourceManager& sources);
 
 }  // namespace linnet::driver

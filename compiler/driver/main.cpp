@@ -3,12 +3,14 @@
 //   linnetc explain PACKAGE [--at FILE:LINE[:COL]] [--set Name=Value]... [--json]
 //                                                  what each shape proof rests on
 //   linnetc build PACKAGE -o DIR | --emit STAGE    compile (LLVM/MLIR builds)
+//   linnetc lsp                                     a language server on stdin/stdout
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <map>
 #include <regex>
 
@@ -16,6 +18,7 @@
 #include "driver/build.h"
 #include "driver/check.h"
 #include "driver/explain.h"
+#include "lsp/server.h"
 #include "sema/checker.h"
 #ifdef LINNET_HAVE_MLIR
 #include "targets/target.h"
@@ -144,6 +147,17 @@ int main(int argc, char** argv) {
   explain->add_option("--stdlib", stdlib, kStdlibHelp)->type_name("DIR");
   explain->add_flag("--json", explainArgs.json, "One JSON object per obligation, one per line");
 
+  bool lspVerbose = false;
+  auto* lsp = app.add_subcommand("lsp", "Serve the Language Server Protocol on stdin and stdout, for editors");
+  lsp->add_option("--stdlib", stdlib, kStdlibHelp)->type_name("DIR");
+  lsp->add_flag("--verbose", lspVerbose, "Log each request and check with its time on stderr");
+  bool lspStdio = false;
+  lsp->add_flag("--stdio", lspStdio, "Accepted for editors that pass it: stdio is the only transport");
+  lsp->footer(
+      "\nDiagnostics on open, change and save (the package of each open document, checked with the editor's\n"
+      "unsaved texts), hover (types, symbolic and at the package's generics, and shape proofs), go to\n"
+      "definition and document symbols. Set-up for VS Code and Neovim: docs/editor.md.\n");
+
 #ifdef LINNET_HAVE_MLIR
   linnet::driver::BuildArgs build;
   auto* buildCmd = app.add_subcommand("build", "Compile a package's entries into an artifact folder");
@@ -194,6 +208,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (check->parsed()) return runCheck(package, sets, stdlib, allParams);
+  if (lsp->parsed()) {
+    std::ios::sync_with_stdio(false);
+    return linnet::lsp::runServer(std::cin, std::cout, std::cerr, stdlibDir(stdlib), lspVerbose);
+  }
   if (explain->parsed()) {
     explainArgs.stdlib = stdlibDir(stdlib);
     return linnet::driver::runExplain(explainArgs);

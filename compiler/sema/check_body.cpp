@@ -20,6 +20,8 @@ Local* Checker::Impl::findLocal(Ctx& ctx, const std::string& name) {
 
 void Checker::Impl::declare(Ctx& ctx, const Ident& name, Local local) {
   local.declared = name.range;
+  if (index && !local.type.isError())
+    index->type(name.range, local.type.str(), ctx.concrete, ctx.concrete && !ctx.chain.empty() ? ctx.chain.back() : "");
   if (ctx.scopes.empty()) ctx.scopes.emplace_back();
   auto& scope = ctx.scopes.back();
   if (auto it = scope.find(name.name); it != scope.end()) {
@@ -379,12 +381,18 @@ Value Checker::Impl::checkExpr(Ctx& ctx, const syntax::Expr& e) {
     error(ctx, e.range, overflowMessage(o));
     v = Value::error();
   }
+  if (index && !v.type.isError())
+    index->type(e.range, v.type.str(), ctx.concrete, ctx.concrete && !ctx.chain.empty() ? ctx.chain.back() : "");
   --depth;
   return v;
 }
 
 Value Checker::Impl::checkName(Ctx& ctx, const NameExpr& e) {
   if (Local* l = findLocal(ctx, e.name)) {
+    refer(e.range, l->declared, [&] {
+      static const char* kinds[] = {"local", "variable", "parameter", "index", "static", "static block"};
+      return fmt::format("{} `{}`", kinds[l->kind], e.name);
+    });
     Value v;
     v.type = l->type;
     v.staticInt = l->staticInt;
@@ -401,6 +409,7 @@ Value Checker::Impl::checkName(Ctx& ctx, const NameExpr& e) {
       Value v;
       v.type = Type::scalar(DType::weakInt());
       v.staticInt = ctx.bindings.dims.at(e.name);
+      if (index) noteGeneric(ctx, e.range, e.name, v.staticInt->str());
       return v;
     }
     error(ctx, e.range, fmt::format("`{}` is a `{}` generic and has no value", e.name, it->second));
@@ -408,6 +417,8 @@ Value Checker::Impl::checkName(Ctx& ctx, const NameExpr& e) {
   }
   if (ctx.block) {
     if (auto it = ctx.block->members.find(e.name); it != ctx.block->members.end()) {
+      refer(e.range, it->second.decl->name.range,
+            [&] { return fmt::format("member `{}` of block `{}`", e.name, ctx.block->block->name.name); });
       Value v;
       v.type = substitute(it->second.type, ctx.bindings);
       return v;
@@ -419,6 +430,8 @@ Value Checker::Impl::checkName(Ctx& ctx, const NameExpr& e) {
   }
   if (const Item* item = program.lookup(*ctx.module, e.name)) {
     if (item->kind == Item::Const) {
+      refer(e.range, item->constant->name.range,
+            [&] { return fmt::format("constant `{}` of module `{}`", e.name, item->module->name); });
       Ctx cctx;
       cctx.module = item->module;
       Value v;
@@ -721,6 +734,8 @@ Value Checker::Impl::checkMember(Ctx& ctx, const MemberExpr& e) {
     Diagnostics::note(d, it->second.decl->name.range, "declared here");
     return Value::error();
   }
+  refer(e.member.range, it->second.decl->name.range,
+        [&] { return fmt::format("member `{}` of block `{}`", e.member.name, base.type.block->name.name); });
   Bindings args;
   args.dims = base.type.blockDims;
   args.packs = base.type.blockPacks;

@@ -102,6 +102,8 @@ Value Checker::Impl::checkCall(Ctx& ctx, const CallExpr& call) {
       checkArgsOnly();
       return Value::error();
     }
+    refer(member.member.range, it->second->name.range,
+          [&] { return fmt::format("fn `{}` of block `{}`", member.member.name, base.type.block->name.name); });
     Bindings args;
     args.dims = base.type.blockDims;
     args.packs = base.type.blockPacks;
@@ -123,6 +125,8 @@ Value Checker::Impl::checkCall(Ctx& ctx, const CallExpr& call) {
   }
   if (ctx.block) {
     if (auto it = ctx.block->fns.find(name); it != ctx.block->fns.end()) {
+      refer(call.callee->range, it->second->name.range,
+            [&] { return fmt::format("fn `{}` of block `{}`", name, ctx.block->block->name.name); });
       Bindings self;
       for (const auto& g : ctx.block->block->generics) {
         const std::string& n = g.name.name;
@@ -141,6 +145,8 @@ Value Checker::Impl::checkCall(Ctx& ctx, const CallExpr& call) {
       checkArgsOnly();
       return Value::error();
     }
+    refer(call.callee->range, item->fn->name.range,
+          [&] { return fmt::format("fn `{}` of module `{}`", name, item->module->name); });
     const Signature& sig = signature(item->fn, nullptr, item->module);
     return callFn(ctx, call, sig, {}, name);
   }

@@ -21,6 +21,15 @@ Checker::Checker(const Program& program, Diagnostics& diags)
 Checker::~Checker() = default;
 
 void Checker::setExplainer(Explainer* e) { impl_->explainer = e; }
+void Checker::setIndex(SemanticIndex* i) { impl_->index = i; }
+
+void Checker::Impl::noteGeneric(const Ctx& ctx, SourceRange at, const std::string& name, const std::string& value) {
+  auto decl = ctx.genericDecls.find(name);
+  if (decl != ctx.genericDecls.end())
+    index->reference(at, decl->second, fmt::format("generic `{}: {}`", name, ctx.generics.at(name)));
+  // Symbolically a generic is itself; a concrete check binds it.
+  if (ctx.concrete) index->type(at, value, true, ctx.chain.empty() ? "" : ctx.chain.back());
+}
 
 void Checker::checkDefinitions() {
   for (const auto& m : impl_->program.modules()) impl_->checkBlockCycles(*m);
@@ -128,6 +137,7 @@ void Checker::Impl::addGenerics(Ctx& ctx, const std::vector<GenericParam>& gener
       continue;
     }
     ctx.generics[n] = kind;
+    if (index) ctx.genericDecls[n] = g.name.range;
     if (kind == "Dim") {
       ctx.bindings.dims[n] = Expr::var(n);
     } else if (kind == "Dims") {
@@ -337,8 +347,11 @@ std::optional<DType> Checker::Impl::evalDType(Ctx& ctx, const syntax::Expr& e) {
   const std::string& n = static_cast<const NameExpr&>(e).name;
   if (auto s = scalarNamed(n)) return DType::concrete(*s);
   if (auto it = ctx.generics.find(n); it != ctx.generics.end()) {
-    if (it->second == "Float" || it->second == "Int" || it->second == "DType")
-      return substitute(DType::generic(n, it->second), ctx.bindings);
+    if (it->second == "Float" || it->second == "Int" || it->second == "DType") {
+      DType t = substitute(DType::generic(n, it->second), ctx.bindings);
+      if (index) noteGeneric(ctx, e.range, n, t.str());
+      return t;
+    }
     error(ctx, e.range, fmt::format("`{}` is a `{}`, not an element type", n, it->second));
     return std::nullopt;
   }
@@ -384,7 +397,11 @@ std::optional<Expr> Checker::Impl::evalDim(Ctx& ctx, const syntax::Expr& e) {
       const std::string& n = static_cast<const NameExpr&>(e).name;
       if (Local* l = findLocal(ctx, n); l && l->staticInt) return l->staticInt;
       auto it = ctx.generics.find(n);
-      if (it != ctx.generics.end() && it->second == "Dim") return ctx.bindings.dims.at(n);
+      if (it != ctx.generics.end() && it->second == "Dim") {
+        const Expr& value = ctx.bindings.dims.at(n);
+        if (index) noteGeneric(ctx, e.range, n, value.str());
+        return value;
+      }
       if (it != ctx.generics.end()) {
         error(ctx, e.range, fmt::format("`{}` is a `{}` generic, not a dimension", n, it->second));
         return std::nullopt;
@@ -496,6 +513,7 @@ Type Checker::Impl::blockType(Ctx& ctx, const TypeExpr& t) {
     return Type::error();
   }
   const BlockDecl* b = item->block;
+  refer(t.name.range, b->name.range, [&] { return fmt::format("block `{}` of module `{}`", b->name.name, item->module->name); });
   Type out;
   out.kind = Type::Block;
   out.block = b;

@@ -45,6 +45,7 @@ struct Summary {
 };
 
 class Explainer;
+class SemanticIndex;
 
 class Checker {
  public:
@@ -54,6 +55,9 @@ class Checker {
   // Records every shape obligation into `e` from now on (sema/explain.h);
   // null, the default, records nothing.
   void setExplainer(Explainer* e);
+  // Records every expression's type and every resolved name into `i`
+  // (sema/index.h); null, the default, records nothing.
+  void setIndex(SemanticIndex* i);
 
   // Checks every definition of every loaded module, symbolically.
   void checkDefinitions();

@@ -13,6 +13,7 @@
 
 #include "sema/checker.h"
 #include "sema/explain.h"
+#include "sema/index.h"
 #include "sema/primitives.h"
 #include "syntax/ast.h"
 
@@ -105,6 +106,7 @@ struct Ctx {
   const Module* module = nullptr;
   const BlockSig* block = nullptr;
   std::map<std::string, std::string> generics;  // name -> kind, in scope
+  std::map<std::string, SourceRange> genericDecls;  // name -> where declared; kept only when indexing
   Bindings bindings;  // generic -> value: itself (symbolic) or a number (concrete)
   dims::Facts facts;
   // Where each of facts.relations() came from; kept only when explaining.
@@ -127,6 +129,14 @@ struct Checker::Impl {
   const Program& program;
   Diagnostics& diags;
   Explainer* explainer = nullptr;  // set: record every obligation (linnetc explain)
+  SemanticIndex* index = nullptr;  // set: record types and references (linnetc lsp)
+  // A name at `at` refers to `target`; `what` is built only when indexing.
+  void refer(SourceRange at, SourceRange target, Why what) {
+    if (index) index->reference(at, target, what());
+  }
+  // A generic named at `at`: its declaration and its value here (the
+  // number or dtype it is bound to in a concrete check).
+  void noteGeneric(const Ctx& ctx, SourceRange at, const std::string& name, const std::string& value);
   std::map<const syntax::FnDecl*, Signature> signatures;
   std::map<const syntax::BlockDecl*, BlockSig> blockSigs;
   std::set<std::string> concreteDone;  // memo of concrete instances checked

@@ -1,5 +1,7 @@
 #include "export/model_facts.h"
 
+#include "export/checked_package.h"
+
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
@@ -24,10 +26,11 @@ std::optional<int64_t> ModelFacts::dim(const std::string& n) const {
   return it->second;
 }
 
-ModelFacts instantiate(const std::string& package, const nest::LoadOptions& options) {
-  SourceManager sources;
-  Diagnostics diags(sources);
-  sema::Program program(sources, diags, nest::stdlibFor(options));
+std::unique_ptr<CheckedPackage> checkPackage(const std::string& package, const nest::LoadOptions& options) {
+  auto c = std::make_unique<CheckedPackage>();
+  c->program = std::make_unique<sema::Program>(c->sources, c->diags, nest::stdlibFor(options));
+  sema::Program& program = *c->program;
+  Diagnostics& diags = c->diags;
   for (const auto& [k, v] : options.generics) program.setGeneric(k + "=" + v.str());
   program.loadPackage(package);
   std::optional<sema::Summary> summary;
@@ -38,6 +41,14 @@ ModelFacts instantiate(const std::string& package, const nest::LoadOptions& opti
   }
   if (diags.hasErrors()) throw nest::Error(diags.render());
   if (!summary) throw nest::Error(fmt::format("{}: no root block to export (nest.toml [source] root)", package));
+  c->summary = std::move(*summary);
+  return c;
+}
+
+ModelFacts instantiate(const std::string& package, const nest::LoadOptions& options) {
+  std::unique_ptr<CheckedPackage> checked = checkPackage(package, options);
+  const sema::Program& program = *checked->program;
+  const sema::Summary* summary = &checked->summary;
 
   ModelFacts f;
   f.package = package;

@@ -124,23 +124,25 @@ Opened openCheckpoint(const std::string& path, const std::map<std::string, int64
 #endif
 }
 
-// Seeded normal values (std 0.02; norm scales near 1, as trained models
-// have), rounded to each param's dtype; integer params stay zero.
 std::vector<ParamBytes> randomParams(const std::vector<ParamInfo>& params, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, 0.02);
+  RandomParams random(seed);
   std::vector<ParamBytes> out;
   for (const ParamInfo& p : params) {
-    auto t = std::make_shared<Tensor>(Tensor::zeros(p.dtype, p.shape));
-    bool norm = p.shape.size() == 1;
-    if (t->isFloat())
-      for (int64_t k = 0; k < t->size(); ++k) t->set(k, norm ? 1.0 + normal(rng) : normal(rng));
+    auto t = std::make_shared<Tensor>(random.next(p));
     out.push_back({t->bytes(), t});
   }
   return out;
 }
 
 }  // namespace
+
+Tensor RandomParams::next(const ParamInfo& p) {
+  Tensor t = Tensor::zeros(p.dtype, p.shape);
+  bool norm = p.shape.size() == 1;
+  if (t.isFloat())
+    for (int64_t k = 0; k < t.size(); ++k) t.set(k, norm ? 1.0 + normal_(rng_) : normal_(rng_));
+  return t;
+}
 
 std::vector<ParamBytes> bindParams(const std::string& package, const std::vector<ParamInfo>& params,
                                    const std::map<std::string, int64_t>& dims, const LoadOptions& options) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <span>
 #include <string>
 #include <vector>
@@ -36,6 +37,20 @@ struct ParamBytes {
 // the model's dimension generics `dims` (nest/conventions.h).
 std::vector<ParamBytes> bindParams(const std::string& package, const std::vector<ParamInfo>& params,
                                    const std::map<std::string, int64_t>& dims, const LoadOptions& options);
+
+// The values --random-weights binds, one param at a time, in the params'
+// order (one generator through all of them): for a writer that holds one
+// tensor at a time. Seeded normal values (std 0.02; 1-D params near 1, as
+// trained norm scales are), rounded to the dtype; integer params zero.
+class RandomParams {
+ public:
+  explicit RandomParams(uint64_t seed) : rng_(seed), normal_(0.0, 0.02) {}
+  Tensor next(const ParamInfo& param);
+
+ private:
+  std::mt19937_64 rng_;
+  std::normal_distribution<double> normal_;
+};
 
 // A one-line progress bar on stderr while params are bound, only when
 // stderr is a terminal (logs and pipes get nothing).

@@ -8,6 +8,9 @@
 #include "export/gguf_export.h"
 #include "export/hf_export.h"
 #include "export/hf_safetensors.h"
+#ifdef LINNET_HAVE_ONNX_EXPORT
+#include "export/onnx/onnx_export.h"
+#endif
 #include "tools/arguments.h"
 
 namespace linnet::tools {
@@ -81,12 +84,60 @@ Options commonOptions(const ExportArgs& a, const char* format) {
 }
 
 void printLog(const std::string& line) { fmt::print(stderr, "linnet: {}\n", line); }
+#ifdef LINNET_HAVE_ONNX_EXPORT
+void defineOnnx(CLI::App* cmd, ExportArgs& a) {
+  a.onnx = cmd->add_subcommand("onnx", "One entry as an ONNX model (opset 17) for ONNX Runtime");
+  a.onnx->footer(std::string(kExportNotes) +
+                 "\nonnx: the entry's generics (forward's B and S, prefill's S) are given with --generic (or --set); shapes "
+                 "are static. States the entry touches are inputs past.PATH and outputs present.PATH.\n");
+  addCommon(a.onnx, a);
+  once(a.onnx->add_option("--entry", a.entry, "The entry to export: forward, prefill, decode, ..."))
+      ->required()
+      ->type_name("NAME");
+  a.onnx->add_option_function<std::vector<std::string>>(
+             "--generic",
+             [&a](const std::vector<std::string>& gs) {
+               for (const auto& g : gs) {
+                 auto [k, n] = splitAssignment(g, "--generic");
+                 a.entryGenerics[k] = parseInt(n, "--generic " + k);
+               }
+             },
+             "A dimension generic of the entry (forward's B and S), as linnet call takes it; --set does the same")
+      ->allow_extra_args(false)
+      ->type_name("K=N");
+  once(a.onnx->add_option("--external-data", a.externalData,
+                          "Initializers in OUT.data beside the model: auto (past 1 GiB), always or never"))
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->type_name("auto|always|never");
+}
+
+int runOnnx(ExportArgs& a) {
+  exporter::OnnxExportOptions o;
+  o.package = a.package;
+  o.load = a.load;
+  o.entry = a.entry;
+  o.entryGenerics = a.entryGenerics;
+  o.output = a.output;
+  o.externalData = *exporter::externalDataNamed(a.externalData);
+  o.force = a.force;
+  exporter::OnnxExportResult r = exporter::exportOnnx(o, printLog);
+  auto list = [](const std::vector<exporter::OnnxTensorInfo>& ts) {
+    std::vector<std::string> out;
+    for (const auto& t : ts) out.push_back(fmt::format("{} {}[{}]", t.name, name(t.dtype), fmt::join(t.shape, ", ")));
+    return fmt::format("{}", fmt::join(out, "; "));
+  };
+  fmt::print("{}: {} nodes, {} initializers, {} bytes{} in {:.1f} s\n", r.path, r.nodes, r.initializers, r.bytes,
+             r.dataPath.empty() ? "" : fmt::format(" + {} bytes in {}", r.dataBytes, r.dataPath), r.seconds);
+  fmt::print("inputs: {}\noutputs: {}\n", list(r.inputs), list(r.outputs));
+  return 0;
+}
+#endif
 
 }  // namespace
 
 CLI::App* defineExport(CLI::App& app, ExportArgs& a) {
-  CLI::App* cmd = app.add_subcommand("export",
-                                     "Write the package's model for another stack (gguf: llama.cpp; hf: Hugging Face)");
+  CLI::App* cmd = app.add_subcommand(
+      "export", "Write the package's model for another stack (gguf: llama.cpp; hf: Hugging Face; onnx: ONNX Runtime)");
   cmd->require_subcommand(0, 1);
   cmd->add_flag("--formats", a.listFormats, "List the formats this build writes, one a line");
   a.gguf = cmd->add_subcommand("gguf", "A GGUF v3 file for llama.cpp (llama architecture)");
@@ -127,6 +178,9 @@ CLI::App* defineExport(CLI::App& app, ExportArgs& a) {
                         "A tokenizer.json (its folder's files are copied), a folder, or a .gguf whose tokenizer to "
                         "rebuild (default: the --weights folder, else a GGUF --weights)"))
       ->type_name("PATH");
+#ifdef LINNET_HAVE_ONNX_EXPORT
+  defineOnnx(cmd, a);
+#endif
   return cmd;
 }
 
@@ -157,12 +211,18 @@ int runExport(ExportArgs& a) {
                name(r.dtype), r.shards, r.shards == 1 ? "" : "s", r.bytes, r.files.size(), r.seconds);
     return 0;
   }
+#ifdef LINNET_HAVE_ONNX_EXPORT
+  if (a.onnx && a.onnx->parsed()) return runOnnx(a);
+#endif
   if (a.listFormats) {
     fmt::print("gguf  llama.cpp: GGUF v3, llama architecture (docs/export.md)\n");
     fmt::print("hf    Hugging Face: safetensors shards, config.json, tokenizer files (docs/export.md)\n");
+#ifdef LINNET_HAVE_ONNX_EXPORT
+    fmt::print("onnx  ONNX Runtime: one entry as an ONNX graph, opset 17 (docs/export.md)\n");
+#endif
     return 0;
   }
-  throw Usage("export: name a format (gguf, hf); see linnet export --help");
+  throw Usage("export: name a format (gguf, hf, onnx); see linnet export --help");
 }
 
 }  // namespace linnet::tools

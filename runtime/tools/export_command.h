@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <map>
+
 #include <string>
 
 #include "nest/nest.h"
@@ -25,6 +27,10 @@ struct ExportArgs {
   bool listFormats = false;  // `linnet export --formats`
   CLI::App* gguf = nullptr;
   CLI::App* hf = nullptr;
+  // onnx
+  std::string entry, externalData = "auto";
+  std::map<std::string, int64_t> entryGenerics;  // --generic
+  CLI::App* onnx = nullptr;
 };
 
 // Adds `export` (and its formats) to `app`; the command's values land in `args`.

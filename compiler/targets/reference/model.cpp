@@ -252,6 +252,13 @@ void Model::resetState() {
     for (auto& [n, t] : s.states) t = Tensor::zeros(t.dtype, t.shape);
 }
 
+Tensor Model::state(const std::string& path) const {
+  for (const elab::Instance* inst : impl_->program.instances())
+    for (const elab::Member& m : inst->states)
+      if (inst->pathOf(m.name) == path) return impl_->storage[inst->id].states.at(m.name);
+  throw EvalError(fmt::format("the model has no state `{}`", path));
+}
+
 void Model::watch(std::string name, Observer observer) {
   if (observer) impl_->watches[std::move(name)] = std::move(observer);
   else impl_->watches.erase(name);

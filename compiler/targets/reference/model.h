@@ -40,6 +40,9 @@ class Model {
   // Binds every param; state starts zeroed.
   void bind(const ParamSource& source);
   void resetState();
+  // A state member's current value, by its path (`layers.0.attention.cache_k`):
+  // what an exporter's test compares another runtime's caches with.
+  Tensor state(const std::string& path) const;
 
   // Runs an entry of the root block. A tuple result comes back as several
   // tensors. Throws EvalError with a clear message for bad arguments.

@@ -1,0 +1,294 @@
+#include "export/onnx/onnx_export.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "elaborate/program.h"
+#include "export/checked_package.h"
+#include "nest/backend.h"
+#include "export/onnx/onnx_check.h"
+#include "export/onnx/onnx_emitters.h"
+#include "export/onnx/onnx_graph.h"
+#include "export/onnx/onnx_lower.h"
+#include "nest/params.h"
+#include "nest/tensor.h"
+
+namespace linnet::exporter {
+
+namespace fs = std::filesystem;
+using nest::Error;
+using namespace onnx_export;
+
+namespace {
+
+constexpr uint64_t kExternalAbove = 1ull << 30;  // auto: initializers past 1 GiB go beside the model
+// protobuf refuses messages of 2 GiB; keep room for the graph itself.
+constexpr uint64_t kProtobufLimit = (2ull << 30) - (64ull << 20);
+
+std::string bytesText(uint64_t n) {
+  if (n >= (1ull << 30)) return fmt::format("{:.2f} GiB", n / double(1ull << 30));
+  if (n >= (1ull << 20)) return fmt::format("{:.1f} MiB", n / double(1ull << 20));
+  return fmt::format("{} bytes", n);
+}
+
+uint64_t elementBytes(DType dtype, const std::vector<int64_t>& shape) {
+  uint64_t n = byteSize(dtype);
+  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+// --set names the root block's generics and the entry's own (forward's B
+// and S): which is which, from the package's sources before checking.
+struct SplitGenerics {
+  std::map<std::string, nest::GenericValue> root;
+  std::map<std::string, int64_t> entry;
+};
+
+SplitGenerics splitGenerics(const OnnxExportOptions& o) {
+  SourceManager sources;
+  Diagnostics diags(sources);
+  sema::Program program(sources, diags, nest::stdlibFor(o.load));
+  program.loadPackage(o.package);
+  const sema::Item* item = program.root() ? program.lookup(*program.root(), program.package().rootBlock) : nullptr;
+  if (diags.hasErrors() || !item || !item->block) {
+    if (diags.hasErrors()) throw Error(diags.render());
+    throw Error(fmt::format("{}: no root block to export (nest.toml [source] root)", o.package));
+  }
+  const syntax::FnDecl* entry = nullptr;
+  std::vector<std::string> entries;
+  for (const auto& fn : item->block->fns)
+    if (fn->isEntry) {
+      entries.push_back(fn->name.name);
+      if (fn->name.name == o.entry) entry = fn.get();
+    }
+  if (!entry)
+    throw Error(fmt::format("{}: no entry `{}` (the root block has {})", o.package, o.entry, fmt::join(entries, ", ")));
+  std::set<std::string> entryDims;
+  for (const syntax::GenericParam& g : entry->generics)
+    if (g.kind.name == "Dim") entryDims.insert(g.name.name);
+  SplitGenerics out;
+  for (const auto& [name, value] : o.entryGenerics) {
+    if (!entryDims.count(name))
+      throw Error(fmt::format("--generic {}={}: entry `{}` has no dimension generic `{}`", name, value, o.entry, name));
+    out.entry[name] = value;
+  }
+  for (const auto& [name, value] : o.load.generics) {
+    if (!entryDims.count(name)) {
+      out.root.insert_or_assign(name, value);
+      continue;
+    }
+    const int64_t* n = std::get_if<int64_t>(&value.value);
+    if (!n) throw Error(fmt::format("--set {}={}: the entry's generic `{}` is a dimension", name, value.str(), name));
+    out.entry[name] = *n;
+  }
+  for (const syntax::GenericParam& g : entry->generics)
+    if (g.kind.name == "Dim" && !g.defaultValue && !out.entry.count(g.name.name))
+      throw Error(fmt::format("entry `{}` has the dimension generic `{}`: give it a value with --generic {}=N (or --set; the ONNX "
+                              "graph has static shapes)",
+                              o.entry, g.name.name, g.name.name));
+  return out;
+}
+
+// The output's folder and the refusals that need nothing else.
+fs::path checkOutput(const OnnxExportOptions& o) {
+  if (o.output.empty()) throw Error("export onnx: no output file: pass -o FILE.onnx");
+  const fs::path out(o.output);
+  if (fs::is_directory(out)) throw Error(fmt::format("{} is a folder; -o names the .onnx file to write", o.output));
+  for (const fs::path& p : {out, fs::path(o.output + ".data")})
+    if (fs::exists(p) && !o.force)
+      throw Error(fmt::format("{}: exists; pass --force to replace it (it is replaced only once the new model is "
+                              "complete and checked)",
+                              p.string()));
+  const fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+  if (!fs::is_directory(dir)) throw Error(fmt::format("{}: no folder {} to write it in", o.output, dir.string()));
+  if (!o.load.randomWeights && o.load.weights.empty())
+    throw Error(fmt::format("{}: no weights given: pass a .safetensors file, an index.json or a .gguf (--weights), "
+                            "or ask for random weights (--random-weights)",
+                            o.package));
+  if (o.load.randomWeights && !o.load.weights.empty())
+    throw Error("export onnx: --weights and --random-weights exclude each other");
+  return dir;
+}
+
+// A temporary folder beside the output, removed unless released.
+struct Scratch {
+  fs::path path;
+  ~Scratch() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove_all(path, ec);
+  }
+};
+
+OnnxTensorInfo infoOf(const GraphValue& v) { return {v.name, v.type.dtype, v.type.shape}; }
+
+}  // namespace
+
+std::optional<ExternalData> externalDataNamed(const std::string& name) {
+  if (name == "auto") return ExternalData::Auto;
+  if (name == "always") return ExternalData::Always;
+  if (name == "never") return ExternalData::Never;
+  return std::nullopt;
+}
+
+OnnxExportResult exportOnnx(const OnnxExportOptions& o, const std::function<void(const std::string&)>& log) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto note = [&](const std::string& s) {
+    if (log) log(s);
+  };
+  const fs::path dir = checkOutput(o);
+  const fs::path out(o.output);
+
+  // --- The entry, elaborated and lowered: every refusal comes here. ------
+  SplitGenerics generics = splitGenerics(o);
+  nest::LoadOptions load = o.load;
+  load.generics = generics.root;
+  std::unique_ptr<CheckedPackage> checked = checkPackage(o.package, load);
+  std::map<std::string, int64_t> dims;
+  for (const auto& [k, v] : checked->program->package().generics)
+    if (v.number) dims[k] = *v.number;
+
+  onnx::ModelProto model;
+  model.set_ir_version(8);  // ONNX 1.10+; what opset 17 came with
+  model.set_producer_name("linnet");
+  model.set_doc_string(fmt::format("{}: entry `{}`", checked->program->package().name, o.entry));
+  onnx::OperatorSetIdProto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(kOpset);
+  onnx::GraphProto& graph = *model.mutable_graph();
+  graph.set_name(fmt::format("{}.{}", checked->program->package().name, o.entry));
+  GraphBuilder builder(graph);
+  LoweredEntry lowered;
+  std::unique_ptr<elab::Program> program;
+  try {
+    program = std::make_unique<elab::Program>(*checked->program);
+    elab::EntryInstance entry =
+        program->entry(o.entry, program->entryParams(o.entry, generics.entry), generics.entry);
+    lowered = lowerEntry(*program, entry, builder);
+  } catch (const elab::Error& e) {
+    throw Error(fmt::format("{}: entry `{}`: {}", o.package, o.entry, e.what()));
+  } catch (const Refusal& e) {
+    throw Error(fmt::format("{}: entry `{}` cannot be exported to ONNX: {}", o.package, o.entry, e.what()));
+  }
+
+  // --- Where the initializers go. -----------------------------------------
+  uint64_t total = 0;
+  for (const GraphValue& p : lowered.params) total += elementBytes(p.type.dtype, p.type.shape);
+  const bool external = o.externalData == ExternalData::Always ||
+                        (o.externalData == ExternalData::Auto && total > kExternalAbove);
+  if (!external && total > kProtobufLimit)
+    throw Error(fmt::format("{}: the initializers are {}, past protobuf's 2 GiB limit for one .onnx file: use "
+                            "--external-data auto or always",
+                            o.output, bytesText(total)));
+  std::error_code ec;
+  fs::space_info space = fs::space(dir, ec);
+  if (!ec && space.available < total + (64u << 20))
+    throw Error(fmt::format("{}: the export needs {}, but {} has {} free", o.output, bytesText(total), dir.string(),
+                            bytesText(space.available)));
+
+  // --- The parameters, bound as `linnet call` binds them (in its order: the
+  // instance tree's, so --random-weights draws the same values). ---------
+  std::vector<nest::ParamInfo> params;
+  for (const elab::Instance* inst : program->instances())
+    for (const elab::Member& m : inst->params)
+      params.push_back({inst->pathOf(m.name), m.type.shape, m.type.dtype, std::nullopt});
+  std::vector<nest::ParamBytes> bound;
+  if (!o.load.randomWeights) bound = nest::bindParams(o.package, params, dims, load);
+  std::map<std::string, size_t> used;
+  for (size_t k = 0; k < lowered.params.size(); ++k) used[lowered.params[k].name] = k;
+
+  Scratch scratch{dir / fmt::format(".{}.{}.part", out.filename().string(), getpid())};
+  fs::create_directory(scratch.path);
+  const std::string dataName = out.filename().string() + ".data";
+  const fs::path modelTemp = scratch.path / out.filename(), dataTemp = scratch.path / dataName;
+  std::ofstream data;
+  if (external) data.open(dataTemp, std::ios::binary);
+  uint64_t offset = 0;
+  std::vector<onnx::TensorProto> initializers(lowered.params.size());
+  nest::RandomParams random(o.load.seed);
+  nest::Progress progress("linnet: writing initializers", params.size());
+  for (size_t k = 0; k < params.size(); ++k) {
+    progress.step();
+    std::optional<nest::Tensor> drawn;
+    std::span<const std::byte> bytes;
+    if (o.load.randomWeights) {
+      drawn = random.next(params[k]);  // every param draws, so the values are `linnet call`'s
+      bytes = drawn->bytes();
+    } else {
+      bytes = bound[k].bytes;
+    }
+    auto it = used.find(params[k].path);
+    if (it == used.end()) continue;
+    onnx::TensorProto& t = initializers[it->second];
+    t.set_name(params[k].path);
+    t.set_data_type(onnxElementType(params[k].dtype));
+    for (int64_t d : params[k].shape) t.add_dims(d);
+    if (!external) {
+      t.set_raw_data(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      continue;
+    }
+    data.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    t.set_data_location(onnx::TensorProto::EXTERNAL);
+    auto add = [&](const char* key, const std::string& value) {
+      onnx::StringStringEntryProto* e = t.add_external_data();
+      e->set_key(key);
+      e->set_value(value);
+    };
+    add("location", dataName);
+    add("offset", std::to_string(offset));
+    add("length", std::to_string(bytes.size()));
+    offset += bytes.size();
+  }
+  bound.clear();
+  for (onnx::TensorProto& t : initializers) *graph.add_initializer() = std::move(t);
+  if (external) {
+    data.flush();
+    if (!data) throw Error(fmt::format("{}: cannot write {}", o.output, dataTemp.string()));
+    data.close();
+  }
+  if (model.ByteSizeLong() > kProtobufLimit)
+    throw Error(fmt::format("{}: the model is {}, past protobuf's 2 GiB limit: use --external-data always",
+                            o.output, bytesText(model.ByteSizeLong())));
+  {
+    std::ofstream m(modelTemp, std::ios::binary);
+    if (!model.SerializeToOstream(&m) || !m.flush())
+      throw Error(fmt::format("{}: cannot write {}", o.output, modelTemp.string()));
+  }
+
+  // --- Held to the checker and shape inference, then renamed into place. --
+  try {
+    checkModelFile(modelTemp.string());
+    checkInferredShapes(withoutData(model));
+  } catch (const std::runtime_error& e) {
+    throw Error(fmt::format("{}: internal: the exported graph is not valid ONNX, nothing was written: {}", o.output,
+                            e.what()));
+  }
+  OnnxExportResult r;
+  r.path = o.output;
+  r.bytes = fs::file_size(modelTemp);
+  if (external) {
+    r.dataPath = o.output + ".data";
+    r.dataBytes = offset;
+    fs::rename(dataTemp, r.dataPath);  // the model last: it is what a reader opens
+  }
+  fs::rename(modelTemp, out);
+  r.nodes = static_cast<size_t>(graph.node_size());
+  r.initializers = static_cast<size_t>(graph.initializer_size());
+  for (const GraphValue& v : lowered.inputs) r.inputs.push_back(infoOf(v));
+  for (const LoweredEntry::State& s : lowered.states) r.inputs.push_back({"past." + s.path, s.type.dtype, s.type.shape});
+  for (const GraphValue& v : lowered.outputs) r.outputs.push_back(infoOf(v));
+  for (const LoweredEntry::State& s : lowered.states)
+    r.outputs.push_back({"present." + s.path, s.type.dtype, s.type.shape});
+  r.generics = dims;
+  for (const auto& [k, v] : generics.entry) r.generics[k] = v;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (external) note(fmt::format("note: {} of initializers in {}", bytesText(r.dataBytes), r.dataPath));
+  return r;
+}
+
+}  // namespace linnet::exporter
