@@ -12,6 +12,7 @@
 #include <map>
 
 #include "../runtime/temp_dir.h"
+#include "export_fixtures.h"
 #include "export/gguf_export.h"
 #include "export/gguf_names.h"
 #include "export/quantize.h"
@@ -22,21 +23,19 @@
 using namespace linnet;
 using gguf::GgmlType;
 using linnet::test::TempDir;
+using linnet::test::kCard;
+using linnet::test::kGqa2;
+using linnet::test::kTokenizer;
 using Catch::Matchers::Contains;
 namespace ex = linnet::exporter;
 
 namespace {
 
-const std::string kCard = std::string(LINNET_SOURCE_DIR) + "/nest/llama-3.1-8b-instruct";
-const std::string kGqa2 = std::string(LINNET_TEST_DATA) + "/llama/gqa2/model.safetensors";
-const std::string kTokenizer = std::string(LINNET_TEST_DATA) + "/export/tokenizer/tokenizer.json";
-
 ex::GgufExportOptions gqa2(const std::filesystem::path& out) {
   ex::GgufExportOptions o;
   o.package = kCard;
   o.load.weights = kGqa2;
-  o.load.generics = {{"Vocab", 64}, {"H", 64},     {"Heads", 4},    {"KvHeads", 2},
-                     {"Inner", 96}, {"Layers", 2}, {"MaxSeq", 64}, {"T", "f32"}};
+  o.load.generics = test::gqa2Generics();
   o.output = out.string();
   return o;
 }

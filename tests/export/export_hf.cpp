@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "../runtime/temp_dir.h"
+#include "export_fixtures.h"
 #include "export/gguf_export.h"
 #include "export/hf_config.h"
 #include "export/hf_export.h"
@@ -29,26 +30,22 @@
 
 using namespace linnet;
 using linnet::test::TempDir;
+using linnet::test::kCard;
+using linnet::test::kGqa2;
+using linnet::test::kTokenizer;
 using Catch::Matchers::Contains;
 namespace ex = linnet::exporter;
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kCard = std::string(LINNET_SOURCE_DIR) + "/nest/llama-3.1-8b-instruct";
 const std::string kSmolLM2 = std::string(LINNET_SOURCE_DIR) + "/nest/smollm2-135m-instruct";
-const std::string kGqa2 = std::string(LINNET_TEST_DATA) + "/llama/gqa2/model.safetensors";
-const std::string kTokenizer = std::string(LINNET_TEST_DATA) + "/export/tokenizer/tokenizer.json";
-
-std::map<std::string, nest::GenericValue> gqa2Generics() {
-  return {{"Vocab", 64}, {"H", 64}, {"Heads", 4}, {"KvHeads", 2}, {"Inner", 96}, {"Layers", 2}, {"MaxSeq", 64}, {"T", "f32"}};
-}
 
 ex::HfExportOptions gqa2(const fs::path& out) {
   ex::HfExportOptions o;
   o.package = kCard;
   o.load.weights = kGqa2;
-  o.load.generics = gqa2Generics();
+  o.load.generics = test::gqa2Generics();
   o.output = out.string();
   return o;
 }
@@ -184,7 +181,7 @@ TEST_CASE("a GGUF source exports as the checkpoint, its tokenizer rebuilt", "[ex
   ex::GgufExportOptions g;
   g.package = kCard;
   g.load.weights = kGqa2;
-  g.load.generics = gqa2Generics();
+  g.load.generics = test::gqa2Generics();
   g.tokenizer = kTokenizer;
   g.output = (dir / "gqa2.gguf").string();
   ex::exportGguf(g);

@@ -18,6 +18,7 @@
 #include <map>
 
 #include "../runtime/temp_dir.h"
+#include "export_fixtures.h"
 #include "export/onnx/onnx_check.h"
 #include "export/onnx/onnx_export.h"
 #include "nest/params.h"
@@ -25,21 +26,19 @@
 
 using namespace linnet;
 using linnet::test::TempDir;
+using linnet::test::kCard;
+using linnet::test::kGqa2;
 using Catch::Matchers::Contains;
 namespace ex = linnet::exporter;
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kCard = std::string(LINNET_SOURCE_DIR) + "/nest/llama-3.1-8b-instruct";
-const std::string kGqa2 = std::string(LINNET_TEST_DATA) + "/llama/gqa2/model.safetensors";
-
 ex::OnnxExportOptions gqa2(const fs::path& out, const std::string& entry) {
   ex::OnnxExportOptions o;
   o.package = kCard;
   o.load.weights = kGqa2;
-  o.load.generics = {{"Vocab", 64}, {"H", 64},     {"Heads", 4},    {"KvHeads", 2},
-                     {"Inner", 96}, {"Layers", 2}, {"MaxSeq", 64}, {"T", "f32"}};
+  o.load.generics = test::gqa2Generics();
   if (entry == "forward") o.load.generics.insert({{"B", 1}, {"S", 8}});
   if (entry == "prefill") o.load.generics.insert({"S", 8});
   o.entry = entry;
