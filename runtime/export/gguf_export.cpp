@@ -195,10 +195,7 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
                             o.output));
   const fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
   if (!fs::is_directory(dir)) throw Error(fmt::format("{}: no folder {} to write it in", o.output, dir.string()));
-  if (!o.load.randomWeights && o.load.weights.empty())
-    throw Error(fmt::format("{}: no weights given: pass a .safetensors file, an index.json or a .gguf (--weights), "
-                            "or ask for random weights (--random-weights)",
-                            o.package));
+  requireWeightsSource(o.package, o.load, "export gguf");
 
   // --- The model and what llama.cpp calls everything in it. --------------
   ModelFacts facts = instantiate(o.package, o.load);

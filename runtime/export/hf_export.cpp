@@ -112,10 +112,7 @@ HfExportResult exportHf(const HfExportOptions& o, const std::function<void(const
 
   // --- The output and the source: refused first. ---------------------------
   checkOutputFolder(o.output, o.force, "export hf");
-  if (!o.load.randomWeights && o.load.weights.empty())
-    throw Error(fmt::format("{}: no weights given: pass a .safetensors file, an index.json, a Hugging Face folder "
-                            "or a .gguf (--weights), or ask for random weights (--random-weights)",
-                            o.package));
+  requireWeightsSource(o.package, o.load, "export hf");
   if (o.shardBytes == 0) throw Error("export hf: --shard-size must be at least one byte");
   // A Hugging Face folder as --weights: its checkpoint, its config.json checked.
   const nest::LoadOptions load = o.load.randomWeights ? o.load : nest::prepareLoad(o.package, o.load);

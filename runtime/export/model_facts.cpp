@@ -14,6 +14,15 @@
 
 namespace linnet::exporter {
 
+void requireWeightsSource(const std::string& package, const nest::LoadOptions& load, const char* command) {
+  if (load.randomWeights && !load.weights.empty())
+    throw nest::Error(fmt::format("{}: --weights and --random-weights exclude each other", command));
+  if (!load.randomWeights && load.weights.empty())
+    throw nest::Error(fmt::format("{}: no weights given: pass a .safetensors file, an index.json, a Hugging Face "
+                                  "folder or a .gguf (--weights), or ask for random weights (--random-weights)",
+                                  package));
+}
+
 std::optional<double> ModelFacts::constant(const std::string& fullName) const {
   auto it = constants.find(fullName);
   if (it == constants.end()) return std::nullopt;

@@ -37,6 +37,10 @@ struct ModelFacts {
   bool imports(const std::string& fullName) const { return imported.count(fullName) > 0; }
 };
 
+// Refuses an export given neither --weights nor --random-weights, or both,
+// before anything else is read; `command` names it ("export onnx").
+void requireWeightsSource(const std::string& package, const nest::LoadOptions& load, const char* command);
+
 // Checks and instantiates `package` with `options.generics` (and
 // options.stdlib). Throws nest::Error with the checker's diagnostics.
 ModelFacts instantiate(const std::string& package, const nest::LoadOptions& options);

@@ -11,22 +11,12 @@
 #include "base/diagnostics.h"
 #include "sema/checker.h"
 #include "sema/program.h"
+#include "fuzz_stdlib.h"
 #include "sema/stdlib.h"
 
 namespace {
 
-std::shared_ptr<const linnet::sema::Stdlib> stdlib() {
-  static const std::shared_ptr<const linnet::sema::Stdlib> lib = [] {
-    std::string errors;
-    auto loaded = linnet::sema::Stdlib::load(LINNET_STDLIB_DIR, errors);
-    if (!loaded) {
-      std::fprintf(stderr, "checker_fuzzer: the standard library does not check:\n%s", errors.c_str());
-      std::abort();
-    }
-    return loaded;
-  }();
-  return lib;
-}
+std::shared_ptr<const linnet::sema::Stdlib> stdlib() { return fuzzStdlib("checker_fuzzer"); }
 
 }  // namespace
 

@@ -14,22 +14,12 @@
 
 #include "lsp/json_rpc.h"
 #include "lsp/server.h"
+#include "fuzz_stdlib.h"
 #include "sema/stdlib.h"
 
 namespace {
 
-std::shared_ptr<const linnet::sema::Stdlib> stdlib() {
-  static const std::shared_ptr<const linnet::sema::Stdlib> lib = [] {
-    std::string errors;
-    auto loaded = linnet::sema::Stdlib::load(LINNET_STDLIB_DIR, errors);
-    if (!loaded) {
-      std::fprintf(stderr, "lsp_fuzzer: the standard library does not check:\n%s", errors.c_str());
-      std::abort();
-    }
-    return loaded;
-  }();
-  return lib;
-}
+std::shared_ptr<const linnet::sema::Stdlib> stdlib() { return fuzzStdlib("lsp_fuzzer"); }
 
 using nlohmann::json;
 

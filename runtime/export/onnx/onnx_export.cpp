@@ -11,6 +11,7 @@
 
 #include "elaborate/program.h"
 #include "export/checked_package.h"
+#include "export/model_facts.h"
 #include "nest/backend.h"
 #include "export/onnx/onnx_check.h"
 #include "export/onnx/onnx_emitters.h"
@@ -107,12 +108,7 @@ fs::path checkOutput(const OnnxExportOptions& o) {
                               p.string()));
   const fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
   if (!fs::is_directory(dir)) throw Error(fmt::format("{}: no folder {} to write it in", o.output, dir.string()));
-  if (!o.load.randomWeights && o.load.weights.empty())
-    throw Error(fmt::format("{}: no weights given: pass a .safetensors file, an index.json or a .gguf (--weights), "
-                            "or ask for random weights (--random-weights)",
-                            o.package));
-  if (o.load.randomWeights && !o.load.weights.empty())
-    throw Error("export onnx: --weights and --random-weights exclude each other");
+  requireWeightsSource(o.package, o.load, "export onnx");
   return dir;
 }
 
