@@ -18,4 +18,16 @@ inline std::map<std::string, nest::GenericValue> gqa2Generics() {
   return {{"Vocab", 64}, {"H", 64}, {"Heads", 4}, {"KvHeads", 2}, {"Inner", 96}, {"Layers", 2}, {"MaxSeq", 64}, {"T", "f32"}};
 }
 
+// An export of the card bound to the gqa2 fixture, written to `out`: any of
+// the formats' options (they share package, load and output).
+template <class Options>
+Options gqa2Export(const std::string& out) {
+  Options o;
+  o.package = kCard;
+  o.load.weights = kGqa2;
+  o.load.generics = gqa2Generics();
+  o.output = out;
+  return o;
+}
+
 }  // namespace linnet::test

@@ -23,7 +23,6 @@
 using namespace linnet;
 using gguf::GgmlType;
 using linnet::test::TempDir;
-using linnet::test::kCard;
 using linnet::test::kGqa2;
 using linnet::test::kTokenizer;
 using Catch::Matchers::Contains;
@@ -32,12 +31,7 @@ namespace ex = linnet::exporter;
 namespace {
 
 ex::GgufExportOptions gqa2(const std::filesystem::path& out) {
-  ex::GgufExportOptions o;
-  o.package = kCard;
-  o.load.weights = kGqa2;
-  o.load.generics = test::gqa2Generics();
-  o.output = out.string();
-  return o;
+  return test::gqa2Export<ex::GgufExportOptions>(out.string());
 }
 
 std::vector<float> f32Of(const weights::TensorInfo& t) {

@@ -42,12 +42,7 @@ namespace {
 const std::string kSmolLM2 = std::string(LINNET_SOURCE_DIR) + "/nest/smollm2-135m-instruct";
 
 ex::HfExportOptions gqa2(const fs::path& out) {
-  ex::HfExportOptions o;
-  o.package = kCard;
-  o.load.weights = kGqa2;
-  o.load.generics = test::gqa2Generics();
-  o.output = out.string();
-  return o;
+  return test::gqa2Export<ex::HfExportOptions>(out.string());
 }
 
 nlohmann::json readJson(const fs::path& p) {

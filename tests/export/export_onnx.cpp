@@ -35,14 +35,10 @@ namespace fs = std::filesystem;
 namespace {
 
 ex::OnnxExportOptions gqa2(const fs::path& out, const std::string& entry) {
-  ex::OnnxExportOptions o;
-  o.package = kCard;
-  o.load.weights = kGqa2;
-  o.load.generics = test::gqa2Generics();
+  auto o = test::gqa2Export<ex::OnnxExportOptions>(out.string());
   if (entry == "forward") o.load.generics.insert({{"B", 1}, {"S", 8}});
   if (entry == "prefill") o.load.generics.insert({"S", 8});
   o.entry = entry;
-  o.output = out.string();
   return o;
 }
 
