@@ -16,6 +16,9 @@ struct SourceRange {
   uint32_t begin = 0;  // byte offsets, [begin, end)
   uint32_t end = 0;
   bool valid() const { return file != 0; }
+  // Whether byte `offset` of `f` is inside, or just past the end: an
+  // editor's cursor sits between characters, so one right after a name means it.
+  bool covers(uint32_t f, uint32_t offset) const { return file == f && begin <= offset && offset <= end; }
   static SourceRange merge(SourceRange a, SourceRange b) {
     if (!a.valid()) return b;
     if (!b.valid()) return a;

@@ -11,9 +11,8 @@ namespace linnet::lsp {
 namespace fs = std::filesystem;
 
 uint32_t Analysis::fileOf(const std::string& canonical) const {
-  for (uint32_t id = 1; id <= sources.fileCount(); ++id)
-    if (canonicalPath(sources.file(id).path()) == canonical) return id;
-  return 0;
+  auto it = fileIds.find(canonical);
+  return it == fileIds.end() ? 0 : it->second;
 }
 
 const sema::Module* Analysis::moduleOf(uint32_t file) const {
@@ -67,6 +66,8 @@ std::unique_ptr<Analysis> analyze(const std::string& path, const std::map<std::s
     if (!a->diags.hasErrors()) checker.instantiateRoot();
   }
   a->explainer.attachDiagnostics(a->diags.all());
+  for (uint32_t id = 1; id <= a->sources.fileCount(); ++id)
+    a->fileIds.emplace(canonicalPath(a->sources.file(id).path()), id);
   a->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return a;
 }

@@ -26,6 +26,9 @@ struct Analysis {
   sema::Explainer explainer;
   std::string root;  // the package folder, or the lone file
   double seconds = 0;  // how long the check took
+  // Every source's id by its canonical path, computed once per check: each
+  // request looks its document up here.
+  std::map<std::string, uint32_t> fileIds;
 
   // The source id of a file of this program (canonical path), else 0.
   uint32_t fileOf(const std::string& canonical) const;

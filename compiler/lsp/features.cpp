@@ -14,17 +14,8 @@ using nlohmann::json;
 
 namespace {
 
-struct Place {
-  const Analysis* analysis = nullptr;
-  uint32_t file = 0;
-  uint32_t offset = 0;
-};
 
 uint32_t size(SourceRange r) { return r.end - r.begin; }
-
-bool contains(SourceRange r, uint32_t file, uint32_t offset) {
-  return r.file == file && r.begin <= offset && offset <= r.end;
-}
 
 // Source text short enough to quote on one line, else empty.
 std::string quotable(const SourceManager& sources, SourceRange r) {
@@ -40,10 +31,10 @@ std::string placeText(const SourceManager& sources, SourceRange r) {
 
 // The innermost obligations containing the place: those of the smallest
 // range, as `linnetc explain --at FILE:LINE:COL` picks them.
-std::vector<const sema::Obligation*> obligationsAt(const Place& p) {
+std::vector<const sema::Obligation*> obligationsAt(const Server::Place& p) {
   const sema::Obligation* inner = nullptr;
   for (const sema::Obligation& o : p.analysis->explainer.obligations())
-    if (contains(o.at, p.file, p.offset) && (!inner || size(o.at) < size(inner->at))) inner = &o;
+    if (o.at.covers(p.file, p.offset) && (!inner || size(o.at) < size(inner->at))) inner = &o;
   std::vector<const sema::Obligation*> out;
   if (!inner) return out;
   for (const sema::Obligation& o : p.analysis->explainer.obligations())
@@ -71,14 +62,21 @@ std::string fnDetail(const syntax::FnDecl& fn) {
 
 }  // namespace
 
-json Server::hover(const json& params) {
+Server::Place Server::placeOf(const json& params, const char* request) {
   std::string path = documentPath(params);
-  if (!params.contains("position")) throw std::invalid_argument("hover needs a position");
+  if (!params.contains("position")) throw std::invalid_argument(std::string(request) + " needs a position");
   Position pos = positionFrom(params["position"]);
   Place p{analysisOf(path)};
-  if (!p.analysis || !(p.file = p.analysis->fileOf(canonicalPath(path)))) return nullptr;
+  if (p.analysis) p.file = p.analysis->fileOf(canonicalPath(path));
+  if (!p.file) return {};
+  p.offset = offsetOf(p.analysis->sources.file(p.file).text(), pos);
+  return p;
+}
+
+json Server::hover(const json& params) {
+  Place p = placeOf(params, "hover");
+  if (!p.analysis) return nullptr;
   const SourceManager& sources = p.analysis->sources;
-  p.offset = offsetOf(sources.file(p.file).text(), pos);
 
   std::vector<const sema::TypeAt*> types = p.analysis->index.typesAt(p.file, p.offset);
   const sema::ReferenceAt* ref = p.analysis->index.referenceAt(p.file, p.offset);
@@ -126,13 +124,9 @@ json Server::hover(const json& params) {
 }
 
 json Server::definition(const json& params) {
-  std::string path = documentPath(params);
-  if (!params.contains("position")) throw std::invalid_argument("definition needs a position");
-  Position pos = positionFrom(params["position"]);
-  Place p{analysisOf(path)};
-  if (!p.analysis || !(p.file = p.analysis->fileOf(canonicalPath(path)))) return nullptr;
+  Place p = placeOf(params, "definition");
+  if (!p.analysis) return nullptr;
   const SourceManager& sources = p.analysis->sources;
-  p.offset = offsetOf(sources.file(p.file).text(), pos);
   if (const sema::ReferenceAt* ref = p.analysis->index.referenceAt(p.file, p.offset))
     return locationJson(sources, ref->target);
   // A name a `use` brings in, or the module it names.
@@ -144,7 +138,7 @@ json Server::definition(const json& params) {
       auto it = m->imports.find(name.name);
       if (it == m->imports.end()) continue;
       any = &it->second;
-      if (!contains(name.range, p.file, p.offset)) continue;
+      if (!name.range.covers(p.file, p.offset)) continue;
       const sema::Item& item = it->second;
       SourceRange target = item.block ? item.block->name.range : item.fn ? item.fn->name.range
                            : item.constant                     ? item.constant->name.range
@@ -152,7 +146,7 @@ json Server::definition(const json& params) {
       return locationJson(sources, target);
     }
     for (const syntax::Ident& part : use.path)
-      if (contains(part.range, p.file, p.offset) && any && any->module)
+      if (part.range.covers(p.file, p.offset) && any && any->module)
         return locationJson(sources, SourceRange{any->module->file, 0, 0});
   }
   return nullptr;

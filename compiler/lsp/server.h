@@ -33,7 +33,17 @@ class Server {
   // LSP's rule: 0 when `shutdown` came before `exit` (or the end of input).
   int exitCode() const { return shutdown_ ? 0 : 1; }
 
+ public:
+  // A request's document position in the latest check that read it; no
+  // analysis when none did.
+  struct Place {
+    const Analysis* analysis = nullptr;
+    uint32_t file = 0;
+    uint32_t offset = 0;
+  };
+
  private:
+  Place placeOf(const nlohmann::json& params, const char* request);
   nlohmann::json request(const std::string& method, const nlohmann::json& params);
   void notification(const std::string& method, const nlohmann::json& params);
   nlohmann::json hover(const nlohmann::json& params);

@@ -20,8 +20,7 @@ Local* Checker::Impl::findLocal(Ctx& ctx, const std::string& name) {
 
 void Checker::Impl::declare(Ctx& ctx, const Ident& name, Local local) {
   local.declared = name.range;
-  if (index && !local.type.isError())
-    index->type(name.range, local.type.str(), ctx.concrete, ctx.concrete && !ctx.chain.empty() ? ctx.chain.back() : "");
+  if (index && !local.type.isError()) recordType(ctx, name.range, local.type.str());
   if (ctx.scopes.empty()) ctx.scopes.emplace_back();
   auto& scope = ctx.scopes.back();
   if (auto it = scope.find(name.name); it != scope.end()) {
@@ -381,8 +380,7 @@ Value Checker::Impl::checkExpr(Ctx& ctx, const syntax::Expr& e) {
     error(ctx, e.range, overflowMessage(o));
     v = Value::error();
   }
-  if (index && !v.type.isError())
-    index->type(e.range, v.type.str(), ctx.concrete, ctx.concrete && !ctx.chain.empty() ? ctx.chain.back() : "");
+  if (index && !v.type.isError()) recordType(ctx, e.range, v.type.str());
   --depth;
   return v;
 }

@@ -28,7 +28,7 @@ void Checker::Impl::noteGeneric(const Ctx& ctx, SourceRange at, const std::strin
   if (decl != ctx.genericDecls.end())
     index->reference(at, decl->second, fmt::format("generic `{}: {}`", name, ctx.generics.at(name)));
   // Symbolically a generic is itself; a concrete check binds it.
-  if (ctx.concrete) index->type(at, value, true, ctx.chain.empty() ? "" : ctx.chain.back());
+  if (ctx.concrete) recordType(ctx, at, value);
 }
 
 void Checker::checkDefinitions() {

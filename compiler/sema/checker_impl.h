@@ -134,6 +134,11 @@ struct Checker::Impl {
   void refer(SourceRange at, SourceRange target, Why what) {
     if (index) index->reference(at, target, what());
   }
+  // The type an expression or binding at `at` has in this check, with the
+  // instantiation it belongs to when concrete.
+  void recordType(const Ctx& ctx, SourceRange at, std::string type) {
+    if (index) index->type(at, std::move(type), ctx.concrete, ctx.concrete && !ctx.chain.empty() ? ctx.chain.back() : "");
+  }
   // A generic named at `at`: its declaration and its value here (the
   // number or dtype it is bound to in a concrete check).
   void noteGeneric(const Ctx& ctx, SourceRange at, const std::string& name, const std::string& value);

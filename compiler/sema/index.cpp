@@ -8,12 +8,6 @@ namespace {
 
 bool same(SourceRange a, SourceRange b) { return a.file == b.file && a.begin == b.begin && a.end == b.end; }
 
-bool contains(SourceRange r, uint32_t file, uint32_t offset) {
-  // A name's range ends one past its last byte; a cursor just after it
-  // still means it, as editors place the cursor between characters.
-  return r.file == file && r.begin <= offset && offset <= r.end;
-}
-
 }  // namespace
 
 void SemanticIndex::type(SourceRange at, std::string type, bool concrete, std::string context) {
@@ -31,7 +25,7 @@ void SemanticIndex::reference(SourceRange at, SourceRange target, std::string wh
 std::vector<const TypeAt*> SemanticIndex::typesAt(uint32_t file, uint32_t offset) const {
   const TypeAt* inner = nullptr;
   for (const TypeAt& t : types_)
-    if (contains(t.at, file, offset) && (!inner || t.at.end - t.at.begin < inner->at.end - inner->at.begin))
+    if (t.at.covers(file, offset) && (!inner || t.at.end - t.at.begin < inner->at.end - inner->at.begin))
       inner = &t;
   std::vector<const TypeAt*> out;
   if (!inner) return out;
@@ -44,7 +38,7 @@ std::vector<const TypeAt*> SemanticIndex::typesAt(uint32_t file, uint32_t offset
 const ReferenceAt* SemanticIndex::referenceAt(uint32_t file, uint32_t offset) const {
   const ReferenceAt* inner = nullptr;
   for (const ReferenceAt& r : references_)
-    if (contains(r.at, file, offset) && (!inner || r.at.end - r.at.begin < inner->at.end - inner->at.begin))
+    if (r.at.covers(file, offset) && (!inner || r.at.end - r.at.begin < inner->at.end - inner->at.begin))
       inner = &r;
   return inner;
 }
