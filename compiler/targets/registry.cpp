@@ -4,6 +4,9 @@
 #include <fmt/ranges.h>
 
 #include "targets/cpu/target.h"
+#ifdef LINNET_HAVE_CUDA_TARGET
+#include "targets/cuda/target.h"
+#endif
 #include "targets/target.h"
 
 namespace linnet::targets {
@@ -12,6 +15,9 @@ const std::vector<std::unique_ptr<Target>>& allTargets() {
   static const std::vector<std::unique_ptr<Target>> targets = [] {
     std::vector<std::unique_ptr<Target>> t;
     t.push_back(cpu::makeTarget());
+#ifdef LINNET_HAVE_CUDA_TARGET
+    t.push_back(cuda::makeTarget());
+#endif
     return t;
   }();
   return targets;

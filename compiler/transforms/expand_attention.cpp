@@ -34,8 +34,10 @@ struct Expander {
   int64_t r;                    // k's rank: [..L, K, D]
   SmallVector<int64_t> lead;    // ..L
   Type t;                       // q, k and v's element type
+  bool prefixes;                // choose a key prefix at run time (SharedOptions::attentionKeyPrefix)
 
-  Expander(OpBuilder& builder, ir::AttentionOp attention) : b(builder), loc(attention.getLoc()), op(attention) {
+  Expander(OpBuilder& builder, ir::AttentionOp attention, bool prefixes)
+      : b(builder), loc(attention.getLoc()), op(attention), prefixes(prefixes) {
     auto k = op.getK().getType();
     r = k.getRank();
     lead.assign(k.getShape().begin(), k.getShape().end() - 2);
@@ -137,7 +139,8 @@ struct Expander {
     int64_t K = keys();
     auto mt = op.getMask().getType();
     SmallVector<int64_t> lengths;
-    for (int64_t n = kShortestPrefix; n < K && mt.getShape().back() == K; n *= 2) lengths.push_back(n);
+    if (prefixes)
+      for (int64_t n = kShortestPrefix; n < K && mt.getShape().back() == K; n *= 2) lengths.push_back(n);
     lengths.push_back(K);
     b.setInsertionPoint(op);
     if (lengths.size() == 1) {
@@ -188,7 +191,7 @@ struct ExpandAttentionPass : PassWrapper<ExpandAttentionPass, OperationPass<Modu
       if (!targetKeepsAttention(op, options)) ops.push_back(op);
     });
     OpBuilder b(&getContext());
-    for (ir::AttentionOp op : ops) Expander(b, op).run();
+    for (ir::AttentionOp op : ops) Expander(b, op, options.attentionKeyPrefix).run();
   }
 };
 

@@ -168,6 +168,9 @@ class Packer {
 
 struct PackParamsPass : PassWrapper<PackParamsPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(PackParamsPass)
+  PackParamsPass() = default;
+  explicit PackParamsPass(const SharedOptions& options) : options(options) {}
+  SharedOptions options;
   StringRef getArgument() const final { return "linnet-pack-params"; }
   StringRef getDescription() const final {
     return "Read the params marked linnet.storage in their storage format (packed_matmul, packed_gather, unpack)";
@@ -186,6 +189,7 @@ struct PackParamsPass : PassWrapper<PackParamsPass, OperationPass<ModuleOp>> {
           fn.emitError("unknown linnet.storage `") << attr.getValue() << "`";
           return signalPassFailure();
         }
+        if (*storage == Storage::F32 && !options.f32WeightProducts) continue;
         packer.packArgument(fn, i, *storage);
       }
     }
@@ -194,7 +198,9 @@ struct PackParamsPass : PassWrapper<PackParamsPass, OperationPass<ModuleOp>> {
 
 }  // namespace
 
-std::unique_ptr<Pass> createPackParamsPass() { return std::make_unique<PackParamsPass>(); }
+std::unique_ptr<Pass> createPackParamsPass(const SharedOptions& options) {
+  return std::make_unique<PackParamsPass>(options);
+}
 void registerPackParamsPass() { PassRegistration<PackParamsPass>(); }
 
 }  // namespace linnet::transforms

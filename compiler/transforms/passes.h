@@ -21,7 +21,7 @@ void registerExpandAttentionPass();
 
 // linnet-pack-params: the params an entry's arguments mark `linnet.storage`
 // read in that format: packed_matmul, packed_gather, unpack (pack_params.cpp).
-std::unique_ptr<mlir::Pass> createPackParamsPass();
+std::unique_ptr<mlir::Pass> createPackParamsPass(const SharedOptions& options = {});
 void registerPackParamsPass();
 
 // linnet-to-linalg: the `linnet` dialect to linalg/tensor/arith/math/scf,

@@ -5,11 +5,14 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Export.h"
 #include "ir/dialect.h"
 #include "transforms/passes.h"
 
@@ -41,11 +44,26 @@ void run(mlir::ModuleOp module, mlir::PassManager& pm, const char* what) {
   }
   std::string diagnostics;
   llvm::raw_string_ostream os(diagnostics);
+  bool errors = false;
   mlir::ScopedDiagnosticHandler handler(module.getContext(), [&](mlir::Diagnostic& d) {
     os << d.getLocation() << ": " << d.str() << "\n";
+    errors |= d.getSeverity() == mlir::DiagnosticSeverity::Error;
     return mlir::success();
   });
-  if (mlir::failed(pm.run(module))) throw PipelineError(fmt::format("internal compiler error in {}:\n{}", what, diagnostics));
+  // An error diagnostic fails the pipeline even when its pass succeeds
+  // (gpu-module-to-binary reports a missing libdevice and carries on).
+  if (mlir::failed(pm.run(module)) || errors)
+    throw PipelineError(fmt::format("internal compiler error in {}:\n{}", what, diagnostics));
+}
+
+std::string translateToLLVMIR(mlir::ModuleOp module) {
+  llvm::LLVMContext llvmContext;
+  auto llvmModule = mlir::translateModuleToLLVMIR(module, llvmContext, "linnet");
+  if (!llvmModule) throw PipelineError("internal compiler error: translation to LLVM IR failed");
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvmModule->print(os, nullptr);
+  return text;
 }
 
 bool targetKeepsAttention(mlir::Operation* op, const SharedOptions& options) {
@@ -58,10 +76,19 @@ bool targetKeepsAttention(mlir::Operation* op, const SharedOptions& options) {
 void addSharedPipeline(mlir::OpPassManager& pm, const SharedOptions& options) {
   pm.addPass(createExpandAttentionPass(options));
   addPipeline(pm, "canonicalize");  // the linnet peepholes (a product with a transpose) first
-  pm.addPass(createPackParamsPass());  // after them: it rewrites transpose_b products
-  pm.addPass(createHoistConstantsPass());
+  pm.addPass(createPackParamsPass(options));  // after them: it rewrites transpose_b products
+  if (options.hoistConstants) pm.addPass(createHoistConstantsPass());
   pm.addPass(createLowerToLinalgPass(options));
   addPipeline(pm, "canonicalize,cse");
+}
+
+void addBufferization(mlir::OpPassManager& pm, bool deallocate) {
+  addPipeline(pm,
+              "canonicalize,"
+              "one-shot-bufferize{bufferize-function-boundaries=1 allow-return-allocs-from-loops=1 "
+              "function-boundary-type-conversion=identity-layout-map},drop-equivalent-buffer-results,canonicalize");
+  if (deallocate) addPipeline(pm, "buffer-deallocation-pipeline");
+  addPipeline(pm, "convert-bufferization-to-memref,canonicalize");
 }
 
 void lowerToLinalg(mlir::ModuleOp module, const SharedOptions& options) {

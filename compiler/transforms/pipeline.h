@@ -29,6 +29,16 @@ struct SharedOptions {
   // f32 linnet.attention with at most two leading axes (..L) stays as it
   // is for the target's own kernel (targetKeepsAttention).
   bool targetAttentionF32 = false;
+  // linnet-expand-attention picks, at run time, the shortest key prefix the
+  // mask reaches (a branch on the mask's values). A target whose host code
+  // cannot read device data (cuda) turns it off: every key, no branch.
+  bool attentionKeyPrefix = true;
+  // linnet-hoist-constants: argument-independent tensors computed once by
+  // @linnet_init into host globals; off, they are computed in every call.
+  bool hoistConstants = true;
+  // linnet-pack-params gives f32 weight products to the target as
+  // packed_matmul "f32" (the CPU's kernel); off, they stay linnet.matmul.
+  bool f32WeightProducts = true;
 };
 
 // True when `options` leave this attention op to the target.
@@ -36,13 +46,22 @@ bool targetKeepsAttention(mlir::Operation* attention, const SharedOptions& optio
 
 // The shared passes, added to `pm` (a module pass manager).
 void addSharedPipeline(mlir::OpPassManager& pm, const SharedOptions& options = {});
+// One-shot bufferization across function boundaries, then (with
+// `deallocate`) ownership-based deallocation: what every target runs first
+// on the `linalg` stage. A target whose allocations last until the call
+// returns (a per-call arena) needs no deallocation.
+void addBufferization(mlir::OpPassManager& pm, bool deallocate = true);
 // Runs them on `module`: the `linalg` stage.
 void lowerToLinalg(mlir::ModuleOp module, const SharedOptions& options = {});
 
+// The module (in the LLVM dialect) as LLVM IR text, through the
+// translations the target registered.
+std::string translateToLLVMIR(mlir::ModuleOp module);
+
 // Adds a textual pipeline of upstream passes to `pm`.
 void addPipeline(mlir::OpPassManager& pm, const std::string& pipeline);
-// Runs `pm` on `module`; a failure is a PipelineError naming `what`, with
-// the diagnostics. LINNET_PRINT_PIPELINE=1 prints each pipeline first.
+// Runs `pm` on `module`; a failure, or any error diagnostic, is a
+// PipelineError naming `what`, with the diagnostics. LINNET_PRINT_PIPELINE=1 prints each pipeline first.
 void run(mlir::ModuleOp module, mlir::PassManager& pm, const char* what);
 
 }  // namespace linnet::transforms

@@ -1,6 +1,8 @@
 #include "artifact/abi.h"
+#include "artifact/manifest.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace linnet::artifact {
 
@@ -28,6 +30,21 @@ std::string cDescriptorLayout() {
       "#define LINNET_DESC_SIZES(rank) {}\n"
       "#define LINNET_DESC_STRIDES(rank) ({} + (rank))\n",
       kDescAligned, kDescOffset, kDescSizes, kDescSizes);
+}
+
+std::string cEntryPoints(const Manifest& manifest, const std::vector<std::string>& functions,
+                         std::string_view prologue) {
+  std::string out;
+  for (size_t i = 0; i < manifest.entries.size(); ++i) {
+    const Entry& e = manifest.entries[i];
+    size_t n = e.inputs.size() + manifest.params.size() + manifest.states.size() + e.outputs.size();
+    std::vector<std::string> decl(n, "void*"), call;
+    for (size_t k = 0; k < n; ++k) call.push_back(fmt::format("a[{}]", k));
+    out += fmt::format("extern void _mlir_ciface_{}({});\n", functions[i], fmt::join(decl, ", "));
+    out += fmt::format("void {}(void** a) {{ {}_mlir_ciface_{}({}); }}\n", e.symbol, prologue, functions[i],
+                       fmt::join(call, ", "));
+  }
+  return out;
 }
 
 }  // namespace linnet::artifact

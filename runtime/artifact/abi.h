@@ -40,4 +40,11 @@ std::vector<int64_t> descriptor(void* data, std::span<const int64_t> shape);
 // ..._SIZES(rank), ..._STRIDES(rank)), for generated C code.
 std::string cDescriptorLayout();
 
+// C source defining each entry's uniform symbol, `void <symbol>(void** a)`,
+// as a call of `_mlir_ciface_<functions[i]>` (MLIR's C interface) with the
+// descriptors in the ABI's order; `prologue` is C run first in each.
+struct Manifest;
+std::string cEntryPoints(const Manifest& manifest, const std::vector<std::string>& functions,
+                         std::string_view prologue = "");
+
 }  // namespace linnet::artifact

@@ -115,6 +115,10 @@ std::string serialize(const Manifest& m) {
   j["skipped"] = Json::array();
   for (const auto& s : m.skipped) j["skipped"].push_back({{"name", s.name}, {"reason", s.reason}});
   j["build_seconds"] = m.buildSeconds;
+  j["kernels"] = Json::array();
+  for (const auto& k : m.kernels)
+    j["kernels"].push_back({{"name", k.name}, {"block", k.block}, {"registers", k.registers},
+                            {"shared_bytes", k.sharedBytes}, {"spill_bytes", k.spillBytes}});
   return j.dump(2) + "\n";
 }
 
@@ -157,6 +161,11 @@ Manifest parse(std::string_view text, const std::string& where) {
     for (const auto& s : j.at("skipped"))
       m.skipped.push_back({s.at("name").get<std::string>(), s.at("reason").get<std::string>()});
     m.buildSeconds = j.value("build_seconds", 0.0);
+    if (j.contains("kernels"))
+      for (const auto& k : j.at("kernels"))
+        m.kernels.push_back({k.at("name").get<std::string>(), k.at("block").get<std::vector<int64_t>>(),
+                             k.at("registers").get<int64_t>(), k.at("shared_bytes").get<int64_t>(),
+                             k.at("spill_bytes").get<int64_t>()});
   } catch (const nlohmann::json::exception& e) {
     throw ManifestError(fmt::format("{}: bad manifest: {} (delete the folder to rebuild it)", where, e.what()));
   } catch (const ManifestError& e) {

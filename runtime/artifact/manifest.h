@@ -4,14 +4,16 @@
 // drift apart; a manifest of another schema version is refused with a
 // message that says to rebuild.
 //
-//   {"format": "linnet-artifact", "schema": 3,
+//   {"format": "linnet-artifact", "schema": 4,
 //    "package", "target", "library", "init",        (library/init empty: no code)
 //    "numerics": "exact" or "fast",                  how the code computes (exact: the language's)
 //    "generics": {name: number or dtype name},       the root's, as built
 //    "params": [spec], "states": [spec],             in the argument order (abi.h)
 //    "signatures": [{"name", "params": [names]}],     every entry of the root block
 //    "entries": [{"name", "symbol", "generics", "inputs": [spec], "outputs": [spec]}],
-//    "skipped": [{"name", "reason"}], "build_seconds"}
+//    "skipped": [{"name", "reason"}], "build_seconds",
+//    "kernels": [{"name", "block": [x, y, z], "registers", "shared_bytes",
+//                 "spill_bytes"}]}                  a GPU target's kernels, as ptxas reported them
 //   spec = {"name", "dtype": "f32", "shape": [2, 3]}
 //   a param's spec may add "storage": "q4_1" (common/storage.h): the code
 //   reads it in that format, [.., N, RowBytes] bytes per [.., N, K] param;
@@ -40,7 +42,7 @@ namespace linnet::artifact {
 
 inline constexpr std::string_view kFormat = "linnet-artifact";
 // Raise it with every change a reader of the previous version would misread.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 inline constexpr std::string_view kManifestFile = "manifest.json";
 
 // A manifest that cannot be read: the message names the file and says what to do.
@@ -79,6 +81,15 @@ struct Skipped {
   std::string name, reason;
 };
 
+// A GPU kernel of the artifact's code: how it is launched and what the
+// assembler reported (spill bytes count stores and loads together).
+struct Kernel {
+  std::string name;
+  std::vector<int64_t> block;  // threads per block, x y z
+  int64_t registers = 0, sharedBytes = 0, spillBytes = 0;
+  bool operator==(const Kernel&) const = default;
+};
+
 struct Manifest {
   std::string package, target;
   std::string library;  // the code's file in the folder; empty when none was built
@@ -92,6 +103,7 @@ struct Manifest {
   std::vector<Entry> entries;
   std::vector<Skipped> skipped;
   double buildSeconds = 0;
+  std::vector<Kernel> kernels;  // empty for the CPU
 
   const Entry* entry(std::string_view name) const;
   const Signature* signature(std::string_view name) const;

@@ -23,6 +23,11 @@ config.test_exec_root = os.path.abspath(
 source = os.path.abspath(lit_config.params.get("source", os.path.join(os.path.dirname(__file__), "..", "..")))
 llvm_bin = lit_config.params.get("llvm_bin", "/usr/lib/llvm-22/bin")
 
+# tests/ir/cuda runs where linnetc has the cuda target (the toolkit's ptxas
+# was found at configure time); elsewhere lit reports it unsupported.
+if lit_config.params.get("cuda", "0") == "1":
+    config.available_features.add("cuda-target")
+config.substitutions.append(("%gqa2", os.path.join(source, "tests", "data", "llama", "gqa2")))
 config.substitutions.append(("%linnet-opt", os.path.join(bindir, "linnet-opt")))
 config.substitutions.append(("%linnetc", os.path.join(bindir, "linnetc")))
 config.substitutions.append(("%card", os.path.join(source, "nest", "llama-3.1-8b-instruct")))

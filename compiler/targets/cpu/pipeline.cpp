@@ -8,15 +8,12 @@
 
 #include "artifact/abi.h"
 #include "common/process.h"
-#include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/Module.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Export.h"
 #include "targets/cpu/kernel_calls.h"
 #include "targets/cpu/parallel_loops.h"
 #include "transforms/pipeline.h"
@@ -43,11 +40,7 @@ void lower(mlir::ModuleOp module, Stage stage) {
     // (a parallel generic with an inner loop) for elementwise work and
     // recomputes it inside each consumer that broadcasts it (softmax's sum
     // once per element of probabilities x values: 6x slower decode).
-    addPipeline(pm,
-                "canonicalize,"
-                "one-shot-bufferize{bufferize-function-boundaries=1 allow-return-allocs-from-loops=1 "
-                "function-boundary-type-conversion=identity-layout-map},drop-equivalent-buffer-results,"
-                "canonicalize,buffer-deallocation-pipeline,convert-bufferization-to-memref,canonicalize");
+    transforms::addBufferization(pm);
     transforms::run(module, pm, "bufferization");
   }
   if (stage == Stage::Bufferized) return;
@@ -79,16 +72,6 @@ void lower(mlir::ModuleOp module, Stage stage) {
       f.setNoInline(true);
     }
   });
-}
-
-std::string translateToLLVMIR(mlir::ModuleOp module) {
-  llvm::LLVMContext llvmContext;
-  auto llvmModule = mlir::translateModuleToLLVMIR(module, llvmContext, "linnet");
-  if (!llvmModule) throw PipelineError("internal compiler error: translation to LLVM IR failed");
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  llvmModule->print(os, nullptr);
-  return text;
 }
 
 std::string entryShim(const artifact::Manifest& manifest, const std::vector<std::string>& functions) {
@@ -127,16 +110,7 @@ void memrefCopy(int64_t elem, Unranked* src, Unranked* dst) {
   }
 }
 )";
-  for (size_t i = 0; i < manifest.entries.size(); ++i) {
-    const artifact::Entry& e = manifest.entries[i];
-    // The argument order of the ABI: inputs, params, states, outputs.
-    size_t n = e.inputs.size() + manifest.params.size() + manifest.states.size() + e.outputs.size();
-    std::vector<std::string> decl(n, "void*"), call;
-    for (size_t k = 0; k < n; ++k) call.push_back(fmt::format("a[{}]", k));
-    out += fmt::format("extern void _mlir_ciface_{}({});\n", functions[i], fmt::join(decl, ", "));
-    out += fmt::format("void {}(void** a) {{ LINNET_SET_THREADS(); _mlir_ciface_{}({}); }}\n", e.symbol,
-                       functions[i], fmt::join(call, ", "));
-  }
+  out += artifact::cEntryPoints(manifest, functions, "LINNET_SET_THREADS(); ");
   return out;
 }
 

@@ -25,9 +25,6 @@ enum class Stage { Bufferized, LLVMDialect };
 // Lowers `module`, at the `linalg` stage, in place up to and including `stage`.
 void lower(mlir::ModuleOp module, Stage stage);
 
-// The module (in the LLVM dialect) as LLVM IR text.
-std::string translateToLLVMIR(mlir::ModuleOp module);
-
 // C source giving manifest entry i, generated as `functions[i]`, the symbol
 // `void <callSymbol>(void** args)` of the ABI, plus the strided copy that
 // MLIR's memref.copy lowers to for non-contiguous views.

@@ -21,13 +21,13 @@ class CpuTarget : public targets::Target {
     if (stage == "bufferized") return cpu::lower(module, Stage::Bufferized), std::nullopt;
     cpu::lower(module, Stage::LLVMDialect);
     if (stage == "lowered") return std::nullopt;
-    return translateToLLVMIR(module);  // "llvm"
+    return transforms::translateToLLVMIR(module);  // "llvm"
   }
 
   void buildArtifact(mlir::ModuleOp module, const std::vector<std::string>& functions, artifact::Manifest& manifest,
                      const std::filesystem::path& dir, const targets::ArtifactOptions& options) const override {
     cpu::lower(module, Stage::LLVMDialect);
-    std::string llvmIR = translateToLLVMIR(module);
+    std::string llvmIR = transforms::translateToLLVMIR(module);
     for (size_t i = 0; i < manifest.entries.size(); ++i) manifest.entries[i].symbol = artifact::callSymbol(functions[i]);
     manifest.library = "model.so";
     manifest.init = "linnet_init";  // computes the hoisted constants (linnet-hoist-constants)

@@ -1,0 +1,45 @@
+// The CUDA target's split of bufferized, loop-level code into host code and
+// kernels (after convert-linalg-to-parallel-loops):
+//
+//   1. host work on device memory that is not a parallel loop (a 0-d op's
+//      store, a serial loop nest) is wrapped in a one-iteration parallel loop;
+//   2. each outermost parallel loop becomes a `gpu.launch` over a 1-D grid:
+//      its iterations numbered in row-major order, kThreadsPerBlock threads a
+//      block, a guard for the last block's spare threads;
+//   3. values a kernel needs that the host computed from device memory (a
+//      position read from a 0-d input, the views and indices built from it)
+//      are recomputed inside the kernel instead, so the host never reads
+//      device memory and every launch's parameters are the same from call
+//      to call (what a CUDA graph needs);
+//   4. host allocations become `gpu.alloc`/`gpu.dealloc` (the runtime's
+//      per-call arena).
+//
+// Then verifyHostCode checks what is left: host code may hold launches,
+// allocations, views, calls, loops over host values and index arithmetic,
+// and nothing that reads or writes device memory.
+#pragma once
+
+#include <cstdint>
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace linnet::cuda {
+
+inline constexpr int64_t kThreadsPerBlock = 256;
+
+// memref.copy (which lowers to a host function) as linalg.copy, so that it
+// becomes a parallel loop like every other op. Before loops are made.
+void copiesToLinalg(mlir::ModuleOp module);
+
+// Loads of constant scalar globals (a literal operand bufferized to a 0-d
+// global) as the constant itself: host globals are not device memory.
+void foldConstantLoads(mlir::ModuleOp module);
+
+// Steps 1-4 above.
+void mapToGpu(mlir::ModuleOp module);
+
+// Throws transforms::PipelineError naming each host operation that would
+// touch device memory, with its source location.
+void verifyHostCode(mlir::ModuleOp module);
+
+}  // namespace linnet::cuda
