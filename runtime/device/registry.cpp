@@ -2,12 +2,14 @@
 // line, and its folder to device/CMakeLists.txt.
 #include "device/registry.h"
 
+#include "device/cuda/cuda_device.h"
 #include "device/host/host.h"
 
 namespace linnet::device {
 
 const std::vector<Driver>& drivers() {
-  static const std::vector<Driver> all = {host::driver()};
+  // The host first: the first compiled backend is the default (nest/backends.cpp).
+  static const std::vector<Driver> all = {host::driver(), cuda::driver()};
   return all;
 }
 

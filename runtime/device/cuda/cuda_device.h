@@ -1,0 +1,39 @@
+// The CUDA device: one NVIDIA GPU through the driver API, which is opened
+// with dlopen when the device is created, never linked (driver_api.h), so
+// this build runs on machines without a driver and only `--backend cuda`
+// needs one. Buffers are device memory (cuMemAlloc, never managed memory);
+// code is the CUDA target's model.so, whose host code launches through the
+// table of artifact/cuda_api.h, on the device's one stream. docs/cuda.md
+// ("Runtime: the CUDA device") has the whole picture.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "device/registry.h"
+
+namespace linnet::device::cuda {
+
+struct Options {
+  std::string driverLibrary = "libcuda.so.1";  // LINNET_CUDA_DRIVER
+  int ordinal = 0;                             // LINNET_CUDA_DEVICE
+  bool graphs = true;                          // LINNET_CUDA_GRAPHS=0 turns them off
+  // Where a problem that does not stop a call goes (an entry that cannot be
+  // captured as a graph); unset: stderr.
+  std::function<void(const std::string&)> warn;
+};
+
+// The options from the environment variables above. Throws for a
+// LINNET_CUDA_DEVICE that is not a number.
+Options optionsFromEnvironment();
+
+// Opens the driver, the primary context of device `options.ordinal` and the
+// stream. Throws Unavailable (driver_api.h: one line) where this machine
+// cannot run CUDA, std::runtime_error for any other failure.
+std::unique_ptr<Device> create(const Options& options);
+
+// Backend "cuda", linnetc target "cuda"; created with optionsFromEnvironment().
+Driver driver();
+
+}  // namespace linnet::device::cuda

@@ -1,0 +1,67 @@
+// The table a CUDA artifact's host code launches through
+// (artifact/cuda_api.h), for one loaded model.so. Each function calls the
+// driver, on the device's stream for launches, copies and fills. The first
+// failure is recorded (the call and its cuGetErrorName), and from then on
+// every function fails without calling the driver, so no entry runs past a
+// failed call; the executable takes the failure when the entry returns and
+// throws it.
+//
+// `alloc` inside an entry comes from the per-call arena (arena.h), reset
+// when the entry returns. Outside an entry (during linnet_cuda_bind or the
+// manifest's init) there is no call to outlive, so it is device memory of
+// its own that lives as long as the table, for whatever the code keeps.
+// Modules loaded through the table are unloaded with it.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "artifact/cuda_api.h"
+#include "device/cuda/context.h"
+
+namespace linnet::device::cuda {
+
+class LaunchTable {
+ public:
+  explicit LaunchTable(std::shared_ptr<Context> context);
+  ~LaunchTable();
+  LaunchTable(const LaunchTable&) = delete;
+  LaunchTable& operator=(const LaunchTable&) = delete;
+
+  // What linnet_cuda_bind is given; its `device` is this table.
+  const LinnetCudaApi* api() const { return &api_; }
+
+  // Around each call of an entry: the arena is reset at both ends.
+  void beginEntry();
+  void endEntry();
+  // The recorded failure, if any, cleared: the table works again.
+  std::optional<std::string> takeFailure();
+
+ private:
+  static LaunchTable& self(void* device) { return *static_cast<LaunchTable*>(device); }
+  // Records `message` unless a failure is recorded already.
+  void fail(std::string message);
+  // Whether `result` succeeded; records the failure of `call` if not.
+  bool ok(CUresult result, const char* call);
+
+  static void* loadModule(void* device, const void* image, uint64_t bytes) noexcept;
+  static void* getFunction(void* device, void* module, const char* name) noexcept;
+  static int32_t launch(void* device, void* function, uint64_t grid_x, uint64_t grid_y, uint64_t grid_z,
+                        uint64_t block_x, uint64_t block_y, uint64_t block_z, uint32_t shared_bytes,
+                        void** params) noexcept;
+  static void* alloc(void* device, uint64_t bytes) noexcept;
+  static void release(void* device, void* pointer) noexcept;
+  static int32_t copy(void* device, void* dst, const void* src, uint64_t bytes) noexcept;
+  static int32_t fill32(void* device, void* dst, uint32_t value, uint64_t count) noexcept;
+
+  std::shared_ptr<Context> context_;
+  LinnetCudaApi api_{};
+  std::optional<std::string> failure_;
+  bool inEntry_ = false;
+  std::vector<CUmodule> modules_;
+  std::vector<CUdeviceptr> kept_;  // alloc outside an entry
+};
+
+}  // namespace linnet::device::cuda
