@@ -1,0 +1,70 @@
+// The test artifact of the CUDA device's tests: cuda_test_model.c built as
+// model.so (LINNET_TEST_CUDA_MODEL) and its manifest, made here.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "artifact/manifest.h"
+#include "device/device.h"
+
+namespace linnet::cuda_test {
+
+// Entries in the manifest's order; each takes x (input), acc (state), y (output), all f32[n].
+enum Entry : std::size_t { Twice, Accumulate, Fill, Constant, FromInit, Missing };
+
+inline std::filesystem::path artifactDir() { return std::filesystem::path(LINNET_TEST_CUDA_MODEL).parent_path(); }
+
+inline artifact::TensorSpec f32(const char* name, int64_t n) {
+  artifact::TensorSpec spec;
+  spec.name = name;
+  spec.dtype = DType::F32;
+  spec.shape = {n};
+  return spec;
+}
+
+inline artifact::Manifest manifest(int64_t n) {
+  artifact::Manifest m;
+  m.package = "cuda_test";
+  m.target = "cuda";
+  m.library = std::filesystem::path(LINNET_TEST_CUDA_MODEL).filename().string();
+  m.init = "linnet_test_init";
+  m.states = {f32("acc", n)};
+  for (const char* name : {"twice", "accumulate", "fill", "constant", "from_init", "missing"}) {
+    artifact::Entry e;
+    e.name = name;
+    e.symbol = std::string("linnet_call_") + name;
+    e.inputs = {f32("x", n)};
+    e.outputs = {f32("y", n)};
+    m.entries.push_back(e);
+  }
+  return m;
+}
+
+inline std::span<const std::byte> bytesOf(const std::vector<float>& v) { return std::as_bytes(std::span(v)); }
+
+// Runs one entry as the compiled backend does: x imported, y imported as an
+// output and read back after the call.
+struct Runner {
+  device::Device& device;
+  device::Executable& executable;
+  device::BufferPtr acc;
+  std::vector<int64_t> shape;
+
+  std::vector<float> call(Entry entry, const std::vector<float>& x) {
+    std::vector<float> y(x.size(), -1.0f);
+    device::BufferPtr in = device.import(bytesOf(x), nullptr, 4);
+    device::BufferPtr out = device.importOutput(std::as_writable_bytes(std::span(y)));
+    device::Argument args[] = {{in.get(), shape}, {acc.get(), shape}, {out.get(), shape}};
+    executable.call(entry, args);
+    device.read(*out, std::as_writable_bytes(std::span(y)));
+    return y;
+  }
+};
+
+}  // namespace linnet::cuda_test
