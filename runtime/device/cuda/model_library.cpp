@@ -15,8 +15,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::mutex inUseMutex;
-std::set<void*> inUse;  // handles some executable has bound
+// The handles some executable has bound. Never destroyed: an executable may
+// be dropped by a static's destructor at exit.
+std::mutex& inUseMutex() {
+  static auto* mutex = new std::mutex;
+  return *mutex;
+}
+std::set<void*>& inUse() {
+  static auto* handles = new std::set<void*>;
+  return *handles;
+}
 
 void* load(const std::string& path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -45,18 +53,18 @@ void* loadPrivateCopy(const fs::path& path) {
 }  // namespace
 
 ModelLibrary::ModelLibrary(const fs::path& path) : path_(path.string()) {
-  std::lock_guard<std::mutex> lock(inUseMutex);
+  std::lock_guard<std::mutex> lock(inUseMutex());
   handle_ = load(path_);
-  if (inUse.count(handle_)) {
+  if (inUse().count(handle_)) {
     dlclose(handle_);
     handle_ = loadPrivateCopy(path);
   }
-  inUse.insert(handle_);
+  inUse().insert(handle_);
 }
 
 ModelLibrary::~ModelLibrary() {
-  std::lock_guard<std::mutex> lock(inUseMutex);
-  inUse.erase(handle_);
+  std::lock_guard<std::mutex> lock(inUseMutex());
+  inUse().erase(handle_);
   dlclose(handle_);
 }
 
