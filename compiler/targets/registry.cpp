@@ -5,6 +5,7 @@
 
 #include "targets/cpu/target.h"
 #ifdef LINNET_HAVE_CUDA_TARGET
+#include "targets/cuda/emulated.h"
 #include "targets/cuda/target.h"
 #endif
 #include "targets/target.h"
@@ -17,6 +18,7 @@ const std::vector<std::unique_ptr<Target>>& allTargets() {
     t.push_back(cpu::makeTarget());
 #ifdef LINNET_HAVE_CUDA_TARGET
     t.push_back(cuda::makeTarget());
+    t.push_back(cuda::makeEmulatedTarget());
 #endif
     return t;
   }();

@@ -9,7 +9,7 @@ namespace linnet::device {
 
 const std::vector<Driver>& drivers() {
   // The host first: the first compiled backend is the default (nest/backends.cpp).
-  static const std::vector<Driver> all = {host::driver(), cuda::driver()};
+  static const std::vector<Driver> all = {host::driver(), cuda::driver(), host::emulatedCudaDriver()};
   return all;
 }
 

@@ -49,6 +49,11 @@ void lower(mlir::ModuleOp module, Stage stage) {
     addPipeline(pm, "convert-linalg-to-parallel-loops");
     transforms::run(module, pm, "lowering to loops");
   }
+  lowerLoopsToLLVM(module);
+}
+
+void lowerLoopsToLLVM(mlir::ModuleOp module) {
+  mlir::MLIRContext* ctx = module.getContext();
   // Large outermost parallel loops run on threads (OpenMP); the rest, and
   // all of them in a build without libomp, become plain loops.
   keepLargeOuterParallelLoops(module, threaded() ? kMinParallelIterations : INT64_MAX);

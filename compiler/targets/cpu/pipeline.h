@@ -25,6 +25,10 @@ enum class Stage { Bufferized, LLVMDialect };
 // Lowers `module`, at the `linalg` stage, in place up to and including `stage`.
 void lower(mlir::ModuleOp module, Stage stage);
 
+// The second half of lower(): bufferized loops (scf.parallel, scf.for) to
+// the LLVM dialect, large outer parallel loops on OpenMP threads.
+void lowerLoopsToLLVM(mlir::ModuleOp module);
+
 // C source giving manifest entry i, generated as `functions[i]`, the symbol
 // `void <callSymbol>(void** args)` of the ABI, plus the strided copy that
 // MLIR's memref.copy lowers to for non-contiguous views.

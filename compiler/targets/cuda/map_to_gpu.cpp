@@ -61,6 +61,28 @@ void wrapInParallel(Operation* op) {
   op->moveBefore(par.getBody()->getTerminator());
 }
 
+// A serial loop nest that yields scalars (a reduction to one number): its
+// results go through 0-d device buffers, which the consumers then read
+// (and step 3 moves those reads into the consumers' kernels).
+void wrapWithResults(Operation* op) {
+  OpBuilder b(op);
+  Location loc = op->getLoc();
+  SmallVector<Value> slots;
+  for (Value r : op->getResults()) slots.push_back(memref::AllocOp::create(b, loc, MemRefType::get({}, r.getType())));
+  wrapInParallel(op);
+  b.setInsertionPointAfter(op);
+  for (auto [r, slot] : llvm::zip(op->getResults(), slots)) memref::StoreOp::create(b, loc, r, slot);
+  b.setInsertionPointAfter(op->getParentOp());
+  for (auto [r, slot] : llvm::zip(op->getResults(), slots)) {
+    Value read = memref::LoadOp::create(b, loc, slot);
+    r.replaceUsesWithIf(read, [&](OpOperand& use) { return !op->getParentOp()->isAncestor(use.getOwner()); });
+  }
+}
+
+bool scalarResults(Operation* op) {
+  return llvm::all_of(op->getResultTypes(), [](Type t) { return t.isIntOrIndexOrFloat(); });
+}
+
 void wrapSerialWork(Block& block) {
   for (Operation& op : llvm::make_early_inc_range(block)) {
     if (isa<scf::ParallelOp>(op)) continue;
@@ -71,8 +93,10 @@ void wrapSerialWork(Block& block) {
     if (holdsHostWork(&op)) {
       for (Region& r : op.getRegions())
         for (Block& inner : r) wrapSerialWork(inner);
-    } else if (op.getNumResults() == 0 && touchesMemory(&op)) {
-      wrapInParallel(&op);  // a serial loop nest that writes device memory
+    } else if (touchesMemory(&op)) {
+      // A serial loop nest on device memory.
+      if (op.getNumResults() == 0) wrapInParallel(&op);
+      else if (scalarResults(&op)) wrapWithResults(&op);
     }
   }
 }
@@ -105,6 +129,10 @@ Range rangeOf(Value v, int depth = 0) {
   auto lesser = [](int64_t a, int64_t b) { return std::min(a, b); };
   auto greater = [](int64_t a, int64_t b) { return std::max(a, b); };
   if (isa<arith::IndexCastOp, arith::ExtSIOp>(def)) return operand(0);
+  if (isa<arith::SelectOp>(def)) {
+    Range a = operand(1), b = operand(2);
+    return {both(a.lo, b.lo, lesser), both(a.hi, b.hi, greater)};
+  }
   if (isa<arith::AddIOp>(def)) {
     Range a = operand(0), b = operand(1);
     return {both(a.lo, b.lo, add), both(a.hi, b.hi, add)};
@@ -256,8 +284,13 @@ class Sinker {
           if (launch->hasAttr(kOneIteration)) continue;
           return false;
         }
+        // A writer outside the load's block cannot run between the load
+        // and the launch (which the load's value dominates); one in it
+        // must not sit between them.
         Operation* a = ancestorIn(load->getBlock(), w);
-        if (!a || !a->isBeforeInBlock(load)) return false;
+        if (!a) continue;
+        Operation* x = ancestorIn(load->getBlock(), launch);
+        if (a == x || (load->isBeforeInBlock(a) && a->isBeforeInBlock(x))) return false;
       }
     }
     for (Value o : def->getOperands())

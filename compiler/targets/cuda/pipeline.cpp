@@ -49,22 +49,8 @@ void runPipeline(mlir::ModuleOp module, const std::string& pipeline, const char*
 }  // namespace
 
 void lower(mlir::ModuleOp module, Stage stage) {
-  {
-    mlir::PassManager pm(module.getContext(), mlir::ModuleOp::getOperationName());
-    // Allocations live in the runtime's per-call arena, reset when the
-    // call returns: no deallocation (and no host bookkeeping for it).
-    transforms::addBufferization(pm, /*deallocate=*/false);
-    transforms::run(module, pm, "bufferization");
-  }
-  if (stage == Stage::Bufferized) return;
-  copiesToLinalg(module);
-  // No canonicalization until the loops are launches: it would inline
-  // one-iteration loops into the host code.
-  runPipeline(module, "convert-linalg-to-parallel-loops", "lowering to loops");
-  foldConstantLoads(module);
-  mapToGpu(module);
-  runPipeline(module, "canonicalize,cse", "mapping to the GPU");
-  verifyHostCode(module);
+  if (stage == Stage::Bufferized) return bufferize(module);
+  lowerToLaunches(module);
   runPipeline(module, "gpu-kernel-outlining", "kernel outlining");
   mergeKernelModules(module);
   if (stage == Stage::Gpu) return;
@@ -79,6 +65,28 @@ void lower(mlir::ModuleOp module, Stage stage) {
                           "gpu-module-to-binary{{format=isa toolkit={}}}",
                           kChip, toolkit()),
               "lowering kernels to PTX");
+}
+
+void bufferize(mlir::ModuleOp module) {
+  {
+    mlir::PassManager pm(module.getContext(), mlir::ModuleOp::getOperationName());
+    // Allocations live in the runtime's per-call arena, reset when the
+    // call returns: no deallocation (and no host bookkeeping for it).
+    transforms::addBufferization(pm, /*deallocate=*/false);
+    transforms::run(module, pm, "bufferization");
+  }
+}
+
+void lowerToLaunches(mlir::ModuleOp module) {
+  bufferize(module);
+  copiesToLinalg(module);
+  // No canonicalization until the loops are launches: it would inline
+  // one-iteration loops into the host code.
+  runPipeline(module, "convert-linalg-to-parallel-loops", "lowering to loops");
+  foldConstantLoads(module);
+  mapToGpu(module);
+  runPipeline(module, "canonicalize,cse", "mapping to the GPU");
+  verifyHostCode(module);
 }
 
 std::vector<artifact::Kernel> assembleAndLowerHost(mlir::ModuleOp module, const std::filesystem::path& workDir) {

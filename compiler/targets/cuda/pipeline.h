@@ -33,6 +33,13 @@ enum class Stage {
 // Lowers `module`, at the `linalg` stage, in place through `stage`.
 void lower(mlir::ModuleOp module, Stage stage);
 
+// The Bufferized stage.
+void bufferize(mlir::ModuleOp module);
+
+// The part of lower() up to host code with gpu.launch ops (checked by
+// verifyHostCode), before outlining: what the emulated target runs too.
+void lowerToLaunches(mlir::ModuleOp module);
+
 // From the Ptx stage: assembles the kernels (their reports are returned)
 // and lowers the host code to the LLVM dialect.
 std::vector<artifact::Kernel> assembleAndLowerHost(mlir::ModuleOp module, const std::filesystem::path& workDir);

@@ -137,4 +137,10 @@ Driver driver() {
           [] { return std::unique_ptr<Device>(std::make_unique<HostDevice>()); }};
 }
 
+Driver emulatedCudaDriver() {
+  return {"cuda-emulated", "cuda-emulated",
+          "the cuda target's kernels run as loops on this CPU (a test of the cuda target without a GPU)",
+          [] { return std::unique_ptr<Device>(std::make_unique<HostDevice>()); }};
+}
+
 }  // namespace linnet::device::host

@@ -12,4 +12,9 @@ namespace linnet::device::host {
 // Backend "cpu", linnetc target "cpu".
 Driver driver();
 
+// Backend and linnetc target "cuda-emulated": the cuda target's kernels as
+// loops on this CPU (compiler/targets/cuda/emulated.h), to test the cuda
+// target's host/device split where there is no GPU. Never the default.
+Driver emulatedCudaDriver();
+
 }  // namespace linnet::device::host
