@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <toml++/toml.h>
@@ -35,6 +37,22 @@ std::string readFile(const fs::path& p) {
 uint64_t fnv(const std::string& s, uint64_t h = 1469598103934665603ull) {
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
   return h;
+}
+
+// fnv of the compiler's bytes, remembered per (path, size, mtime): hashing
+// a few MB once per process is cheap; 0 when it cannot be read.
+uint64_t compilerIdentity(const fs::path& linnetc) {
+  static std::mutex mutex;
+  static std::map<std::string, uint64_t> known;
+  std::error_code ec;
+  auto size = fs::file_size(linnetc, ec);
+  if (ec) return 0;
+  auto stamp = fs::last_write_time(linnetc, ec);
+  std::string at = fmt::format("{}|{}|{}", linnetc.string(), size, ec ? 0 : stamp.time_since_epoch().count());
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = known.find(at);
+  if (it == known.end()) it = known.emplace(at, fnv(readFile(linnetc))).first;
+  return it->second;
 }
 
 // Every .linnet file under `dir`, in a stable order, with its contents.
@@ -85,11 +103,11 @@ ArtifactCache::ArtifactCache(CacheSettings settings) : settings_(std::move(setti
     else if (const char* h = std::getenv("HOME")) settings_.cacheDir = fs::path(h) / ".cache" / "linnet";
     else settings_.cacheDir = fs::temp_directory_path() / "linnet-cache";
   }
-  std::string key = fmt::format("{}\nschema {}\ntarget {}\n", settings_.linnetc, artifact::kSchemaVersion,
-                                settings_.target);
-  std::error_code ec;
-  auto stamp = fs::last_write_time(settings_.linnetc, ec);
-  if (!ec) key += std::to_string(stamp.time_since_epoch().count());
+  // The compiler by its contents, not its path: a cache built on one
+  // machine serves another with the same linnetc beside it (the CUDA check
+  // carries prebuilt artifacts to a GPU machine without MLIR).
+  std::string key = fmt::format("linnetc {:016x}\nschema {}\ntarget {}\n", compilerIdentity(settings_.linnetc),
+                                artifact::kSchemaVersion, settings_.target);
   for (const fs::path& dir : packageDirs(settings_.package)) key += sourcesOf(dir);
   key += sourcesOf(settings_.stdlib);
   for (const auto& s : settings_.sets) key += "\nset " + s;

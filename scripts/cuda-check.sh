@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The CUDA target checked on a GPU machine that has no MLIR, no network and
+# no working linnetc (docs/cuda.md, "The GPU check"). Run from the
+# repository root there, with the bundle scripts/cuda-bundle.sh made on a
+# build machine:
+#
+#   bash scripts/cuda-check.sh [BUNDLE]        BUNDLE: .cache/cuda-bundle
+#
+# The bundle's linnet runs the card's entries on the gqa2 fixture (f32, and
+# bf16 converted at load) on `--backend cuda` from the bundle's prebuilt
+# artifacts, and compares with what the CPU backend computed on the build
+# machine: forward logits, prefill and 8 decode steps (relative 1e-5), the
+# same calls with CUDA graphs off (bit-identical), greedy ids over 32 steps
+# in f32 and bf16 (equal). Results go to $OUT (else BUNDLE/results) as
+# results.jsonl, ending with a table; the exit status is 1 if a check failed.
+#
+# `LINNET_CHECK_BACKEND=cuda-emulated` runs the same checks on this machine
+# (the cuda target's host/device split on the CPU, compiled on first use),
+# which is how the script itself is tested where there is no GPU.
+#
+# Internal: `cuda-check.sh --outputs BACKEND DIR` writes the outputs of one
+# backend into DIR (the bundle calls it for the CPU's expected outputs and to
+# prebuild the cuda artifacts).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CARD=nest/llama-3.1-8b-instruct
+FIXTURE=tests/data/llama/gqa2
+PROMPT=47,19,38,53,12,52,24,57
+DECODE_IDS=(3 1 4 1 5 9 2 6)
+HELP=scripts/cuda_check.py
+export LINNET_STDLIB=$PWD/stdlib
+
+sets() {  # the fixture's generics, T overridden by $1 when given
+  while IFS='=' read -r k v; do
+    [[ -z "$k" ]] && continue
+    [[ "$k" == T && -n "${1:-}" ]] && v=$1
+    printf -- '--set %s=%s ' "$k" "$v"
+  done < "$FIXTURE/generics.txt"
+}
+
+# outputs BACKEND DIR: every output of the checks, from one backend.
+outputs() {
+  local backend=$1 dir=$2 linnet=${LINNET_BIN:-build/bin/linnet}
+  mkdir -p "$dir"
+  python3 $HELP ids "$dir/prompt.npy" $PROMPT
+  local common="$CARD --weights $FIXTURE/model.safetensors --backend $backend"
+  # shellcheck disable=SC2046
+  "$linnet" call $common $(sets) --entry forward --input tokens=@"$dir/prompt.npy" --output @"$dir/forward.npy"
+  local steps=() pos=8 k=1
+  for id in "${DECODE_IDS[@]}"; do
+    python3 $HELP ids "$dir/token$k.npy" "$id"
+    steps+=(--entry decode --input token=@"$dir/token$k.npy" --input pos=$pos --output @"$dir/decode$k.npy")
+    pos=$((pos + 1)) k=$((k + 1))
+  done
+  # shellcheck disable=SC2046
+  "$linnet" call $common $(sets) --entry prefill --input tokens=@"$dir/prompt.npy" --input pos=0 \
+    --output @"$dir/prefill.npy" "${steps[@]}"
+  # shellcheck disable=SC2046
+  "$linnet" generate $common $(sets) --prompt-ids $PROMPT --max-new 32 > "$dir/ids_f32.txt"
+  # shellcheck disable=SC2046
+  "$linnet" generate $common --convert $(sets bf16) --prompt-ids $PROMPT --max-new 32 > "$dir/ids_bf16.txt"
+}
+
+if [[ "${1:-}" == --outputs ]]; then
+  outputs "$2" "$3"
+  exit 0
+fi
+
+BUNDLE=$(realpath "${1:-.cache/cuda-bundle}")
+BACKEND=${LINNET_CHECK_BACKEND:-cuda}
+RESULTS_DIR=${OUT:-$BUNDLE/results}
+mkdir -p "$RESULTS_DIR"
+RESULTS=$RESULTS_DIR/results.jsonl
+: > "$RESULTS"
+if [[ "$BACKEND" == cuda ]]; then
+  # The bundle's programs and prebuilt artifacts; linnetc is there only as
+  # the cache's key (it cannot run without MLIR, and a cache hit never does).
+  export LD_LIBRARY_PATH=$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export LINNETC=$BUNDLE/bin/linnetc LINNET_CACHE=$BUNDLE/cache LINNET_BIN=$BUNDLE/bin/linnet
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$RESULTS_DIR/gpu.txt" 2>&1 || true
+  echo "GPU: $(cat "$RESULTS_DIR/gpu.txt")"
+else
+  export LINNET_CACHE=${LINNET_CACHE:-$PWD/.cache/cuda-check-$BACKEND}
+fi
+
+run() {  # run NAME DIR [VAR=VALUE...]: the outputs, recorded as one check
+  local name=$1 dir=$2
+  shift 2
+  local start=$SECONDS
+  if env "$@" bash "$0" --outputs "$BACKEND" "$dir" > "$dir.log" 2>&1; then
+    python3 $HELP note "$name runs" pass "in $((SECONDS - start)) s" "$RESULTS"
+  else
+    tail -5 "$dir.log"
+    python3 $HELP note "$name runs" fail "failed, see $dir.log" "$RESULTS"
+  fi
+}
+
+EXPECTED=$BUNDLE/expected
+GOT=$RESULTS_DIR/$BACKEND
+run "$BACKEND (graphs on)" "$GOT"
+run "$BACKEND (graphs off)" "$GOT-nographs" LINNET_CUDA_GRAPHS=0
+for f in forward prefill decode1 decode2 decode3 decode4 decode5 decode6 decode7 decode8; do
+  python3 $HELP compare "f32 $f vs cpu" "$EXPECTED/$f.npy" "$GOT/$f.npy" 1e-5 "$RESULTS"
+  python3 $HELP same "f32 $f graphs on = off" "$GOT/$f.npy" "$GOT-nographs/$f.npy" "$RESULTS"
+done
+python3 $HELP equal "f32 greedy ids (32)" "$EXPECTED/ids_f32.txt" "$GOT/ids_f32.txt" "$RESULTS"
+python3 $HELP equal "bf16 greedy ids (32)" "$EXPECTED/ids_bf16.txt" "$GOT/ids_bf16.txt" "$RESULTS"
+python3 $HELP report "$RESULTS"
