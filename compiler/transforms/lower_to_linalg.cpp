@@ -119,7 +119,7 @@ struct LowerToLinalgPass : PassWrapper<LowerToLinalgPass, OperationPass<ModuleOp
                            tensor::TensorDialect>();
     RewritePatternSet patterns(ctx);
     lowering::populateElementwisePatterns(patterns);
-    lowering::populateContractionPatterns(patterns);
+    lowering::populateContractionPatterns(patterns, options);
     lowering::populateDataMovementPatterns(patterns);
     // Partial: func, memref and bufferization ops (the hoisted globals) stay.
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns)))) signalPassFailure();

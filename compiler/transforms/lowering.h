@@ -7,6 +7,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/PatternMatch.h"
+#include "transforms/pipeline.h"
 
 namespace linnet::transforms::lowering {
 
@@ -41,7 +42,7 @@ mlir::arith::FastMathFlagsAttr reassoc(mlir::OpBuilder& b);
 // unary, binary, select, cast, broadcast, constant, iota (lower_elementwise.cpp).
 void populateElementwisePatterns(mlir::RewritePatternSet& patterns);
 // matmul, reduce (lower_contractions.cpp).
-void populateContractionPatterns(mlir::RewritePatternSet& patterns);
+void populateContractionPatterns(mlir::RewritePatternSet& patterns, const SharedOptions& options);
 // reshape, permute, concat, slice, gather (lower_data_movement.cpp).
 void populateDataMovementPatterns(mlir::RewritePatternSet& patterns);
 

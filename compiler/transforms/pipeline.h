@@ -39,6 +39,13 @@ struct SharedOptions {
   // linnet-pack-params gives f32 weight products to the target as
   // packed_matmul "f32" (the CPU's kernel); off, they stay linnet.matmul.
   bool f32WeightProducts = true;
+  // > 0: a product of at most kMaxLaneSplitRows rows of x with a weight
+  // [N, K] (decode's) is computed by groups of this many threads per
+  // result element, each summing every laneSplitProducts-th product, the
+  // group's sums then added in order (a warp per output on a GPU:
+  // coalesced weight reads). 0: one dot product per result element.
+  int64_t laneSplitProducts = 0;
+  static constexpr int64_t kMaxLaneSplitRows = 8;
 };
 
 // True when `options` leave this attention op to the target.

@@ -396,6 +396,20 @@ void mapToGpu(ModuleOp module) {
   }
 }
 
+void sinkConstants(ModuleOp module) {
+  module.walk([](gpu::LaunchOp launch) {
+    llvm::SetVector<Value> above;
+    getUsedValuesDefinedAbove(launch.getBody(), above);
+    OpBuilder b(&launch.getBody().front(), launch.getBody().front().begin());
+    for (Value v : above) {
+      Operation* def = v.getDefiningOp();
+      if (!def || !def->hasTrait<OpTrait::ConstantLike>()) continue;
+      Value inside = b.clone(*def)->getResult(0);
+      v.replaceUsesWithIf(inside, [&](OpOperand& use) { return launch->isProperAncestor(use.getOwner()); });
+    }
+  });
+}
+
 void verifyHostCode(ModuleOp module) {
   std::string problems;
   module.walk([&](Operation* op) {

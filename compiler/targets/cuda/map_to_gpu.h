@@ -38,6 +38,11 @@ void foldConstantLoads(mlir::ModuleOp module);
 // Steps 1-4 above.
 void mapToGpu(mlir::ModuleOp module);
 
+// Copies the constants each kernel uses into it (canonicalization hoists
+// them out of launches): a kernel that divides by a known number then uses
+// shifts and multiplies, not a division at run time. Before outlining.
+void sinkConstants(mlir::ModuleOp module);
+
 // Throws transforms::PipelineError naming each host operation that would
 // touch device memory, with its source location.
 void verifyHostCode(mlir::ModuleOp module);

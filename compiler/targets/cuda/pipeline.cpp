@@ -87,6 +87,7 @@ void lowerToLaunches(mlir::ModuleOp module) {
   mapToGpu(module);
   runPipeline(module, "canonicalize,cse", "mapping to the GPU");
   verifyHostCode(module);
+  sinkConstants(module);
 }
 
 std::vector<artifact::Kernel> assembleAndLowerHost(mlir::ModuleOp module, const std::filesystem::path& workDir) {

@@ -15,6 +15,8 @@ namespace linnet::cuda {
 
 namespace {
 
+constexpr int64_t kWarp = 32;
+
 class CudaTarget : public targets::Target {
  public:
   std::string_view name() const override { return "cuda"; }
@@ -22,7 +24,9 @@ class CudaTarget : public targets::Target {
   // Host code may not read device memory: no run-time choice of attention's
   // key prefix, no constants in host globals, weight products as matmuls.
   transforms::SharedOptions sharedOptions() const override {
-    return {.attentionKeyPrefix = false, .hoistConstants = false, .f32WeightProducts = false};
+    // Decode's weight products: a warp per output element (kWarp lanes).
+    return {.attentionKeyPrefix = false, .hoistConstants = false, .f32WeightProducts = false,
+            .laneSplitProducts = kWarp};
   }
   void registerDialects(mlir::DialectRegistry& registry) const override { cuda::registerDialects(registry); }
 
