@@ -15,9 +15,12 @@
    nothing more for the rest of the entry, and the device throws the recorded
    failure when the entry returns. So no entry ever runs past a failed call.
 
-   Memory: `alloc` hands out device memory valid until the entry returns (a
-   per-call arena whose addresses repeat from call to call, so a call can be
-   captured as a CUDA graph and replayed); `release` may do nothing. */
+   Memory: `alloc` inside an entry hands out device memory valid until the
+   entry returns (a per-call arena whose addresses repeat from call to call,
+   so a call can be captured as a CUDA graph and replayed); outside an entry
+   (during linnet_cuda_bind or init) it lives as long as the loaded library.
+   `release` may do nothing. The compiler's code never copies from host
+   memory inside an entry (a capture could not take it). */
 #ifndef LINNET_CUDA_API_H
 #define LINNET_CUDA_API_H
 
