@@ -11,6 +11,8 @@
 // FAKE_CUDA_REPORT=1 prints the counters at exit.
 #include "cuda_fake_driver.h"
 
+#include "device/cuda/driver_api.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -20,6 +22,18 @@
 #include <map>
 #include <string>
 #include <vector>
+
+using namespace linnet::device::cuda;
+
+// The device's own declarations (driver_symbols.def): each definition below
+// must have exactly their types, or it would not compile (as C functions of
+// one name) and the sanitizer build would see calls through a pointer of
+// another function type.
+extern "C" {
+#define LINNET_CUDA_FUNCTION(name, symbol, parameters) CUresult symbol parameters;
+#include "device/cuda/driver_symbols.def"
+#undef LINNET_CUDA_FUNCTION
+}
 
 namespace {
 
@@ -222,8 +236,8 @@ int cuDeviceGetAttribute(int* value, int attribute, int) {
   *value = attribute == 75 ? 9 : 0;  // compute capability 9.0
   return kSuccess;
 }
-int cuDevicePrimaryCtxRetain(void** context, int device) {
-  *context = reinterpret_cast<void*>(std::uintptr_t(0x1000 + device));
+int cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
+  *context = reinterpret_cast<CUcontext>(std::uintptr_t(0x1000 + device));
   ++state().counters.contexts_retained;
   return kSuccess;
 }
@@ -231,19 +245,19 @@ int cuDevicePrimaryCtxRelease_v2(int) {
   --state().counters.contexts_retained;
   return kSuccess;
 }
-int cuCtxSetCurrent(void*) { return kSuccess; }
+int cuCtxSetCurrent(CUcontext) { return kSuccess; }
 
-int cuStreamCreate(void** stream, unsigned) {
-  *stream = new int(0);
+int cuStreamCreate(CUstream* stream, unsigned) {
+  *stream = reinterpret_cast<CUstream>(new int(0));
   ++state().counters.streams_live;
   return kSuccess;
 }
-int cuStreamSynchronize(void*) {
+int cuStreamSynchronize(CUstream) {
   if (int r = injected("cuStreamSynchronize")) return during(r);
   return during(state().capturing ? kCaptureUnsupported : kSuccess);
 }
-int cuStreamDestroy_v2(void* stream) {
-  delete static_cast<int*>(stream);
+int cuStreamDestroy_v2(CUstream stream) {
+  delete reinterpret_cast<int*>(stream);
   --state().counters.streams_live;
   return kSuccess;
 }
@@ -283,7 +297,7 @@ int cuMemcpyDtoH_v2(void* to, std::uint64_t from, std::size_t bytes) {
 }
 // Unified addressing: a source below the fake device range is host memory,
 // which a capture cannot take (pageable memory), as with the driver.
-int cuMemcpyAsync(std::uint64_t to, std::uint64_t from, std::size_t bytes, void*) {
+int cuMemcpyAsync(std::uint64_t to, std::uint64_t from, std::size_t bytes, CUstream) {
   if (int r = injected("cuMemcpyAsync")) return during(r);
   bool hostSource = from < kBias;
   if (hostSource && state().capturing) return during(kCaptureUnsupported);
@@ -297,7 +311,7 @@ int cuMemcpyAsync(std::uint64_t to, std::uint64_t from, std::size_t bytes, void*
     return kSuccess;
   }));
 }
-int cuMemsetD32Async(std::uint64_t to, unsigned value, std::size_t count, void*) {
+int cuMemsetD32Async(std::uint64_t to, unsigned value, std::size_t count, CUstream) {
   if (int r = injected("cuMemsetD32Async")) return during(r);
   if (!host(to, 4 * count)) return during(kInvalidValue);
   return during(enqueue([=] {
@@ -309,45 +323,45 @@ int cuMemsetD32Async(std::uint64_t to, unsigned value, std::size_t count, void*)
   }));
 }
 
-int cuModuleLoadData(void** module, const void* image) {
+int cuModuleLoadData(CUmodule* module, const void* image) {
   if (int r = injected("cuModuleLoadData")) return r;
   if (!image) return kInvalidValue;
-  *module = new int(0);
+  *module = reinterpret_cast<CUmodule>(new int(0));
   ++state().counters.modules_loaded;
   return kSuccess;
 }
-int cuModuleUnload(void* module) {
-  delete static_cast<int*>(module);
+int cuModuleUnload(CUmodule module) {
+  delete reinterpret_cast<int*>(module);
   ++state().counters.modules_unloaded;
   return kSuccess;
 }
-int cuModuleGetFunction(void** function, void* module, const char* name) {
+int cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
   if (int r = injected("cuModuleGetFunction")) return r;
   if (!module) return kInvalidHandle;
   for (const Kernel& k : kKernels)
     if (std::strcmp(k.name, name) == 0) {
-      *function = const_cast<Kernel*>(&k);
+      *function = reinterpret_cast<CUfunction>(const_cast<Kernel*>(&k));
       return kSuccess;
     }
   // FAKE_CUDA_ANY_KERNEL=1: any other kernel launches and does nothing, so
   // an artifact of linnetc's runs through the device's plumbing (its
   // results are not computed).
   if (const char* any = std::getenv("FAKE_CUDA_ANY_KERNEL"); any && std::strcmp(any, "1") == 0) {
-    *function = const_cast<Kernel*>(&kNoOp);
+    *function = reinterpret_cast<CUfunction>(const_cast<Kernel*>(&kNoOp));
     return kSuccess;
   }
   return kNotFound;
 }
-int cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                   unsigned, void*, void** params, void** extra) {
+int cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                   unsigned, CUstream, void** params, void** extra) {
   if (int r = injected("cuLaunchKernel")) return during(r);
   if (!function) return during(kInvalidHandle);
   if (!params || extra || !gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024) return during(kInvalidValue);
-  const Kernel* kernel = static_cast<const Kernel*>(function);
+  const Kernel* kernel = reinterpret_cast<const Kernel*>(function);
   return during(enqueue(kernel->bind(params, std::uint64_t(gx) * gy * gz * bx * by * bz)));
 }
 
-int cuStreamBeginCapture_v2(void*, int) {
+int cuStreamBeginCapture_v2(CUstream, int) {
   if (int r = injected("cuStreamBeginCapture_v2")) return r;
   if (state().capturing) return kInvalidValue;
   state().capturing = true;
@@ -356,38 +370,38 @@ int cuStreamBeginCapture_v2(void*, int) {
   ++state().counters.captures;
   return kSuccess;
 }
-int cuStreamEndCapture(void*, void** graph) {
+int cuStreamEndCapture(CUstream, CUgraph* graph) {
   if (!state().capturing) return kInvalidValue;
   state().capturing = false;
   *graph = nullptr;
   if (state().captureBroken) return kCaptureInvalidated;
   if (int r = injected("cuStreamEndCapture")) return r;
-  *graph = new Graph{std::move(state().captured)};
+  *graph = reinterpret_cast<CUgraph>(new Graph{std::move(state().captured)});
   ++state().counters.graphs_live;
   return kSuccess;
 }
-int cuGraphInstantiateWithFlags(void** exec, void* graph, unsigned long long) {
+int cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long) {
   if (int r = injected("cuGraphInstantiateWithFlags")) return r;
   if (!graph) return kInvalidValue;
-  *exec = new Graph(*static_cast<Graph*>(graph));
+  *exec = reinterpret_cast<CUgraphExec>(new Graph(*reinterpret_cast<Graph*>(graph)));
   ++state().counters.execs_live;
   return kSuccess;
 }
-int cuGraphLaunch(void* exec, void*) {
+int cuGraphLaunch(CUgraphExec exec, CUstream) {
   if (int r = injected("cuGraphLaunch")) return r;
   if (!exec || state().capturing) return kInvalidValue;
-  for (Op& op : static_cast<Graph*>(exec)->ops)
+  for (Op& op : reinterpret_cast<Graph*>(exec)->ops)
     if (int r = op()) return r;
   ++state().counters.graph_launches;
   return kSuccess;
 }
-int cuGraphExecDestroy(void* exec) {
-  delete static_cast<Graph*>(exec);
+int cuGraphExecDestroy(CUgraphExec exec) {
+  delete reinterpret_cast<Graph*>(exec);
   --state().counters.execs_live;
   return kSuccess;
 }
-int cuGraphDestroy(void* graph) {
-  delete static_cast<Graph*>(graph);
+int cuGraphDestroy(CUgraph graph) {
+  delete reinterpret_cast<Graph*>(graph);
   --state().counters.graphs_live;
   return kSuccess;
 }
