@@ -16,17 +16,13 @@ RESULTS is a JSON-lines file; each check appends one line
 """
 import json
 import math
+import os
 import struct
 import sys
 
-
-def write_ids(path, values):
-    v = [int(x) for x in values.split(",")]
-    header = "{'descr': '<i4', 'fortran_order': False, 'shape': (1, %d), }" % len(v)
-    header += " " * (64 - (10 + len(header) + 1) % 64) + "\n"
-    with open(path, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
-        f.write(struct.pack("<%di" % len(v), *v))
+# The token-id writer the `linnet call` tests use.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "call"))
+from npy import ids as write_ids  # noqa: E402
 
 
 def read_floats(path):

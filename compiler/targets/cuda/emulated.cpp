@@ -10,7 +10,6 @@
 #include "mlir/IR/IRMapping.h"
 #include "targets/cpu/pipeline.h"
 #include "targets/cuda/pipeline.h"
-#include "targets/cuda/target.h"
 #include "transforms/pipeline.h"
 
 namespace linnet::cuda {
@@ -66,7 +65,7 @@ class EmulatedTarget : public targets::Target {
  public:
   std::string_view name() const override { return "cuda-emulated"; }
   std::vector<std::string> stages() const override { return {"loops", "lowered"}; }
-  transforms::SharedOptions sharedOptions() const override { return cuda::makeTarget()->sharedOptions(); }
+  transforms::SharedOptions sharedOptions() const override { return cuda::sharedOptions(); }
   void registerDialects(mlir::DialectRegistry& registry) const override { cpu::registerDialects(registry); }
 
   std::optional<std::string> lower(mlir::ModuleOp module, std::string_view stage) const override {

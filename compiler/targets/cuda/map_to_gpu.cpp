@@ -236,7 +236,7 @@ Operation* ancestorIn(Block* block, Operation* op) {
 
 class Sinker {
  public:
-  explicit Sinker(func::FuncOp fn) : fn_(fn) {
+  explicit Sinker(func::FuncOp fn) {
     // Who may write each buffer: a launch that stores into a view of it, or
     // a call given a view of it.
     fn.walk([&](Operation* op) {
@@ -307,7 +307,6 @@ class Sinker {
     return map.lookup(v);
   }
 
-  func::FuncOp fn_;
   llvm::DenseMap<Value, SmallVector<Operation*>> writers_;
 };
 

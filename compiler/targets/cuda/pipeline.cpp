@@ -22,6 +22,12 @@ namespace linnet::cuda {
 using transforms::addPipeline;
 using transforms::PipelineError;
 
+transforms::SharedOptions sharedOptions() {
+  constexpr int64_t kWarp = 32;
+  return {.attentionKeyPrefix = false, .hoistConstants = false, .f32WeightProducts = false,
+          .laneSplitProducts = kWarp};
+}
+
 void registerDialects(mlir::DialectRegistry& registry) {
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);

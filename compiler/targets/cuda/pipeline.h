@@ -19,8 +19,15 @@
 #include "artifact/manifest.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "transforms/pipeline.h"
 
 namespace linnet::cuda {
+
+// What the target asks of the shared pipeline (its own target and the
+// emulated one alike): host code may not read device memory, so no run-time
+// choice of attention's key prefix, no constants in host globals, weight
+// products as matmuls, decode's products a warp per output element.
+transforms::SharedOptions sharedOptions();
 
 // The GPU, NVVM and LLVM IR translations, and NVVM's target attribute.
 void registerDialects(mlir::DialectRegistry& registry);

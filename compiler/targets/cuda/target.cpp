@@ -15,19 +15,11 @@ namespace linnet::cuda {
 
 namespace {
 
-constexpr int64_t kWarp = 32;
-
 class CudaTarget : public targets::Target {
  public:
   std::string_view name() const override { return "cuda"; }
   std::vector<std::string> stages() const override { return {"bufferized", "gpu", "ptx", "lowered", "llvm"}; }
-  // Host code may not read device memory: no run-time choice of attention's
-  // key prefix, no constants in host globals, weight products as matmuls.
-  transforms::SharedOptions sharedOptions() const override {
-    // Decode's weight products: a warp per output element (kWarp lanes).
-    return {.attentionKeyPrefix = false, .hoistConstants = false, .f32WeightProducts = false,
-            .laneSplitProducts = kWarp};
-  }
+  transforms::SharedOptions sharedOptions() const override { return cuda::sharedOptions(); }
   void registerDialects(mlir::DialectRegistry& registry) const override { cuda::registerDialects(registry); }
 
   std::optional<std::string> lower(mlir::ModuleOp module, std::string_view stage) const override {
