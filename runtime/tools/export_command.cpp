@@ -88,8 +88,9 @@ void printLog(const std::string& line) { fmt::print(stderr, "linnet: {}\n", line
 void defineOnnx(CLI::App* cmd, ExportArgs& a) {
   a.onnx = cmd->add_subcommand("onnx", "One entry as an ONNX model (opset 17) for ONNX Runtime");
   a.onnx->footer(std::string(kExportNotes) +
-                 "\nonnx: the entry's generics (forward's B and S, prefill's S) are given with --generic (or --set); shapes "
-                 "are static. States the entry touches are inputs past.PATH and outputs present.PATH.\n");
+                 "\nonnx: the entry's own generics (forward's B and S, prefill's S) become dynamic axes where the graph "
+                 "allows (a note names any left static, and why); --static-axes fixes them at --generic's values. "
+                 "States the entry touches are inputs past.PATH and outputs present.PATH.\n");
   addCommon(a.onnx, a);
   once(a.onnx->add_option("--entry", a.entry, "The entry to export: forward, prefill, decode, ..."))
       ->required()
@@ -105,6 +106,8 @@ void defineOnnx(CLI::App* cmd, ExportArgs& a) {
              "A dimension generic of the entry (forward's B and S), as linnet call takes it; --set does the same")
       ->allow_extra_args(false)
       ->type_name("K=N");
+  a.onnx->add_flag("--static-axes", a.staticAxes,
+                   "Every axis static at the sizes given (--generic), none dynamic");
   once(a.onnx->add_option("--external-data", a.externalData,
                           "Initializers in OUT.data beside the model: auto (past 1 GiB), always or never"))
       ->check(CLI::IsMember({"auto", "always", "never"}))
@@ -120,10 +123,16 @@ int runOnnx(ExportArgs& a) {
   o.output = a.output;
   o.externalData = *exporter::externalDataNamed(a.externalData);
   o.force = a.force;
+  o.dynamicAxes = !a.staticAxes;
   exporter::OnnxExportResult r = exporter::exportOnnx(o, printLog);
   auto list = [](const std::vector<exporter::OnnxTensorInfo>& ts) {
     std::vector<std::string> out;
-    for (const auto& t : ts) out.push_back(fmt::format("{} {}[{}]", t.name, name(t.dtype), fmt::join(t.shape, ", ")));
+    for (const auto& t : ts) {
+      std::vector<std::string> axes;
+      for (size_t k = 0; k < t.shape.size(); ++k)
+        axes.push_back(k < t.axes.size() && !t.axes[k].empty() ? t.axes[k] : std::to_string(t.shape[k]));
+      out.push_back(fmt::format("{} {}[{}]", t.name, name(t.dtype), fmt::join(axes, ", ")));
+    }
     return fmt::format("{}", fmt::join(out, "; "));
   };
   fmt::print("{}: {} nodes, {} initializers, {} bytes{} in {:.1f} s\n", r.path, r.nodes, r.initializers, r.bytes,

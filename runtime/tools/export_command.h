@@ -29,6 +29,7 @@ struct ExportArgs {
   CLI::App* hf = nullptr;
   // onnx
   std::string entry, externalData = "auto";
+  bool staticAxes = false;  // onnx: no dynamic axes
   std::map<std::string, int64_t> entryGenerics;  // --generic
   CLI::App* onnx = nullptr;
 };

@@ -4,9 +4,13 @@ onnxruntime), run by check_onnx_with_onnxruntime.sh.
 First the entries of tests/data/export/onnx_ops (the emitters the card does
 not reach), each result and state equal to the reference backend's. Then for
 each model (the llama card's two-layer f32 fixture, SmolLM2-135M-Instruct
-bound as f32): `linnet export onnx` writes forward, prefill and decode;
-onnx.checker.check_model(full_check=True) accepts each; ONNX Runtime's logits
-on forward are compared with `linnet call`'s for the same tokens; then
+bound as f32): `linnet export onnx` writes forward and prefill with their own
+generics as dynamic axes (forward's B and S, prefill's S; no sizes given),
+forward again with --static-axes at B=1 S=8, and decode;
+onnx.checker.check_model(full_check=True) accepts each, and the dynamic
+exports declare those axes by name; ONNX Runtime's logits on the dynamic
+forward, at (B, S) = (1, 8), (2, 5), (1, 1) and (3, 13), and on the static
+one, are compared with `linnet call`'s for the same tokens; then
 prefill and four decode steps run through ONNX Runtime, each step's
 `present.*` fed back as the next one's `past.*`, and its logits and every
 cache after every step are compared with the reference backend's for the same
@@ -36,9 +40,9 @@ def sets(generics):
     return [a for g in generics for a in ("--set", g)]
 
 
-def export(args, model, entry, extra, out):
+def export(args, model, entry, extra, out, flags=()):
     cmd = [args.linnet, "export", "onnx", model["package"], *model["weights"], *sets(model["generics"] + extra),
-           "--entry", entry, "--force", "-o", out]
+           "--entry", entry, *flags, "--force", "-o", out]
     t0 = time.time()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     seconds = time.time() - t0
@@ -58,22 +62,38 @@ def check_model(args, model, scratch):
     tokens = np.array([PROMPT], dtype=np.int32)
     steps = model["decode_tokens"]
     paths = {}
-    for entry, extra in (("forward", ["B=1", f"S={len(PROMPT)}"]), ("prefill", [f"S={len(PROMPT)}"]), ("decode", [])):
-        paths[entry] = os.path.join(scratch, f"{model['name']}.{entry}.onnx")
-        report["exports"][entry] = export(args, model, entry, extra, paths[entry])
+    for key, entry, extra in (("forward", "forward", []), ("forward_static", "forward", ["B=1", f"S={len(PROMPT)}"]),
+                              ("prefill", "prefill", []), ("decode", "decode", [])):
+        paths[key] = os.path.join(scratch, f"{model['name']}.{key}.onnx")
+        flags = ["--static-axes"] if key == "forward_static" else []
+        report["exports"][key] = export(args, model, entry, extra, paths[key], flags)
+    axes = {k: [[d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim]
+                for i in onnx.load(paths[k], load_external_data=False).graph.input]
+            for k in ("forward", "forward_static", "prefill")}
+    report["axes"] = {k: v[0] for k, v in axes.items()}
+    axes_ok = axes["forward"][0] == ["B", "S"] and axes["forward_static"][0] == [1, len(PROMPT)] and \
+        axes["prefill"][0] == [1, "S"]
 
-    # forward: ONNX Runtime against `linnet call`.
+    # forward: ONNX Runtime against `linnet call`, the dynamic export at
+    # several sizes, the static one at its own.
+    rng = np.random.default_rng(5)
+    runs = [("forward", tokens), ("forward_static", tokens)]
+    for b, n in ((2, 5), (1, 1), (3, 13)):
+        runs.append(("forward", rng.integers(0, 64, size=(b, n), dtype=np.int32)))
+    report["forward"] = []
+    for key, t in runs:
+        np.save(os.path.join(scratch, "tokens.npy"), t)
+        linnet_logits = os.path.join(scratch, "forward.npy")
+        subprocess.run([args.linnet, "call", model["package"], *model["weights"], *sets(model["generics"]),
+                        "--backend", args.backend, "--entry", "forward", "--input",
+                        f"tokens=@{os.path.join(scratch, 'tokens.npy')}", "--output", f"@{linnet_logits}"],
+                       check=True, stdout=subprocess.DEVNULL)
+        want = np.load(linnet_logits)
+        got = session(paths[key]).run(None, {"tokens": t})[0]
+        report["forward"].append({"export": key, "shape": list(got.shape), "max_abs_diff": float(np.abs(got - want).max()),
+                                  "max_abs_logit": float(np.abs(want).max()),
+                                  "argmax_equal": bool(got.shape == want.shape and (got.argmax(-1) == want.argmax(-1)).all())})
     np.save(os.path.join(scratch, "tokens.npy"), tokens)
-    linnet_logits = os.path.join(scratch, "forward.npy")
-    subprocess.run([args.linnet, "call", model["package"], *model["weights"], *sets(model["generics"]),
-                    "--backend", args.backend, "--entry", "forward", "--input",
-                    f"tokens=@{os.path.join(scratch, 'tokens.npy')}", "--output", f"@{linnet_logits}"],
-                   check=True, stdout=subprocess.DEVNULL)
-    want = np.load(linnet_logits)
-    got = session(paths["forward"]).run(None, {"tokens": tokens})[0]
-    report["forward"] = {"shape": list(got.shape), "max_abs_diff": float(np.abs(got - want).max()),
-                         "max_abs_logit": float(np.abs(want).max()),
-                         "argmax_equal": bool((got.argmax(-1) == want.argmax(-1)).all())}
 
     # prefill, then four decode steps: ONNX Runtime against the reference backend, caches included.
     ref = os.path.join(scratch, "reference")
@@ -115,14 +135,15 @@ def check_model(args, model, scratch):
     report["prefill_decode"] = {"caches": len(state_names), "steps": sequence}
     def relative(diff, scale):
         return diff / max(1.0, scale)
-    worst = max([report["forward"]["max_abs_diff"]] +
+    worst = max([f["max_abs_diff"] for f in report["forward"]] +
                 [max(s["logits_max_abs_diff"], s["caches_max_abs_diff"]) for s in sequence])
-    worst_relative = max([relative(report["forward"]["max_abs_diff"], report["forward"]["max_abs_logit"])] +
+    worst_relative = max([relative(f["max_abs_diff"], f["max_abs_logit"]) for f in report["forward"]] +
                          [max(relative(s["logits_max_abs_diff"], s["max_abs_logit"]),
                               relative(s["caches_max_abs_diff"], s["caches_max_abs"])) for s in sequence])
     report["max_abs_diff"] = worst
     report["max_relative_diff"] = worst_relative
-    report["passed"] = worst_relative <= args.tolerance and report["forward"]["argmax_equal"] and all(s["argmax"] == s["reference_argmax"] for s in sequence)
+    report["passed"] = (axes_ok and worst_relative <= args.tolerance and all(f["argmax_equal"] for f in report["forward"])
+                        and all(s["argmax"] == s["reference_argmax"] for s in sequence))
     return report
 
 
@@ -135,6 +156,8 @@ OPS_CALLS = [
     ("integers", {"a": np.array([7, -7, 7, -7, 5, 9], np.int32), "b": np.array([2, 2, -2, -2, 0, -1], np.int32)}),
     ("pick", {"x": np.arange(-10, 10, dtype=np.float32).reshape(4, 5) / 4,
               "rows": np.array([0, 3, 9], np.int32), "cols": np.array([4, -2, 1], np.int32)}),
+    ("ramp", {"x": np.array([0.5, -1.0, 2.0], np.float32)}),  # one export, N a dynamic axis: two sizes
+    ("ramp", {"x": np.arange(7, dtype=np.float32) / 3}),
     ("accumulate", {"x": np.array([[0.5, -1.0, 2.0, 0.0], [1.0, 1.0, -3.0, 0.25]], np.float32)}),
     ("accumulate", {"x": np.array([[1.0, 0.5, -0.5, 2.0], [0.0, -1.0, 1.0, 1.0]], np.float32)}),
 ]

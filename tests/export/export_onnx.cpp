@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -34,12 +35,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// With --static-axes at B=1 S=8 (forward) and S=8 (prefill).
 ex::OnnxExportOptions gqa2(const fs::path& out, const std::string& entry) {
   auto o = test::gqa2Export<ex::OnnxExportOptions>(out.string());
   if (entry == "forward") o.load.generics.insert({{"B", 1}, {"S", 8}});
   if (entry == "prefill") o.load.generics.insert({"S", 8});
   o.entry = entry;
+  o.dynamicAxes = false;
   return o;
+}
+
+// Each axis's name where dynamic, else its size.
+std::vector<std::string> axesOf(const onnx::ValueInfoProto& v) {
+  std::vector<std::string> s;
+  for (const auto& d : v.type().tensor_type().shape().dim())
+    s.push_back(d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param());
+  return s;
 }
 
 onnx::ModelProto readModel(const fs::path& p) {
@@ -85,7 +96,7 @@ const std::vector<std::string> kCaches = {"layers.0.attention.cache_k", "layers.
 
 }  // namespace
 
-TEST_CASE("forward, prefill and decode pass the checker and shape inference", "[export][onnx]") {
+TEST_CASE("forward, prefill and decode pass the checker and shape inference (static axes)", "[export][onnx]") {
   TempDir dir;
   struct Case {
     std::string entry;
@@ -124,6 +135,63 @@ TEST_CASE("forward, prefill and decode pass the checker and shape inference", "[
         CHECK(i.type().tensor_type().elem_type() == onnx::TensorProto::FLOAT);
       }
   }
+}
+
+TEST_CASE("an entry's own generics become named axes where the graph allows", "[export][onnx]") {
+  TempDir dir;
+  struct Case {
+    std::string entry;
+    std::vector<std::string> tokens, result;
+  };
+  // No sizes given: forward's B and S and prefill's S are read from tokens.
+  for (const Case& c : std::vector<Case>{{"forward", {"B", "S"}, {"B", "S", "64"}},
+                                         {"prefill", {"1", "S"}, {"1", "64"}},
+                                         {"decode", {"1", "1"}, {"1", "64"}}}) {
+    INFO(c.entry);
+    fs::path out = dir / (c.entry + ".onnx");
+    auto o = test::gqa2Export<ex::OnnxExportOptions>(out.string());
+    o.entry = c.entry;
+    ex::OnnxExportResult r = ex::exportOnnx(o);
+    REQUIRE_NOTHROW(onnx::checker::check_model(out.string()));
+    onnx::ModelProto m = readModel(out);
+    CHECK(axesOf(m.graph().input(0)) == c.tokens);
+    CHECK(axesOf(m.graph().output(0)) == c.result);
+    std::vector<std::string> named;  // the result's axes: names where dynamic, "" where static
+    for (const std::string& a : c.tokens) named.push_back(std::isdigit(static_cast<unsigned char>(a[0])) ? "" : a);
+    CHECK(r.inputs[0].axes == named);
+    CHECK(r.staticWhy.empty());
+    CHECK(r.dynamic.size() == (c.entry == "forward" ? 2u : c.entry == "prefill" ? 1u : 0u));
+    if (c.entry != "decode") CHECK(r.dynamic.at("S") == "tokens, axis 1");
+    for (const auto& i : m.graph().input())  // the caches stay static
+      if (i.name().starts_with("past.")) CHECK(axesOf(i) == std::vector<std::string>{"1", "2", "64", "16"});
+  }
+  const std::string ops = std::string(LINNET_TEST_DATA) + "/export/onnx_ops";
+  auto opsExport = [&](const std::string& entry, std::map<std::string, int64_t> sizes) {
+    ex::OnnxExportOptions o;
+    o.package = ops;
+    o.load.randomWeights = true;
+    o.entry = entry;
+    o.entryGenerics = std::move(sizes);
+    o.output = (dir / (entry + ".onnx")).string();
+    o.force = true;
+    return o;
+  };
+  // ramp's N is x's axis, whatever size was asked for.
+  ex::OnnxExportResult ramp = ex::exportOnnx(opsExport("ramp", {{"N", 5}}));
+  CHECK(ramp.inputs[0].axes == std::vector<std::string>{"N"});
+  CHECK(ramp.outputs[0].axes == std::vector<std::string>{"N"});
+  // count's N is no argument's axis: static at the size given, and an error
+  // without one, naming why.
+  ex::OnnxExportResult count = ex::exportOnnx(opsExport("count", {{"N", 5}}));
+  CHECK(count.outputs[0].shape == std::vector<int64_t>{5});
+  CHECK(count.outputs[0].axes == std::vector<std::string>{""});
+  CHECK_THAT(count.staticWhy.at("N"), Contains("no input of the entry has an axis of size N"));
+  CHECK_THROWS_WITH(ex::exportOnnx(opsExport("count", {})),
+                    Contains("its generic `N` cannot be a dynamic axis") && Contains("--generic N=SIZE"));
+  // --static-axes: every axis as given.
+  auto fixed = opsExport("ramp", {{"N", 5}});
+  fixed.dynamicAxes = false;
+  CHECK(ex::exportOnnx(fixed).inputs[0].axes == std::vector<std::string>{""});
 }
 
 TEST_CASE("initializers are the checkpoint's tensors bit for bit, by their Linnet paths", "[export][onnx]") {

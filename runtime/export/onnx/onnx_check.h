@@ -19,7 +19,9 @@ onnx::ModelProto withoutData(const onnx::ModelProto& model);
 
 // Runs strict shape inference on `model` (without data) with the graph
 // outputs' shapes cleared, and throws std::runtime_error unless every
-// output gets back its declared element type and static shape.
+// output gets back its declared type (with dynamic input axes: its element
+// type, and no axis contradicted; ONNX infers no sizes through computed
+// Range lengths).
 void checkInferredShapes(const onnx::ModelProto& model);
 
 }  // namespace linnet::exporter::onnx_export

@@ -159,6 +159,11 @@ std::string reshape(GraphBuilder& g, const std::string& x, const std::vector<int
   return g.op("Reshape", {x, g.int64s(shape)});
 }
 
+// 0, 1, ..., n - 1 as i64 [n].
+std::string arange(GraphBuilder& g, int64_t n) {
+  return g.op("Range", {g.int64Scalar(0), g.int64Scalar(n), g.int64Scalar(1)});
+}
+
 // An integer index (any integer dtype, any shape) as i64 clamped into [0, n - 1].
 std::string clampedIndex(GraphBuilder& g, const std::string& i, DType dtype, int64_t n) {
   std::string x = cast(g, i, dtype, DType::I64);
@@ -255,9 +260,7 @@ std::string emitWriteSlice(GraphBuilder& g, const Expr& e, const std::vector<std
   const int rank = dest.rank();
   std::vector<int64_t> line(rank, 1);
   line[axis] = m;
-  std::vector<double> positions(m);
-  std::iota(positions.begin(), positions.end(), 0.0);
-  std::string p = reshape(g, g.vector(DType::I64, positions), line);
+  std::string p = reshape(g, arange(g, m), line);
   std::string s = cast(g, o[2], start.dtype, DType::I64);
   if (start.rank() == 1) {  // one start per row of axis 0
     std::vector<int64_t> rows(rank, 1);
@@ -344,13 +347,12 @@ std::string emit(GraphBuilder& g, const Expr& e, const std::vector<std::string>&
       return g.opWith("Transpose", {o[0]}, {}, [&](onnx::NodeProto& n) { setInts(n, "perm", e.ints); });
     case ExprKind::Concat:
       return g.opWith("Concat", o, {}, [&](onnx::NodeProto& n) { setInt(n, "axis", e.ints[0]); });
-    case ExprKind::Iota: {  // static: the line as a constant, stretched
+    case ExprKind::Iota: {  // a Range (its length a constant the dynamic axes can compute), stretched
       const int axis = static_cast<int>(e.ints[0]);
-      std::vector<double> values(type.shape[axis]);
-      std::iota(values.begin(), values.end(), 0.0);
       std::vector<int64_t> line(type.shape.size(), 1);
       line[axis] = type.shape[axis];
-      return g.op("Expand", {reshape(g, g.vector(type.dtype, values), line), g.int64s(type.shape)});
+      std::string values = cast(g, arange(g, type.shape[axis]), DType::I64, type.dtype);
+      return g.op("Expand", {reshape(g, values, line), g.int64s(type.shape)});
     }
     case ExprKind::Matmul: return g.op("MatMul", {o[0], o[1]});
     case ExprKind::Reduce: return emitReduce(g, e, o[0]);

@@ -14,6 +14,7 @@
 #include "export/model_facts.h"
 #include "nest/backend.h"
 #include "export/onnx/onnx_check.h"
+#include "export/onnx/onnx_dynamic.h"
 #include "export/onnx/onnx_emitters.h"
 #include "export/onnx/onnx_graph.h"
 #include "export/onnx/onnx_lower.h"
@@ -48,8 +49,13 @@ uint64_t elementBytes(DType dtype, const std::vector<int64_t>& shape) {
 // and S): which is which, from the package's sources before checking.
 struct SplitGenerics {
   std::map<std::string, nest::GenericValue> root;
-  std::map<std::string, int64_t> entry;
+  std::map<std::string, int64_t> entry;  // given, or a size to sample at
+  std::vector<std::string> entryDims;    // the entry's dimension generics, in order
+  std::set<std::string> unset;           // given no value (dynamic axes only)
 };
+
+// Where the dynamic axes sample an entry generic given no value.
+constexpr int64_t kUnsetSize = 3;
 
 SplitGenerics splitGenerics(const OnnxExportOptions& o) {
   SourceManager sources;
@@ -88,11 +94,17 @@ SplitGenerics splitGenerics(const OnnxExportOptions& o) {
     if (!n) throw Error(fmt::format("--set {}={}: the entry's generic `{}` is a dimension", name, value.str(), name));
     out.entry[name] = *n;
   }
-  for (const syntax::GenericParam& g : entry->generics)
-    if (g.kind.name == "Dim" && !g.defaultValue && !out.entry.count(g.name.name))
-      throw Error(fmt::format("entry `{}` has the dimension generic `{}`: give it a value with --generic {}=N (or --set; the ONNX "
-                              "graph has static shapes)",
+  for (const syntax::GenericParam& g : entry->generics) {
+    if (g.kind.name != "Dim") continue;
+    out.entryDims.push_back(g.name.name);
+    if (g.defaultValue || out.entry.count(g.name.name)) continue;
+    if (!o.dynamicAxes)
+      throw Error(fmt::format("entry `{}` has the dimension generic `{}`: give it a value with --generic {}=N (or --set; "
+                              "with --static-axes the ONNX graph has static shapes)",
                               o.entry, g.name.name, g.name.name));
+    out.unset.insert(g.name.name);
+    out.entry[g.name.name] = kUnsetSize;
+  }
   return out;
 }
 
@@ -121,7 +133,15 @@ struct Scratch {
   }
 };
 
-OnnxTensorInfo infoOf(const GraphValue& v) { return {v.name, v.type.dtype, v.type.shape}; }
+// A graph input's or output's info, its axes named where dynamic.
+OnnxTensorInfo infoOf(const std::string& name, const elab::TensorType& type,
+                      const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>& values) {
+  OnnxTensorInfo info{name, type.dtype, type.shape, {}};
+  for (const onnx::ValueInfoProto& v : values)
+    if (v.name() == name)
+      for (const auto& d : v.type().tensor_type().shape().dim()) info.axes.push_back(d.dim_param());
+  return info;
+}
 
 }  // namespace
 
@@ -157,19 +177,37 @@ OnnxExportResult exportOnnx(const OnnxExportOptions& o, const std::function<void
   opset->set_domain("");
   opset->set_version(kOpset);
   onnx::GraphProto& graph = *model.mutable_graph();
-  graph.set_name(fmt::format("{}.{}", checked->program->package().name, o.entry));
-  GraphBuilder builder(graph);
   LoweredEntry lowered;
   std::unique_ptr<elab::Program> program;
+  // The entry lowered at some sizes of its own generics (the params, the
+  // states and their order do not depend on them).
+  auto lowerAt = [&](const Sizes& sizes, LoweredEntry* out) {
+    onnx::GraphProto g;
+    g.set_name(fmt::format("{}.{}", checked->program->package().name, o.entry));
+    GraphBuilder builder(g);
+    auto p = std::make_unique<elab::Program>(*checked->program);
+    elab::EntryInstance entry = p->entry(o.entry, p->entryParams(o.entry, sizes), sizes);
+    LoweredEntry l = lowerEntry(*p, entry, builder);
+    if (out) *out = std::move(l), program = std::move(p);
+    return g;
+  };
   try {
-    program = std::make_unique<elab::Program>(*checked->program);
-    elab::EntryInstance entry =
-        program->entry(o.entry, program->entryParams(o.entry, generics.entry), generics.entry);
-    lowered = lowerEntry(*program, entry, builder);
+    graph = lowerAt(generics.entry, &lowered);
   } catch (const elab::Error& e) {
     throw Error(fmt::format("{}: entry `{}`: {}", o.package, o.entry, e.what()));
   } catch (const Refusal& e) {
     throw Error(fmt::format("{}: entry `{}` cannot be exported to ONNX: {}", o.package, o.entry, e.what()));
+  }
+  DynamicAxes dynamic;
+  if (o.dynamicAxes && !generics.entryDims.empty()) {
+    dynamic = makeDynamic([&](const Sizes& sizes) { return lowerAt(sizes, nullptr); }, generics.entryDims,
+                          generics.entry);
+    for (const auto& [g, why] : dynamic.staticWhy)
+      if (generics.unset.count(g))
+        throw Error(fmt::format("{}: entry `{}`: its generic `{}` cannot be a dynamic axis of the ONNX graph ({}); give "
+                                "it a size with --generic {}=SIZE",
+                                o.package, o.entry, g, why, g));
+    if (!dynamic.dynamic.empty()) graph = std::move(dynamic.graph);
   }
 
   // --- Where the initializers go. -----------------------------------------
@@ -275,15 +313,22 @@ OnnxExportResult exportOnnx(const OnnxExportOptions& o, const std::function<void
   fs::rename(modelTemp, out);
   r.nodes = static_cast<size_t>(graph.node_size());
   r.initializers = static_cast<size_t>(graph.initializer_size());
-  for (const GraphValue& v : lowered.inputs) r.inputs.push_back(infoOf(v));
-  for (const LoweredEntry::State& s : lowered.states) r.inputs.push_back({"past." + s.path, s.type.dtype, s.type.shape});
-  for (const GraphValue& v : lowered.outputs) r.outputs.push_back(infoOf(v));
+  for (const GraphValue& v : lowered.inputs) r.inputs.push_back(infoOf(v.name, v.type, graph.input()));
   for (const LoweredEntry::State& s : lowered.states)
-    r.outputs.push_back({"present." + s.path, s.type.dtype, s.type.shape});
+    r.inputs.push_back(infoOf("past." + s.path, s.type, graph.input()));
+  for (const GraphValue& v : lowered.outputs) r.outputs.push_back(infoOf(v.name, v.type, graph.output()));
+  for (const LoweredEntry::State& s : lowered.states)
+    r.outputs.push_back(infoOf("present." + s.path, s.type, graph.output()));
   r.generics = dims;
-  for (const auto& [k, v] : generics.entry) r.generics[k] = v;
+  for (const auto& [k, v] : generics.entry)
+    if (!dynamic.dynamic.count(k)) r.generics[k] = v;
+  r.dynamic = dynamic.dynamic;
+  r.staticWhy = dynamic.staticWhy;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (external) note(fmt::format("note: {} of initializers in {}", bytesText(r.dataBytes), r.dataPath));
+  for (const auto& [g, where] : r.dynamic) note(fmt::format("note: `{}` is a dynamic axis (read from {})", g, where));
+  for (const auto& [g, why] : r.staticWhy)
+    note(fmt::format("note: `{}` stays static at {}: {}", g, generics.entry.at(g), why));
   return r;
 }
 

@@ -1,7 +1,8 @@
 // `linnet export onnx`: one entry of a nest package, instantiated with its
 // generics (nest.toml's [generics], then --set; the entry's own from --set
 // too), as an ONNX model (opset 17): the elaborated entry lowered node by
-// node (onnx_lower.h), the params it reads as initializers named by their
+// node (onnx_lower.h), the entry's own generics as dynamic axes where the
+// graph allows (onnx_dynamic.h), the params it reads as initializers named by their
 // Linnet paths in the model's dtype, the states it touches as `past.<path>`
 // inputs and `present.<path>` outputs. Initializers go to FILE.onnx.data
 // beside the model when asked or when they pass 1 GiB. The model passes
@@ -39,12 +40,17 @@ struct OnnxExportOptions {
   std::string output;
   ExternalData externalData = ExternalData::Auto;
   bool force = false;
+  // Off: every axis static, as bound. On (the default): the entry's own
+  // dimension generics become named axes where the graph allows it
+  // (onnx_dynamic.h); one without a value and left static is an error.
+  bool dynamicAxes = true;
 };
 
 struct OnnxTensorInfo {
   std::string name;
   DType dtype = DType::F32;
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;     // as lowered (a dynamic axis at its sampled size)
+  std::vector<std::string> axes;  // per axis: its name where dynamic ("S", "B*S"), else empty
 };
 
 struct OnnxExportResult {
@@ -52,7 +58,9 @@ struct OnnxExportResult {
   uint64_t bytes = 0, dataBytes = 0;
   size_t nodes = 0, initializers = 0;
   std::vector<OnnxTensorInfo> inputs, outputs;  // the graph's, in order
-  std::map<std::string, int64_t> generics;      // the root's and the entry's, as bound
+  std::map<std::string, int64_t> generics;      // the root's and the entry's static ones, as bound
+  std::map<std::string, std::string> dynamic;   // entry generic -> the input axis it is read from
+  std::map<std::string, std::string> staticWhy;  // entry generic left static -> why
   double seconds = 0;
 };
 

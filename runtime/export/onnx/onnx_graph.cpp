@@ -72,17 +72,6 @@ std::string GraphBuilder::int64s(const std::vector<int64_t>& values) {
 
 std::string GraphBuilder::int64Scalar(int64_t v) { return integerScalar(DType::I64, v); }
 
-std::string GraphBuilder::vector(DType dtype, const std::vector<double>& values) {
-  onnx::TensorProto t;
-  t.set_data_type(onnxElementType(dtype));
-  t.add_dims(static_cast<int64_t>(values.size()));
-  std::string raw(values.size() * byteSize(dtype), '\0');
-  for (size_t k = 0; k < values.size(); ++k)
-    nest::storeElement(dtype, values[k], reinterpret_cast<std::byte*>(raw.data() + k * byteSize(dtype)));
-  t.set_raw_data(std::move(raw));
-  return constantOf(std::move(t));
-}
-
 std::string GraphBuilder::scalar(DType dtype, double value) {
   onnx::TensorProto t;
   t.set_data_type(onnxElementType(dtype));

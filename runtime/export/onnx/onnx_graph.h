@@ -37,7 +37,6 @@ class GraphBuilder {
   std::string int64Scalar(int64_t v);
   std::string scalar(DType dtype, double value);            // rank 0, rounded to dtype
   std::string integerScalar(DType dtype, int64_t value);
-  std::string vector(DType dtype, const std::vector<double>& values);  // 1-D
 
   // Graph inputs and outputs with static shapes.
   void input(const std::string& name, DType dtype, const std::vector<int64_t>& shape);
