@@ -1486,3 +1486,26 @@ void KERNEL(_mlir_ciface_linnet_kernel_attention_f32)(linnet_memref5* q, linnet_
     if (buf != stack_buf) free(buf);
   }
 }
+
+/* ---- bf16 arithmetic's run-time helper ---------------------------------- */
+
+/* LLVM lowers bf16 arithmetic on an x86 CPU without AVX512-BF16 to f32
+ * arithmetic and a call to __truncsfbf2, which compiler-rt and GCC 13's
+ * libgcc define but Debian 12's libgcc (GCC 12) does not: without this
+ * definition a model.so doing bf16 arithmetic would not load. The same
+ * rounding: to nearest, ties to even; a NaN stays a quiet NaN with its sign
+ * and top payload bits. Weak, so a runtime library's own definition wins. */
+#if defined(__clang__) && (defined(__x86_64__) || defined(__aarch64__)) && !defined(LINNET_KERNELS_PORTABLE_TEST)
+__attribute__((weak)) __bf16 __truncsfbf2(float a) {
+  uint32_t u;
+  memcpy(&u, &a, sizeof u);
+  uint16_t h;
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    h = (uint16_t)((u >> 16) | 0x40u);
+  else
+    h = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  __bf16 out;
+  memcpy(&out, &h, sizeof out);
+  return out;
+}
+#endif
