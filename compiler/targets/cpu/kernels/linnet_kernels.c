@@ -1494,8 +1494,10 @@ void KERNEL(_mlir_ciface_linnet_kernel_attention_f32)(linnet_memref5* q, linnet_
  * libgcc define but Debian 12's libgcc (GCC 12) does not: without this
  * definition a model.so doing bf16 arithmetic would not load. The same
  * rounding: to nearest, ties to even; a NaN stays a quiet NaN with its sign
- * and top payload bits. Weak, so a runtime library's own definition wins. */
-#if defined(__clang__) && (defined(__x86_64__) || defined(__aarch64__)) && !defined(LINNET_KERNELS_PORTABLE_TEST)
+ * and top payload bits. Weak, so a runtime library's own definition wins.
+ * (clang 17 and later have __bf16 here; linnetc compiles model.so with 22.) */
+#if defined(__clang__) && __clang_major__ >= 17 && (defined(__x86_64__) || defined(__aarch64__)) && \
+    !defined(LINNET_KERNELS_PORTABLE_TEST)
 __attribute__((weak)) __bf16 __truncsfbf2(float a) {
   uint32_t u;
   memcpy(&u, &a, sizeof u);
