@@ -3,13 +3,16 @@
 // machine has it) and on the portable C copy:
 //  - the documented error bound against the exact product, element by
 //    element, for every format, several (M, N, K), strided views: with x^ the
-//    int8-dequantized x (d_b = max_b |x| / 127), w the exactly dequantized
+//    int8-dequantized x (as ggml's quantize_row_q8_0: e_b = max_b |x| / 127,
+//    d_b = e_b rounded to f16), w the exactly dequantized
 //    weight and a_j its magnitude before cancellation (|w_j| for Q8_0, Q4_0,
 //    Q6_K, |d q_j| + |m| for Q4_1, |d sc q_j| + |dmin mn| for Q4_K, Q5_K),
-//      |fast - exact| <= sum_b (d_b / 2)(1 + 2^-16) sum_{j in b} |w_j|
+//      |fast - exact| <= sum_b ((e_b / 2)(1 + 2^-16) + 127 |d_b - e_b|) sum_{j in b} |w_j|
 //                        + 4 K FLT_EPSILON sum_j (|x_j| + d_b) a_j;
-//  - that the integer path really runs: fast against sum_j x^_j w_j (x^
-//    recomputed here), within the rounding term alone;
+//  - that the 8-bit activations really are used, for every M (M <= 8: the
+//    integer path; M > 8: the exact kernel on the dequantized activations):
+//    fast against sum_j x^_j w_j (x^ recomputed here), within the rounding
+//    term alone;
 //  - the same bits on 1 and 2 OpenMP threads.
 #include <catch2/catch.hpp>
 
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "compiler/targets/cpu/kernels/linnet_kernels.h"
+#include "base/half.h"
 #include "gguf/types.h"
 
 #ifdef LINNET_KERNELS_TEST_OPENMP
@@ -54,9 +58,6 @@ std::vector<Kernel> fastKernels() {
 #endif
   return ks;
 }
-
-// M above this takes the exact kernel (LINNET_FAST_MAX_M in the C file).
-constexpr int64_t kFastMaxM = 8;
 
 struct Format {
   int64_t id;
@@ -190,15 +191,22 @@ void fillRandom(Matrix& m, std::mt19937& rng) {
     }
 }
 
-// The kernel's int8 activations, recomputed: x^ = d q, d = max|x| / 127 (f32).
+// The block scale as ggml stores it: max|x| / 127 rounded to binary16
+// (runtime/base/half.h's conversion, not the kernel's own).
+float f16Scale(float amax) {
+  return amax < 0x1p-64f ? 0.0f : linnet::half::f16ToF32(linnet::half::f32ToF16(amax / 127.0f));
+}
+
+// The kernel's int8 activations, recomputed as ggml's quantize_row_q8_0:
+// x^ = d q, q = rne(x * (127 / max|x|)), d = f16Scale(max|x|).
 std::vector<double> quantized(Matrix& x, int64_t i) {
   std::vector<double> out(static_cast<size_t>(x.cols));
   for (int64_t b = 0; b < x.cols; b += 32) {
     float amax = 0;
     for (int64_t j = b; j < b + 32; ++j) amax = std::max(amax, std::fabs(x.at(i, j)));
-    const float d = amax < 0x1p-64f ? 0.0f : amax / 127.0f;
+    const float d = f16Scale(amax);
     for (int64_t j = b; j < b + 32; ++j) {
-      const float q = d == 0 ? 0.0f : std::clamp(std::rint(x.at(i, j) / d), -127.0f, 127.0f);
+      const float q = d == 0 ? 0.0f : std::clamp(std::rint(x.at(i, j) * (127.0f / amax)), -127.0f, 127.0f);
       out[j] = static_cast<double>(d) * q;
     }
   }
@@ -208,7 +216,7 @@ std::vector<double> quantized(Matrix& x, int64_t i) {
 // out against the documented bound, and (where the integer path runs)
 // against sum_j x^_j w_j within the rounding term.
 void checkFast(const Format& f, Matrix& x, const Weights& w, Matrix& out) {
-  const bool integer = f.integer && x.rows <= kFastMaxM;
+  const bool integer = f.integer;  // prefill (M > 8) too: the same int8 activations
   std::vector<DeqRow> deq;
   for (int64_t n = 0; n < w.n; ++n) deq.push_back(dequantWithMagnitudes(f, w.row(n), w.k));
   int64_t bad = 0, badModel = 0;
@@ -220,7 +228,8 @@ void checkFast(const Format& f, Matrix& x, const Weights& w, Matrix& out) {
       for (int64_t b = 0; b < w.k; b += 32) {
         double amax = 0;
         for (int64_t j = b; j < std::min(w.k, b + 32); ++j) amax = std::max(amax, std::fabs((double)x.at(m, j)));
-        const double d = amax / 127.0;
+        const double d = amax / 127.0;  // e_b: the scale before its f16 rounding
+        const double scaleError = std::fabs((double)f16Scale(static_cast<float>(amax)) - d);
         double sw = 0;
         for (int64_t j = b; j < std::min(w.k, b + 32); ++j) {
           const double xj = x.at(m, j), wj = deq[n].w[j];
@@ -229,7 +238,7 @@ void checkFast(const Format& f, Matrix& x, const Weights& w, Matrix& out) {
           sw += std::fabs(wj);
           er += (std::fabs(xj) + d) * deq[n].a[j];
         }
-        eq += d / 2 * (1 + 0x1p-16) * sw;
+        eq += (d / 2 * (1 + 0x1p-16) + 127 * scaleError) * sw;
       }
       er *= 4.0 * static_cast<double>(w.k) * FLT_EPSILON;
       const double got = out.at(m, n), bound = eq + er + 1e-30;

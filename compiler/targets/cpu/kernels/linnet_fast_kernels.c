@@ -11,29 +11,37 @@
  *
  * Numerics, as llama.cpp's CPU backend does it:
  *  - each row of x is quantized once per call, per block b of 32 values, to
- *    int8: d_b = max_{j in b} |x_j| / 127 (an f32, not ggml's f16),
- *    q_j = round-to-nearest-even(x_j / d_b), clamped to [-127, 127]
- *    (d_b = 0 and q_j = 0 when max |x_j| < 2^-64);
+ *    int8 exactly as ggml's quantize_row_q8_0 does on x86 (so that a Q8_0
+ *    file gives llama.cpp's products, not just products as accurate):
+ *    with a_b = max_{j in b} |x_j|, q_j = round-to-nearest-even(x_j * (127 / a_b)),
+ *    clamped to [-127, 127], and the block's scale d_b = a_b / 127 rounded
+ *    to binary16 (ggml stores it as an f16) (d_b = 0 and q_j = 0 when
+ *    a_b < 2^-64; a block whose d_b passes f16's range sends the call to the
+ *    exact kernel, as a non-finite x does);
  *  - each weight block's dot product with those q is an exact integer sum
  *    (AVX512-VNNI vpdpbusd, u8 x s8 -> s32, or the same sums in plain C),
  *    scaled once by the weight's scale and d_b; Q4_1 and the K-quants add
  *    their min/offset term from per-block sums of q; all of it accumulated
  *    in f32. Q6_K's sub-blocks of 16 take the 32-block of x they fall in.
  *  - F32, F16 and BF16 have no integer path: they run the exact kernel, as
- *    do calls with M > LINNET_FAST_MAX_M (prefill: the exact register-tiled
- *    kernel is faster there, see bench/kernels/README.md), calls where x
- *    holds an infinity or a NaN, and calls whose scratch allocation fails.
+ *    do calls where x holds an infinity or a NaN, and calls whose scratch
+ *    allocation fails. Calls with M > LINNET_FAST_MAX_M (prefill) quantize x
+ *    the same way and give the dequantized activations to the exact
+ *    register-tiled kernel, faster there (bench/kernels/README.md):
+ *    prefill_product.
  *  - Work is split over rows of W only (the quantization of x is done once,
  *    before), so results do not depend on the thread count.
  *
- * Error bound. With x^_j = d_b q_j the dequantized int8 activations,
- * |x_j - x^_j| <= (d_b / 2) (1 + 2^-16) (the 2^-16 covers the rounding of
- * x_j / d_b and of d_b itself), so, with w_j the exactly dequantized weight
+ * Error bound. With x^_j = d_b q_j the dequantized int8 activations and
+ * e_b = a_b / 127 (the scale before its f16 rounding),
+ * |x_j - x^_j| <= (e_b / 2) (1 + 2^-16) + 127 |d_b - e_b| (the 2^-16 covers
+ * the rounding of x_j * 127 / a_b; |d_b - e_b| <= max(2^-11 e_b, 2^-25), f16's
+ * half ulp), so, with w_j the exactly dequantized weight
  * (linnet::gguf::dequantize) and a_j its magnitude before cancellation
  * (a_j = |w_j| for Q8_0, Q4_0, Q6_K; |d q_j| + |m| for Q4_1;
  * |d sc q_j| + |dmin mn| for Q4_K and Q5_K),
  *
- *   |fast - exact| <= sum_b (d_b / 2) (1 + 2^-16) sum_{j in b} |w_j|      (quantization of x)
+ *   |fast - exact| <= sum_b ((e_b / 2) (1 + 2^-16) + 127 |d_b - e_b|) sum_{j in b} |w_j|   (quantization of x)
  *                   + 4 K FLT_EPSILON sum_j (|x_j| + d_b) a_j             (f32 rounding)
  *                   + sum_{b with max |x| < 2^-64} max_{j in b} |x_j| sum_{j in b} |w_j|
  *
@@ -88,6 +96,16 @@ void KERNEL(_mlir_ciface_linnet_kernel_matmul_packed_fast)(linnet_memref2* x, li
 
 static inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
+/* a (>= 0, finite) rounded to the nearest binary16 value, ties to even, as
+ * ggml's GGML_FP32_TO_FP16; past f16's largest finite value, +inf. */
+static inline float round_to_f16(float a) {
+  if (a >= 65520.0f) return INFINITY;
+  if (a < 0x1p-14f) return rintf(a * 0x1p24f) * 0x1p-24f; /* subnormal: multiples of 2^-24 */
+  int e;
+  (void)frexpf(a, &e); /* a = m 2^e, m in [1/2, 1): 11 significant bits */
+  return ldexpf(rintf(ldexpf(a, 11 - e)), e - 11);
+}
+
 
 /* ---- quantized x ------------------------------------------------------- */
 
@@ -123,8 +141,8 @@ static void xrow_place(xrow* r, unsigned char* p, int64_t k) {
 
 #ifdef FAST_VNNI
 /* quantize_row's blocks for a contiguous x, 16 lanes at a time (the same
- * operations: max of |x|, one f32 division per value, round to nearest
- * even, clamp). 0 if x is not finite. */
+ * operations: max of |x|, one f32 product by 127 / max per value, round to
+ * nearest even, clamp). 0 if x is not finite or a scale passes f16's range. */
 static int quantize_blocks_v(const float* x, int64_t nb, xrow* r) {
   __mmask16 bad = 0;
   for (int64_t b = 0; b < nb; ++b) {
@@ -133,12 +151,13 @@ static int quantize_blocks_v(const float* x, int64_t nb, xrow* r) {
     bad |= _mm512_cmp_ps_mask(a0, _mm512_set1_ps(FLT_MAX), _CMP_NLE_UQ) |
            _mm512_cmp_ps_mask(a1, _mm512_set1_ps(FLT_MAX), _CMP_NLE_UQ); /* infinities, NaNs */
     const float amax = _mm512_reduce_max_ps(a);
-    const float d = amax < 0x1p-64f ? 0.0f : amax / 127.0f;
+    const float d = amax < 0x1p-64f ? 0.0f : round_to_f16(amax / 127.0f);
+    if (d == INFINITY) return 0;
     __m512i q0 = _mm512_setzero_si512(), q1 = q0;
     if (d != 0.0f) {
-      const __m512 dv = _mm512_set1_ps(d), lim = _mm512_set1_ps(127.0f), nlim = _mm512_set1_ps(-127.0f);
-      q0 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_roundscale_ps(_mm512_div_ps(v0, dv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), nlim), lim));
-      q1 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_roundscale_ps(_mm512_div_ps(v1, dv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), nlim), lim));
+      const __m512 id = _mm512_set1_ps(127.0f / amax), lim = _mm512_set1_ps(127.0f), nlim = _mm512_set1_ps(-127.0f);
+      q0 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_roundscale_ps(_mm512_mul_ps(v0, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), nlim), lim));
+      q1 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_roundscale_ps(_mm512_mul_ps(v1, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), nlim), lim));
     }
     _mm_storeu_si128((__m128i*)(r->q + 32 * b), _mm512_cvtepi32_epi8(q0));
     _mm_storeu_si128((__m128i*)(r->q + 32 * b + 16), _mm512_cvtepi32_epi8(q1));
@@ -150,7 +169,8 @@ static int quantize_blocks_v(const float* x, int64_t nb, xrow* r) {
 #endif
 
 /* Quantizes x[j * sx], j < k (k a multiple of 32); `bias` is the weight's
- * unsigned zero point (corr = -bias * lane sums). 0 if x is not finite. */
+ * unsigned zero point (corr = -bias * lane sums). 0 if x is not finite or a
+ * scale passes f16's range. */
 static int quantize_row(const float* x, int64_t sx, int64_t k, int bias, xrow* r) {
   const int64_t kp = round_up(k, 64);
   int64_t nb = k / 32;
@@ -168,10 +188,12 @@ static int quantize_row(const float* x, int64_t sx, int64_t k, int bias, xrow* r
       if (!(a <= FLT_MAX)) return 0;
       amax = a > amax ? a : amax;
     }
-    const float d = amax < 0x1p-64f ? 0.0f : amax / 127.0f;
+    const float d = amax < 0x1p-64f ? 0.0f : round_to_f16(amax / 127.0f);
+    if (d == INFINITY) return 0;
+    const float id = d == 0.0f ? 0.0f : 127.0f / amax;
     int32_t s = 0;
     for (int j = 0; j < 32; ++j) {
-      float t = d == 0.0f ? 0.0f : rintf(v[j] / d);
+      float t = rintf(v[j] * id);
       t = t > 127.0f ? 127.0f : t < -127.0f ? -127.0f : t;
       r->q[32 * b + j] = (int8_t)t;
       s += (int32_t)t;
@@ -625,6 +647,37 @@ static void fast_matmul(const fast_product* p) {
   for (int64_t g = 0; g < groups; ++g) product_rows(p, g * ROW_GROUP, min64(p->n, (g + 1) * ROW_GROUP));
 }
 
+/* M > LINNET_FAST_MAX_M (prefill): x quantized as above, each row at a time,
+ * and dequantized (d_b q_j, exact in f32: an f16 scale times a 7-bit
+ * integer) into an f32 copy that the exact register-tiled kernel multiplies
+ * (faster there than the integer path). The products are those of the
+ * integer path up to the order of f32 rounding, so prefill and decode see
+ * the same 8-bit activations (llama.cpp quantizes them in both). */
+static void prefill_product(linnet_memref2* x, linnet_memref2* w, linnet_memref2* out, int64_t format, int64_t k) {
+  const int64_t m = out->sizes[0];
+  const int64_t per_row = xrow_bytes(k);
+  unsigned char* heap = (unsigned char*)aligned_alloc(64, (size_t)round_up(m * k * 4, 64) + (size_t)round_up(per_row, 64));
+  if (heap == NULL) {
+    KERNEL(_mlir_ciface_linnet_kernel_matmul_packed)(x, w, out, format, k);
+    return;
+  }
+  float* xq = (float*)(void*)heap;
+  xrow row;
+  xrow_place(&row, heap + round_up(m * k * 4, 64), k);
+  const float* xb = (const float*)x->aligned + x->offset;
+  for (int64_t i = 0; i < m; ++i) {
+    if (!quantize_row(xb + i * x->strides[0], x->strides[1], k, 0, &row)) {
+      free(heap);
+      KERNEL(_mlir_ciface_linnet_kernel_matmul_packed)(x, w, out, format, k);
+      return;
+    }
+    for (int64_t j = 0; j < k; ++j) xq[i * k + j] = row.d[j / 32] * (float)row.q[j];
+  }
+  linnet_memref2 xm = {heap, heap, 0, {m, k}, {k, 1}};
+  KERNEL(_mlir_ciface_linnet_kernel_matmul_packed)(&xm, w, out, format, k);
+  free(heap);
+}
+
 static int has_integer_path(int64_t format) {
   switch (format) {
     case LINNET_STORAGE_Q8_0:
@@ -642,9 +695,12 @@ void KERNEL(_mlir_ciface_linnet_kernel_matmul_packed_fast)(linnet_memref2* x, li
   if (format < 0 || format >= LINNET_STORAGE_COUNT) return;
   const int64_t m = out->sizes[0], n = out->sizes[1];
   if (m <= 0 || n <= 0) return;
-  if (k <= 0 || !has_integer_path(format) || m > LINNET_FAST_MAX_M ||
-      k % linnet_storage_block_elements[format] != 0) {
+  if (k <= 0 || !has_integer_path(format) || k % linnet_storage_block_elements[format] != 0) {
     KERNEL(_mlir_ciface_linnet_kernel_matmul_packed)(x, w, out, format, k);
+    return;
+  }
+  if (m > LINNET_FAST_MAX_M) {
+    prefill_product(x, w, out, format, k);
     return;
   }
   _Alignas(64) unsigned char stack[FAST_STACK_BYTES];
