@@ -1,14 +1,13 @@
 // The CUDA device's tests. Run with "[gpu]", the tests that need a GPU: where
 // this machine cannot run CUDA (no driver, no device), they are reported to
 // ctest as skipped (exit 77, with the reason), never as passed.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
 
 #include <cstdio>
 #include <string_view>
 
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/driver_api.h"
+#include "support/catch_session.h"
 
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
@@ -20,5 +19,5 @@ int main(int argc, char** argv) {
       return 77;
     }
   }
-  return Catch::Session().run(argc, argv);
+  return linnet::test::runCatchSession(argc, argv);
 }
