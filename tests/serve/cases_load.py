@@ -170,8 +170,8 @@ class Poller:
         self._thread.join()
 
 
-def concurrency(ctx, per_prompt=4, max_tokens=24):
-    """32 streamed greedy chats over the rows: each as when sent alone."""
+def concurrency(ctx, per_prompt=2, max_tokens=16):
+    """16 streamed greedy chats over the rows: each as when sent alone."""
 
     async def run():
         client = ctx.server.async_client()
@@ -263,8 +263,8 @@ def cancellation(ctx):
     return f"stopped after {produced:.0f} of {budget} tokens"
 
 
-def backpressure(ctx, total=12, max_tokens=64):
-    """--rows 2 --max-queue 2: some of 12 at once are 503s with Retry-After,
+def backpressure(ctx, total=12, max_tokens=32):
+    """--rows 4 --max-queue 2: some of 12 at once are 503s with Retry-After,
     the rest complete; /health answers 200 throughout."""
 
     async def one(client, i):
@@ -293,7 +293,7 @@ def backpressure(ctx, total=12, max_tokens=64):
         assert e.status_code == 503, f"status {e.status_code}: {e}"
         assert e.response.headers.get("retry-after") == "1", f"Retry-After {e.response.headers.get('retry-after')!r}"
         assert e.code == "server_overloaded", f"code {e.code!r}"
-    assert errors, "no request of 12 was refused over 2 rows and a queue of 2"
+    assert errors, f"no request of {total} was refused over {ctx.rows} rows and a queue of 2"
     assert len(done) >= 4, f"only {len(done)} completed"
     for u in done:
         check_usage(u, completion_tokens=max_tokens)
@@ -305,7 +305,7 @@ def backpressure(ctx, total=12, max_tokens=64):
     return f"{len(errors)} refused, {len(done)} completed"
 
 
-def preemption(ctx, max_tokens=120):
+def preemption(ctx, max_tokens=60):
     """A pool smaller than the rows' needs: the newest requests are
     preempted and recomputed, and each output is as when sent alone."""
     prompts = [f"Story {i}: once upon a time" for i in range(ctx.rows)]
