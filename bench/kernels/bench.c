@@ -1,7 +1,8 @@
 /* Micro-benchmark of the CPU weight-product kernels
  * (compiler/targets/cpu/kernels): GFLOP/s of the product for M x (N, K) x
  * format on 1 and 2 threads, beside two bounds measured in the same run:
- *  - the FMA peak: a tight loop of independent AVX-512 FMAs per thread;
+ *  - the FMA peak: a tight loop of independent AVX-512 (else AVX2) FMAs per
+ *    thread;
  *  - for M = 1, the read bandwidth bound: the time to read the weight's
  *    bytes (the same buffer, the same split over threads).
  * `bench threshold` compares the decode and prefill paths for small M;
@@ -25,8 +26,41 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* GFLOP/s of independent FMAs on `threads` threads (20 accumulators, enough
- * to cover latency x throughput on current cores). */
+/* The probes' vector type: AVX-512 where the kernels use it, else AVX2
+ * (the build needs one of the two). */
+#ifdef __AVX512F__
+#define VLANES 16
+#define ACCS 20 /* of 32 registers */
+typedef __m512 vf;
+typedef __m512i vi;
+#define VF_SET1(v) _mm512_set1_ps(v)
+#define VF_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define VF_ADD(a, b) _mm512_add_ps(a, b)
+#define VF_SUM(a) _mm512_reduce_add_ps(a)
+#define VI_ZERO() _mm512_setzero_si512()
+#define VI_XOR(a, b) _mm512_xor_si512(a, b)
+#define VI_LOAD(p) _mm512_loadu_si512(p)
+#define VI_SET1_8(c) _mm512_set1_epi8(c)
+#define VI_SUM(a) _mm512_reduce_add_epi32(a)
+#else
+#define VLANES 8
+#define ACCS 12 /* of 16 registers */
+typedef __m256 vf;
+typedef __m256i vi;
+#define VF_SET1(v) _mm256_set1_ps(v)
+#define VF_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define VF_ADD(a, b) _mm256_add_ps(a, b)
+#define VF_SUM(a) hsum8(a)
+#define VI_ZERO() _mm256_setzero_si256()
+#define VI_XOR(a, b) _mm256_xor_si256(a, b)
+#define VI_LOAD(p) _mm256_loadu_si256((const __m256i*)(p))
+#define VI_SET1_8(c) _mm256_set1_epi8(c)
+#define VI_SUM(a) _mm256_extract_epi32(a, 0)
+#endif
+#define VBYTES (4 * VLANES)
+
+/* GFLOP/s of independent FMAs on `threads` threads (ACCS accumulators,
+ * enough to cover latency x throughput on current cores, none spilled). */
 static double fma_peak(int threads) {
   const long iters = 10000000; /* ~25 ms */
   double best = 0;
@@ -35,20 +69,20 @@ static double fma_peak(int threads) {
     double t0 = now();
 #pragma omp parallel num_threads(threads) reduction(+ : sink)
     {
-      __m512 a[20];
-      for (int i = 0; i < 20; ++i) a[i] = _mm512_set1_ps((float)i * 1e-3f);
-      const __m512 b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+      vf a[ACCS];
+      for (int i = 0; i < ACCS; ++i) a[i] = VF_SET1((float)i * 1e-3f);
+      const vf b = VF_SET1(0.999999f), c = VF_SET1(1e-7f);
       for (long it = 0; it < iters; ++it)
-        for (int i = 0; i < 20; ++i) {
-          a[i] = _mm512_fmadd_ps(a[i], b, c);
-          __asm__ volatile("" : "+v"(a[i])); /* keep each FMA */
+        for (int i = 0; i < ACCS; ++i) {
+          a[i] = VF_FMA(a[i], b, c);
+          __asm__ volatile("" : "+x"(a[i])); /* keep each FMA */
         }
-      __m512 s = a[0];
-      for (int i = 1; i < 20; ++i) s = _mm512_add_ps(s, a[i]);
-      sink += _mm512_reduce_add_ps(s);
+      vf s = a[0];
+      for (int i = 1; i < ACCS; ++i) s = VF_ADD(s, a[i]);
+      sink += VF_SUM(s);
     }
     double t = now() - t0;
-    double gflops = 2.0 * 16 * 20 * (double)iters * threads / t * 1e-9;
+    double gflops = 2.0 * VLANES * ACCS * (double)iters * threads / t * 1e-9;
     if (gflops > best) best = gflops;
     if (sink == 12345.0f) printf(" ");
   }
@@ -60,29 +94,29 @@ static double fma_peak(int threads) {
 static double read_time(const uint8_t* buf, int64_t rows, int64_t row_bytes, int threads) {
   double best = 1e30;
   for (int rep = 0; rep < 20; ++rep) {
-    __m512i acc = _mm512_setzero_si512();
+    vi acc = VI_ZERO();
     double t0 = now();
 #pragma omp parallel num_threads(threads)
     {
-      __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+      vi a0 = VI_ZERO(), a1 = a0, a2 = a0, a3 = a0;
       int nt = omp_get_num_threads(), id = omp_get_thread_num();
       int64_t r0 = rows * id / nt, r1 = rows * (id + 1) / nt;
       const uint8_t* p = buf + r0 * row_bytes;
       int64_t n = (r1 - r0) * row_bytes, i = 0;
-      for (; i + 256 <= n; i += 256) {
-        a0 = _mm512_xor_si512(a0, _mm512_loadu_si512(p + i));
-        a1 = _mm512_xor_si512(a1, _mm512_loadu_si512(p + i + 64));
-        a2 = _mm512_xor_si512(a2, _mm512_loadu_si512(p + i + 128));
-        a3 = _mm512_xor_si512(a3, _mm512_loadu_si512(p + i + 192));
+      for (; i + 4 * VBYTES <= n; i += 4 * VBYTES) {
+        a0 = VI_XOR(a0, VI_LOAD(p + i));
+        a1 = VI_XOR(a1, VI_LOAD(p + i + VBYTES));
+        a2 = VI_XOR(a2, VI_LOAD(p + i + 2 * VBYTES));
+        a3 = VI_XOR(a3, VI_LOAD(p + i + 3 * VBYTES));
       }
-      for (; i < n; ++i) a0 = _mm512_xor_si512(a0, _mm512_set1_epi8((char)p[i]));
-      a0 = _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3));
+      for (; i < n; ++i) a0 = VI_XOR(a0, VI_SET1_8((char)p[i]));
+      a0 = VI_XOR(VI_XOR(a0, a1), VI_XOR(a2, a3));
 #pragma omp critical
-      acc = _mm512_xor_si512(acc, a0);
+      acc = VI_XOR(acc, a0);
     }
     double t = now() - t0;
     if (t < best) best = t;
-    if (_mm512_reduce_add_epi32(acc) == 123456789) printf(" ");
+    if (VI_SUM(acc) == 123456789) printf(" ");
   }
   return best;
 }

@@ -12,7 +12,8 @@
  *    parallel over panels. Stack use: about 200 KiB per thread.
  * Either way one output element's sum depends only on (M, K), never on the
  * thread that computes it. AVX-512 intrinsics where __AVX512F__ is defined,
- * plain C otherwise. The path threshold and the tile sizes were chosen with
+ * else AVX2 (linnet_kernels_avx2_*.h) where the machine has it, else plain
+ * C. The path threshold and the tile sizes were chosen with
  * bench/kernels.
  */
 
@@ -29,10 +30,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifdef __AVX512F__
-#include <immintrin.h>
-#endif
 
 /* The unit test builds a second, portable copy under other names. */
 #ifdef LINNET_KERNELS_PORTABLE_TEST
@@ -61,7 +58,11 @@
 #define LINNET_KERNELS_KC 1024
 #endif
 #define KC LINNET_KERNELS_KC
+#ifdef LINNET_KERNELS_AVX2
+#define MR 6 /* 6 x 2 accumulators of AVX2's 16 registers */
+#else
 #define MR 8
+#endif
 
 #define QK_K 256
 
@@ -283,6 +284,10 @@ static ALWAYS_INLINE void deq_bf16x16_v(const uint8_t* x, float* y) {
 
 #endif /* __AVX512F__ */
 
+#ifdef LINNET_KERNELS_AVX2
+#include "linnet_kernels_avx2_dequantize.h"
+#endif
+
 /* Dequantizes `count` elements (whole blocks) starting at block `src` into
  * dst (no alignment needed for either). */
 static void dequantize(int64_t format, const uint8_t* src, int64_t count, float* dst) {
@@ -296,16 +301,20 @@ static void dequantize(int64_t format, const uint8_t* src, int64_t count, float*
     case LINNET_STORAGE_F16:
 #ifdef __AVX512F__
       for (; i + 16 <= count; i += 16) deq_f16x16_v(src + 2 * i, dst + i);
+#elif defined(LINNET_KERNELS_AVX2)
+      for (; i + 8 <= count; i += 8) deq_f16x8_v(src + 2 * i, dst + i);
 #endif
       for (; i < count; ++i) dst[i] = f16_at(src + 2 * i);
       return;
     case LINNET_STORAGE_BF16:
 #ifdef __AVX512F__
       for (; i + 16 <= count; i += 16) deq_bf16x16_v(src + 2 * i, dst + i);
+#elif defined(LINNET_KERNELS_AVX2)
+      for (; i + 8 <= count; i += 8) deq_bf16x8_v(src + 2 * i, dst + i);
 #endif
       for (; i < count; ++i) dst[i] = bf16_to_f32(load_u16(src + 2 * i));
       return;
-#ifdef __AVX512F__
+#if defined(__AVX512F__) || defined(LINNET_KERNELS_AVX2)
 #define DEQ_BLOCKS(fn) for (; i < nb; ++i) fn##_v(src + i * bb, dst + i * be)
 #else
 #define DEQ_BLOCKS(fn) for (; i < nb; ++i) fn##_c(src + i * bb, dst + i * be)
@@ -518,6 +527,12 @@ static ALWAYS_INLINE void buffered_row(int64_t format, const uint8_t* wrow, int6
   acc_finish(acc, mr, out);
 }
 
+#elif defined(LINNET_KERNELS_AVX2)
+#include "linnet_kernels_avx2_products.h"
+#endif
+
+#if defined(__AVX512F__) || defined(LINNET_KERNELS_AVX2)
+
 /* Rows [n0, n1) of W against every row of x, DECODE_ROWS rows of x at a
  * time, with one loop per format and row count so that each inner loop is
  * compiled for its own constants. */
@@ -699,7 +714,7 @@ static ALWAYS_INLINE void micro_tile(const float* pack, int64_t kl, const float*
   }
 }
 
-#else /* portable */
+#elif !defined(LINNET_KERNELS_AVX2) /* portable; AVX2's is in linnet_kernels_avx2_products.h */
 
 static ALWAYS_INLINE void micro_tile(const float* pack, int64_t kl, const float* x, int64_t ldx, float* out,
                                      int64_t ldo, int mr, int nr, int first) {
@@ -1055,6 +1070,10 @@ static void attn_row_generic(const attn_args* a, int64_t l0, int64_t l1, int64_t
   }
   for (int64_t c = 0; c < e; ++c) o[c * a->os[4]] = acc[c];
 }
+
+#ifdef LINNET_KERNELS_AVX2
+#include "linnet_kernels_avx2_attention.h"
+#endif
 
 #ifdef __AVX512F__
 
@@ -1432,6 +1451,9 @@ void KERNEL(_mlir_ciface_linnet_kernel_attention_f32)(linnet_memref5* q, linnet_
     return;
   }
   int fast = 0;
+#ifdef LINNET_KERNELS_AVX2
+  const int unit = attn_unit_strides(&a);
+#endif
 #ifdef __AVX512F__
   fast = (a.qs[4] == 1 || a.d <= 1) && (a.ks[3] == 1 || a.d <= 1) && (a.vs[3] == 1 || a.e <= 1) &&
          (a.os[4] == 1 || a.e <= 1) && (a.ms[4] == 0 || a.ms[4] == 1 || a.nk <= 1);
@@ -1477,6 +1499,12 @@ void KERNEL(_mlir_ciface_linnet_kernel_attention_f32)(linnet_memref5* q, linnet_
 #ifdef __AVX512F__
         if (fast) {
           attn_block_avx(&a, l0, l1, t0, (int)(t1 - t0), lanes, buf);
+          continue;
+        }
+#endif
+#ifdef LINNET_KERNELS_AVX2
+        if (unit) {
+          for (int64_t r = t0; r < t1; ++r) attn_row_avx2(&a, l0, l1, r % a.g, r / a.g, buf);
           continue;
         }
 #endif

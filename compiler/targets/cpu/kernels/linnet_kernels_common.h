@@ -8,7 +8,12 @@
 #include <stdint.h>
 #include <string.h>
 
-#ifdef __AVX512F__
+/* AVX2 with FMA and F16C, without AVX-512: linnet_kernels_avx2_*.h. */
+#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define LINNET_KERNELS_AVX2 1
+#endif
+
+#if defined(__AVX512F__) || defined(LINNET_KERNELS_AVX2)
 #include <immintrin.h>
 #endif
 
@@ -62,7 +67,7 @@ static inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m)
   }
 }
 
-#ifdef __AVX512F__
+#if defined(__AVX512F__) || defined(LINNET_KERNELS_AVX2)
 /* Software prefetch PREFETCH_AHEAD bytes ahead of the weight stream: on
  * top of the hardware's, it took a row-streaming f32 product from 29 to 42
  * GB/s out of DRAM on one thread (and +10% from L3). One prefetch per 64
