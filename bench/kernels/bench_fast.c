@@ -4,7 +4,7 @@
  * called through their descriptors as model.so calls them:
  *   bench_fast          M = 1, (N, K) x format x threads (1, 2): GFLOP/s of
  *                       each and the % of the read bandwidth bound (the
- *                       weight's bytes read by a tight AVX-512 loop, the
+ *                       weight's bytes read by a tight 32-byte-vector loop, the
  *                       same buffer split over the threads as the kernels
  *                       split it, measured beside each row);
  *   bench_fast m        GFLOP/s for M = 1 .. 32 (where the fast kernel should
@@ -35,33 +35,41 @@ static double now(void) {
 }
 
 /* Seconds to read rows * row_bytes of buf once, rows split statically over
- * the threads. Best of 20. */
+ * the threads. Best of 20. 32-byte vectors (GCC vector extensions), so that
+ * the probe builds for AVX2 as for AVX-512. */
+typedef long long v32 __attribute__((vector_size(32)));
+static inline v32 load32(const uint8_t* p) {
+  v32 v;
+  memcpy(&v, p, 32);
+  return v;
+}
+
 static double read_time(const uint8_t* buf, int64_t rows, int64_t row_bytes, int threads) {
   double best = 1e30;
   for (int rep = 0; rep < 20; ++rep) {
-    __m512i acc = _mm512_setzero_si512();
+    v32 acc = {0, 0, 0, 0};
     double t0 = now();
 #pragma omp parallel num_threads(threads)
     {
-      __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+      v32 a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;
       int nt = omp_get_num_threads(), id = omp_get_thread_num();
       int64_t r0 = rows * id / nt, r1 = rows * (id + 1) / nt;
       const uint8_t* p = buf + r0 * row_bytes;
       int64_t n = (r1 - r0) * row_bytes, i = 0;
-      for (; i + 256 <= n; i += 256) {
-        a0 = _mm512_xor_si512(a0, _mm512_loadu_si512(p + i));
-        a1 = _mm512_xor_si512(a1, _mm512_loadu_si512(p + i + 64));
-        a2 = _mm512_xor_si512(a2, _mm512_loadu_si512(p + i + 128));
-        a3 = _mm512_xor_si512(a3, _mm512_loadu_si512(p + i + 192));
+      for (; i + 128 <= n; i += 128) {
+        a0 ^= load32(p + i);
+        a1 ^= load32(p + i + 32);
+        a2 ^= load32(p + i + 64);
+        a3 ^= load32(p + i + 96);
       }
-      for (; i < n; ++i) a0 = _mm512_xor_si512(a0, _mm512_set1_epi8((char)p[i]));
-      a0 = _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3));
+      for (; i < n; ++i) a0[0] ^= p[i];
+      a0 ^= a1 ^ a2 ^ a3;
 #pragma omp critical
-      acc = _mm512_xor_si512(acc, a0);
+      acc ^= a0;
     }
     double t = now() - t0;
     if (t < best) best = t;
-    if (_mm512_reduce_add_epi32(acc) == 123456789) printf(" ");
+    if (acc[0] + acc[1] + acc[2] + acc[3] == 123456789) printf(" ");
   }
   return best;
 }

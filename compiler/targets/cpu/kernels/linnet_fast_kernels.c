@@ -19,7 +19,9 @@
  *    a_b < 2^-64; a block whose d_b passes f16's range sends the call to the
  *    exact kernel, as a non-finite x does);
  *  - each weight block's dot product with those q is an exact integer sum
- *    (AVX512-VNNI vpdpbusd, u8 x s8 -> s32, or the same sums in plain C),
+ *    (AVX512-VNNI vpdpbusd, u8 x s8 -> s32; AVX2's vpmaddubsw and vpmaddwd
+ *    for the 32-value formats, linnet_fast_kernels_avx2.h; or the same sums
+ *    in plain C),
  *    scaled once by the weight's scale and d_b; Q4_1 and the K-quants add
  *    their min/offset term from per-block sums of q; all of it accumulated
  *    in f32. Q6_K's sub-blocks of 16 take the 32-block of x they fall in.
@@ -321,7 +323,9 @@ static float dot_row_c(int64_t format, const uint8_t* w, int64_t k, const xrow* 
   return acc;
 }
 
-#ifndef FAST_VNNI
+#if !defined(FAST_VNNI) && defined(LINNET_KERNELS_AVX2)
+#include "linnet_fast_kernels_avx2.h"
+#elif !defined(FAST_VNNI)
 
 static void product_rows(const fast_product* p, int64_t n0, int64_t n1) {
   for (int64_t n = n0; n < n1; ++n)
