@@ -135,11 +135,11 @@ def check_with_gguf(exports: dict[str, Path], source: Path, lib: ctypes.CDLL) ->
     return out
 
 
-def llama_cpp_greedy(path: Path, prompts: list[list[int]], new: int, n_ctx: int) -> list[list[int]]:
+def llama_cpp_greedy(path: Path, prompts: list[list[int]], new: int, n_ctx: int, **options) -> list[list[int]]:
     from llama_cpp import Llama
     # logits_all: llama-cpp-python keeps a row of logits in `scores` only with it.
     llm = Llama(model_path=str(path), n_ctx=n_ctx, n_batch=n_ctx, n_threads=os.cpu_count(), verbose=False,
-                logits_all=True)
+                logits_all=True, **options)
     out = []
     for ids in prompts:
         llm.reset()
@@ -264,6 +264,15 @@ def main() -> int:
                 check(all(abs(g) < NEAR_TIE for g in gaps), what + f": {'equal' if not gaps else 'near ties only'}")
             else:
                 print(f"  note {what}")
+        if name == "q8_0":
+            # llama.cpp's KV cache holds f16 by default, Linnet's the model's
+            # f32: with an f32 cache (GGML_TYPE_F32 = 0) that rounding is gone.
+            f32_cache = llama_cpp_greedy(exports[name], prompts, new, 512, type_k=0, type_v=0)
+            same, total, firsts = agreement(f32_cache, entry["fast"]["linnet"])
+            entry["llama_cpp_f32_cache"] = {"llama_cpp": f32_cache, "agree_tokens_fast": same,
+                                            "first_difference_fast": firsts}
+            print(f"  note q8_0, llama.cpp with an f32 KV cache against linnet fast: {same} of {total} tokens "
+                  f"(first difference per prompt: {firsts})")
         report["greedy"][name] = entry
 
     print("the llama card's two-layer fixture (llama3 rope scaling: rope_freqs.weight):")

@@ -502,7 +502,15 @@ static ALWAYS_INLINE void fused_q6_k(const uint8_t* w, int64_t nb, const float* 
   acc_finish(acc, mr, out);
 }
 
-/* Formats without a fused kernel: a chunk at a time through an L1 buffer. */
+#elif defined(LINNET_KERNELS_AVX2)
+#include "linnet_kernels_avx2_products.h"
+#endif
+
+#if defined(__AVX512F__) || defined(LINNET_KERNELS_AVX2)
+
+/* The rows the fused kernels do not cover, on either vector path's
+ * dot_acc, dot_chunk and acc_finish: f32 weights, and formats without a
+ * fused kernel a chunk at a time through an L1 buffer. */
 static ALWAYS_INLINE void f32_row(const float* w, int64_t k, const float* const* x, int mr, float* const* out) {
   dot_acc acc;
   acc_zero(acc);
@@ -526,12 +534,6 @@ static ALWAYS_INLINE void buffered_row(int64_t format, const uint8_t* wrow, int6
   }
   acc_finish(acc, mr, out);
 }
-
-#elif defined(LINNET_KERNELS_AVX2)
-#include "linnet_kernels_avx2_products.h"
-#endif
-
-#if defined(__AVX512F__) || defined(LINNET_KERNELS_AVX2)
 
 /* Rows [n0, n1) of W against every row of x, DECODE_ROWS rows of x at a
  * time, with one loop per format and row count so that each inner loop is

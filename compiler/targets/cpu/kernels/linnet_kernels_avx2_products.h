@@ -146,30 +146,6 @@ static ALWAYS_INLINE void fused_q6_k(const uint8_t* w, int64_t nb, const float* 
   acc_finish(acc, mr, out);
 }
 
-static ALWAYS_INLINE void f32_row(const float* w, int64_t k, const float* const* x, int mr, float* const* out) {
-  dot_acc acc;
-  acc_zero(acc);
-  dot_chunk(acc, w, x, k, mr);
-  acc_finish(acc, mr, out);
-}
-
-/* Formats without a fused kernel: a chunk at a time through an L1 buffer. */
-static ALWAYS_INLINE void buffered_row(int64_t format, const uint8_t* wrow, int64_t k, const float* const* x, int mr,
-                                       float* const* out) {
-  dot_acc acc;
-  acc_zero(acc);
-  _Alignas(32) float buf[CHUNK];
-  const int64_t be = linnet_storage_block_elements[format], bb = linnet_storage_block_bytes[format];
-  for (int64_t k0 = 0; k0 < k; k0 += CHUNK) {
-    const int64_t len = min64(CHUNK, k - k0);
-    dequantize(format, wrow + k0 / be * bb, len, buf);
-    const float* xk[DECODE_ROWS];
-    for (int r = 0; r < mr; ++r) xk[r] = x[r] + k0;
-    dot_chunk(acc, buf, xk, len, mr);
-  }
-  acc_finish(acc, mr, out);
-}
-
 #undef FEED
 #undef ACC
 
