@@ -19,7 +19,9 @@
    entry returns (a per-call arena whose addresses repeat from call to call,
    so a call can be captured as a CUDA graph and replayed); outside an entry
    (during linnet_cuda_bind or init) it lives as long as the loaded library.
-   `release` may do nothing. The compiler's code never copies from host
+   `release` inside an entry hands a buffer back once no later launch uses
+   it (stream order makes its reuse safe); outside an entry it may do
+   nothing. The compiler's code never copies from host
    memory inside an entry (a capture could not take it). */
 #ifndef LINNET_CUDA_API_H
 #define LINNET_CUDA_API_H

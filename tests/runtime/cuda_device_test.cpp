@@ -184,6 +184,51 @@ TEST_CASE("the arena hands out aligned addresses that repeat from call to call",
   CHECK(live.empty());  // every chunk freed with the arena
 }
 
+TEST_CASE("the arena reuses released bytes, first fit, the same way every call", "[cuda][arena]") {
+  std::uint64_t next = 1 << 20;
+  int chunksMade = 0;
+  Arena arena(
+      [&](std::size_t bytes) {
+        ++chunksMade;
+        std::uint64_t a = next;
+        next += bytes + 4096;
+        return a;
+      },
+      [](std::uint64_t) {}, 4096);
+  // A call's requests and releases, as the compiler's lifetimes order them:
+  // each step allocates, then releases what no later launch uses.
+  auto run = [&] {
+    std::vector<std::uint64_t> out;
+    std::uint64_t a = arena.allocate(1024), b = arena.allocate(1024), c = arena.allocate(1024);
+    out.insert(out.end(), {a, b, c});
+    CHECK(arena.release(b));
+    std::uint64_t d = arena.allocate(512);  // into b's hole
+    CHECK(d == b);
+    CHECK(arena.release(a));
+    CHECK(arena.release(d));               // a, d and b's rest merge into one hole
+    std::uint64_t e = arena.allocate(2048);  // which now holds 2048 from a's address
+    CHECK(e == a);
+    CHECK(arena.release(c));
+    CHECK(arena.release(e));
+    std::uint64_t f = arena.allocate(4096);  // the whole chunk again
+    CHECK(f == a);
+    std::uint64_t g = arena.allocate(256);   // no room left: a second chunk
+    out.insert(out.end(), {d, e, f, g});
+    CHECK_FALSE(arena.release(g + 256));     // not an address it handed out
+    CHECK_FALSE(arena.release(b + 1));
+    arena.reset();
+    return out;
+  };
+  std::vector<std::uint64_t> first = run();
+  CHECK(chunksMade == 2);
+  CHECK(arena.chunks().size() == 2);
+  CHECK(first[6] == arena.chunks()[1].address);
+  CHECK(arena.peakBytes() == 4096 + 256);
+  CHECK(run() == first);  // the same requests and releases: the same addresses
+  CHECK(chunksMade == 2);
+  CHECK_FALSE(arena.release(first[0]));  // after the reset nothing is live
+}
+
 TEST_CASE("the arena survives a failed allocation", "[cuda][arena]") {
   bool fail = true;
   std::uint64_t next = 1 << 20;

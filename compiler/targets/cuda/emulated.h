@@ -7,9 +7,11 @@
 // device allocations become host ones, and the CPU target's back end
 // builds model.so. What it checks: the grids and their guards, the
 // order of the iterations' indices, the device reads moved into kernels,
-// bufferization without deallocation. What it does not: NVVM, PTX, the
-// cubin, the launch shim and the driver. It never frees its intermediates
-// (the GPU's per-call arena has no equivalent here): for tests only.
+// bufferization without deallocation, the buffers' lifetimes (each release
+// frees its host buffer: one released too early is read after it is freed).
+// What it does not: NVVM, PTX, the cubin, the launch shim and the driver.
+// Buffers that live until the call returns (the GPU's per-call arena takes
+// them back) are never freed here: for tests only.
 #pragma once
 
 #include <memory>

@@ -14,6 +14,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "targets/cuda/kernel_binary.h"
+#include "targets/cuda/buffer_lifetimes.h"
 #include "targets/cuda/map_to_gpu.h"
 #include "transforms/pipeline.h"
 
@@ -93,6 +94,7 @@ void lowerToLaunches(mlir::ModuleOp module) {
   mapToGpu(module);
   runPipeline(module, "canonicalize,cse", "mapping to the GPU");
   verifyHostCode(module);
+  releaseBuffersAfterLastUse(module);
   sinkConstants(module);
 }
 

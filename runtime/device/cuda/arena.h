@@ -1,21 +1,26 @@
-// The per-call arena behind the compiled code's `alloc` (artifact/cuda_api.h):
-// device memory in chunks, handed out by bumping an offset and taken back all
-// at once when the entry returns. A call that makes the same requests as the
-// previous one therefore gets the same addresses, which is what lets a call
-// be captured as a CUDA graph and replayed: the graph's kernels keep pointing
-// at the scratch they were captured with.
+// The per-call arena behind the compiled code's `alloc` and `release`
+// (artifact/cuda_api.h): device memory in chunks, each request placed first
+// fit (the lowest chunk, then the lowest address with room), a release
+// giving its bytes back (merged with free neighbours), and everything taken
+// back at once when the entry returns. A call that makes the same requests
+// and releases, in the same order, as the previous one therefore gets the
+// same addresses, which is what lets a call be captured as a CUDA graph and
+// replayed: the graph's kernels keep pointing at the scratch they were
+// captured with. Releases come from the compiler (cuda target, "buffer
+// lifetimes"): a buffer is released after the last launch that uses it, so
+// the next request may reuse its bytes; the one stream orders the kernels
+// that used them before the kernels that reuse them.
 //
-// Chunks are added when a call needs more (the first of `firstChunk` bytes,
-// each later one at least twice the last), never moved or freed before the
-// arena is: a captured graph may still point into any of them. A request
-// that does not fit in the current chunk moves on to the next that fits (or
-// a new one) and never back, so the walk, and the addresses, depend only on
-// the requests. Not thread-safe: one call runs at a time.
+// Chunks are added when a request fits nowhere (the first of `firstChunk`
+// bytes, each later one at least twice the last), never moved or freed
+// before the arena is: a captured graph may still point into any of them.
+// Not thread-safe: one call runs at a time.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <vector>
 
 namespace linnet::device::cuda {
@@ -34,9 +39,12 @@ class Arena {
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
 
-  // `bytes` (rounded up to kAlignment; 0 counts as 1) until the next reset.
-  // Throws what Allocate throws; the arena stays usable.
+  // `bytes` (rounded up to kAlignment; 0 counts as 1) until its release or
+  // the next reset. Throws what Allocate throws; the arena stays usable.
   std::uint64_t allocate(std::size_t bytes);
+  // Gives back what `allocate` returned at `address`; false (and nothing
+  // changes) for an address the arena did not hand out since the last reset.
+  bool release(std::uint64_t address);
   // Every allocation since the last reset is given back.
   void reset();
 
@@ -45,17 +53,20 @@ class Arena {
     std::size_t bytes = 0;
   };
   const std::vector<Chunk>& chunks() const { return chunks_; }
-  // The most bytes any call has had allocated (alignment included), for reports.
+  // The most bytes a call has had allocated at once (alignment included), for reports.
   std::size_t peakBytes() const { return peak_; }
 
  private:
   Allocate allocate_;
-  Free free_;
+  Free freeChunk_;
   std::size_t firstChunk_;
+  struct Placed {
+    std::size_t chunk = 0, offset = 0, bytes = 0;
+  };
   std::vector<Chunk> chunks_;
-  std::size_t current_ = 0;  // the chunk being filled
-  std::size_t offset_ = 0;   // in chunks_[current_]
-  std::size_t used_ = 0;     // bytes handed out since the last reset
+  std::vector<std::map<std::size_t, std::size_t>> holes_;  // per chunk: offset -> bytes, neighbours merged
+  std::map<std::uint64_t, Placed> live_;                   // handed out since the last reset
+  std::size_t used_ = 0;                                   // their bytes
   std::size_t peak_ = 0;
 };
 

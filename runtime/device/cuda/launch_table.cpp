@@ -139,9 +139,11 @@ void* LaunchTable::alloc(void* device, uint64_t bytes) noexcept {
 }
 
 void LaunchTable::release(void* device, void* pointer) noexcept {
-  // The arena takes everything back when the entry returns.
-  (void)device;
-  (void)pointer;
+  // A scratch buffer past its last launch (the compiler's buffer lifetimes):
+  // its bytes go back to the arena for the next request. Anything else (a
+  // buffer kept outside an entry) stays until the executable goes.
+  LaunchTable& t = self(device);
+  if (t.inEntry_) t.context_->arena().release(reinterpret_cast<std::uint64_t>(pointer));
 }
 
 int32_t LaunchTable::copy(void* device, void* dst, const void* src, uint64_t bytes) noexcept {
