@@ -77,7 +77,10 @@ static ALWAYS_INLINE void block_q4_0(dot_acc acc, const uint8_t* w, int64_t k0, 
 }
 
 static ALWAYS_INLINE void block_q4_1(dot_acc acc, const uint8_t* w, int64_t k0, const float* const* x, int mr) {
-  const __m256 d = f16_bcast(w), m = f16_bcast(w + 2);
+  uint32_t dm_bits;
+  memcpy(&dm_bits, w, 4);
+  const __m128 dm = _mm_cvtph_ps(_mm_cvtsi32_si128((int)dm_bits)); /* d, m: one conversion */
+  const __m256 d = _mm256_broadcastss_ps(dm), m = _mm256_broadcastss_ps(_mm_movehdup_ps(dm));
   for (int g = 0; g < 2; ++g) {
     const __m256i b = u8x8(w + 4 + 8 * g);
     FEED(q4_1_values(_mm256_and_si256(b, low4_epi32()), d, m), k0 + 8 * g, g);
