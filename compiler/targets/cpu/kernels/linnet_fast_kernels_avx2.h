@@ -1,7 +1,7 @@
 /* The `fast` product's integer path on AVX2 machines without AVX512-VNNI,
- * included by linnet_fast_kernels.c in place of the VNNI one, for the
- * 32-value formats (Q8_0, Q4_0, Q4_1; the K-quants take dot_row_c): per
- * weight block, 32 u8 x s8 products summed in pairs by vpmaddubsw (no
+ * included by linnet_fast_kernels.c in place of the VNNI one, for Q8_0,
+ * Q4_0, Q4_1 and Q4_K (Q5_K and Q6_K take dot_row_c): per block of 32
+ * weights, 32 u8 x s8 products summed in pairs by vpmaddubsw (no
  * saturation: |pair| <= 2 * 128 * 127) and in fours by vpmaddwd, so that
  * each int32 lane is the exact integer dot of 4 values (the lanes of
  * xrow's corr), then scaled by the weight's scale * d_b into 8 f32 lanes,
@@ -33,7 +33,7 @@ static ALWAYS_INLINE __m256i nibbles_u8(const uint8_t* q) {
 
 static float dot_row_avx2(int64_t format, const uint8_t* w, int64_t k, const xrow* x) {
   __m256 acc = _mm256_setzero_ps();
-  float offset = 0.0f; /* Q4_1: sum_b m * d_b * sum_b q */
+  float offset = 0.0f; /* Q4_1: sum_b m * d_b * sum_b q; Q4_K: minus its mins' terms */
   const int64_t nb = k / 32;
   const int8_t* q = x->q;
   switch (format) {
@@ -57,6 +57,24 @@ static float dot_row_avx2(int64_t format, const uint8_t* w, int64_t k, const xro
         const __m256i dots = lane_dots(nibbles_u8(w + 4), _mm256_loadu_si256((const __m256i*)q));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_scale(w) * x->d[b]), _mm256_cvtepi32_ps(dots), acc);
         offset += f16_scale(w + 2) * x->dxsb[b];
+      }
+      break;
+    case LINNET_STORAGE_Q4_K: /* sub-blocks 2j and 2j+1: the low and high nibbles of the same 32 bytes */
+      for (int64_t kb = 0; kb < k / QK_K; ++kb, w += 144) {
+        const float d = f16_scale(w), dmin = f16_scale(w + 2);
+        for (int j = 0; j < 4; ++j) {
+          const __m256i qv = _mm256_loadu_si256((const __m256i*)(w + 16 + 32 * j)), low4 = _mm256_set1_epi8(0xF);
+          const __m256i n[2] = {_mm256_and_si256(qv, low4), _mm256_and_si256(_mm256_srli_epi16(qv, 4), low4)};
+          for (int h = 0; h < 2; ++h) {
+            const int sub = 2 * j + h;
+            const int64_t b = 8 * kb + sub;
+            uint8_t sc, mn;
+            scale_min_k4(sub, w + 4, &sc, &mn);
+            const __m256i dots = lane_dots(n[h], _mm256_loadu_si256((const __m256i*)(q + 32 * b)));
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc * x->d[b]), _mm256_cvtepi32_ps(dots), acc);
+            offset -= dmin * (float)mn * x->d[b] * (float)x->sum[b];
+          }
+        }
       }
       break;
     default: return dot_row_c(format, w, k, x);
