@@ -4,6 +4,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
+#include "targets/cuda/map_to_gpu.h"
 
 namespace linnet::cuda {
 
@@ -56,14 +57,9 @@ void releaseBuffersAfterLastUse(ModuleOp module) {
     });
   });
   for (auto [alloc, last] : releases) {
-    // The async form, as allocateOnDevice makes it: mgpuMemFree on the stream.
     OpBuilder b(last->getContext());
     b.setInsertionPointAfter(last);
-    Location loc = alloc.getLoc();
-    auto tokenType = gpu::AsyncTokenType::get(b.getContext());
-    Value start = gpu::WaitOp::create(b, loc, tokenType, ValueRange{}).getAsyncToken();
-    auto release = gpu::DeallocOp::create(b, loc, tokenType, ValueRange{start}, alloc.getMemref());
-    gpu::WaitOp::create(b, loc, Type(), ValueRange{release.getAsyncToken()});
+    releaseOnDevice(b, alloc.getLoc(), alloc.getMemref());
   }
 }
 

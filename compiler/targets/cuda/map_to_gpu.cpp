@@ -329,15 +329,20 @@ void allocateOnDevice(func::FuncOp fn) {
       alloc.replaceAllUsesWith(g.getMemref());
       alloc.erase();
     } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
-      Value start = gpu::WaitOp::create(b, loc, tokenType, ValueRange{}).getAsyncToken();
-      auto d = gpu::DeallocOp::create(b, loc, tokenType, ValueRange{start}, dealloc.getMemref());
-      gpu::WaitOp::create(b, loc, Type(), ValueRange{d.getAsyncToken()});
+      releaseOnDevice(b, loc, dealloc.getMemref());
       dealloc.erase();
     }
   });
 }
 
 }  // namespace
+
+void releaseOnDevice(OpBuilder& b, Location loc, Value memref) {
+  auto tokenType = gpu::AsyncTokenType::get(b.getContext());
+  Value start = gpu::WaitOp::create(b, loc, tokenType, ValueRange{}).getAsyncToken();
+  auto release = gpu::DeallocOp::create(b, loc, tokenType, ValueRange{start}, memref);
+  gpu::WaitOp::create(b, loc, Type(), ValueRange{release.getAsyncToken()});
+}
 
 void copiesToLinalg(ModuleOp module) {
   module.walk([](memref::CopyOp copy) {

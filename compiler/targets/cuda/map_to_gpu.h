@@ -21,6 +21,7 @@
 
 #include <cstdint>
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace linnet::cuda {
@@ -37,6 +38,12 @@ void foldConstantLoads(mlir::ModuleOp module);
 
 // Steps 1-4 above.
 void mapToGpu(mlir::ModuleOp module);
+
+// A release of the device buffer `memref` at b's insertion point, in the
+// async form gpu-to-llvm lowers (a token, the gpu.dealloc, a wait): the
+// launch shim's mgpuMemFree on the one stream. Step 4 and the buffer
+// lifetimes (buffer_lifetimes.h) make them this way.
+void releaseOnDevice(mlir::OpBuilder& b, mlir::Location loc, mlir::Value memref);
 
 // Copies the constants each kernel uses into it (canonicalization hoists
 // them out of launches): a kernel that divides by a known number then uses

@@ -12,13 +12,6 @@
 
 static ALWAYS_INLINE float f16_scale(const uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
 
-static ALWAYS_INLINE float hsum8_fast(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 /* Exact int32 dots of 4 consecutive u8 x s8 products, in 8 lanes. */
 static ALWAYS_INLINE __m256i lane_dots(__m256i u, __m256i s) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
@@ -79,7 +72,7 @@ static float dot_row_avx2(int64_t format, const uint8_t* w, int64_t k, const xro
       break;
     default: return dot_row_c(format, w, k, x);
   }
-  return hsum8_fast(acc) + offset;
+  return hsum8(acc) + offset;
 }
 
 static void product_rows(const fast_product* p, int64_t n0, int64_t n1) {

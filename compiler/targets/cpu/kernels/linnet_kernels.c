@@ -1034,6 +1034,13 @@ static ALWAYS_INLINE const uint8_t* attn_mask(const attn_args* a, int64_t l0, in
   return a->mask + l0 * a->ms[0] + l1 * a->ms[1] + g * a->ms[2] + i * a->ms[3];
 }
 
+/* Unit inner strides for q, k, v and out (the mask's may be anything): what
+ * the vector paths need. */
+MAYBE_UNUSED static int attn_unit_strides(const attn_args* a) {
+  return (a->qs[4] == 1 || a->d <= 1) && (a->ks[3] == 1 || a->d <= 1) && (a->vs[3] == 1 || a->e <= 1) &&
+         (a->os[4] == 1 || a->e <= 1);
+}
+
 /* One query row, any strides; buf holds K + E floats. */
 static void attn_row_generic(const attn_args* a, int64_t l0, int64_t l1, int64_t g, int64_t i, float* buf) {
   const int64_t nk = a->nk, d = a->d, e = a->e;
@@ -1457,8 +1464,7 @@ void KERNEL(_mlir_ciface_linnet_kernel_attention_f32)(linnet_memref5* q, linnet_
   const int unit = attn_unit_strides(&a);
 #endif
 #ifdef __AVX512F__
-  fast = (a.qs[4] == 1 || a.d <= 1) && (a.ks[3] == 1 || a.d <= 1) && (a.vs[3] == 1 || a.e <= 1) &&
-         (a.os[4] == 1 || a.e <= 1) && (a.ms[4] == 0 || a.ms[4] == 1 || a.nk <= 1);
+  fast = attn_unit_strides(&a) && (a.ms[4] == 0 || a.ms[4] == 1 || a.nk <= 1);
   if (a.nk <= 1) a.ms[4] = 0;
 #endif
   /* Blocks of up to ATTN_ROWS rows, halved while there are fewer blocks

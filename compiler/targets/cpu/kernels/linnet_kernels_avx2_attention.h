@@ -71,12 +71,6 @@ static void weighted_values_avx2(const float* v, int64_t vj, const float* w, con
   }
 }
 
-/* Unit inner strides for q, k, v and out (the mask's may be anything). */
-static int attn_unit_strides(const attn_args* a) {
-  return (a->qs[4] == 1 || a->d <= 1) && (a->ks[3] == 1 || a->d <= 1) && (a->vs[3] == 1 || a->e <= 1) &&
-         (a->os[4] == 1 || a->e <= 1);
-}
-
 /* One query row of unit inner strides; buf holds K + E floats. */
 static void attn_row_avx2(const attn_args* a, int64_t l0, int64_t l1, int64_t g, int64_t i, float* buf) {
   const int64_t nk = a->nk, d = a->d, e = a->e;

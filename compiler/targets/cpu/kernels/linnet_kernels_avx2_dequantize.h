@@ -75,8 +75,19 @@ static ALWAYS_INLINE void deq_q4_0_v(const uint8_t* x, float* y) {
   }
 }
 
+/* A Q4_1 block's d and m (its first 4 bytes), converted together and each
+ * broadcast to 8 lanes. */
+static ALWAYS_INLINE void q4_1_scales(const uint8_t* x, __m256* d, __m256* m) {
+  uint32_t bits;
+  memcpy(&bits, x, 4);
+  const __m128 dm = _mm_cvtph_ps(_mm_cvtsi32_si128((int)bits));
+  *d = _mm256_broadcastss_ps(dm);
+  *m = _mm256_broadcastss_ps(_mm_movehdup_ps(dm));
+}
+
 static ALWAYS_INLINE void deq_q4_1_v(const uint8_t* x, float* y) {
-  const __m256 d = f16_bcast(x), m = f16_bcast(x + 2);
+  __m256 d, m;
+  q4_1_scales(x, &d, &m);
   for (int g = 0; g < 2; ++g) {
     const __m256i b = u8x8(x + 4 + 8 * g);
     _mm256_storeu_ps(y + 8 * g, q4_1_values(_mm256_and_si256(b, low4_epi32()), d, m));

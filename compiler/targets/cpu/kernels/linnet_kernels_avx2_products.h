@@ -24,13 +24,6 @@ static ALWAYS_INLINE void acc_zero(dot_acc acc) {
     for (int u = 0; u < 4; ++u) acc[r][u] = _mm256_setzero_ps();
 }
 
-static ALWAYS_INLINE float hsum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 static ALWAYS_INLINE void acc_finish(dot_acc acc, int mr, float* const* out) {
   for (int r = 0; r < mr; ++r)
     *out[r] = hsum8(_mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), _mm256_add_ps(acc[r][2], acc[r][3])));
@@ -77,10 +70,8 @@ static ALWAYS_INLINE void block_q4_0(dot_acc acc, const uint8_t* w, int64_t k0, 
 }
 
 static ALWAYS_INLINE void block_q4_1(dot_acc acc, const uint8_t* w, int64_t k0, const float* const* x, int mr) {
-  uint32_t dm_bits;
-  memcpy(&dm_bits, w, 4);
-  const __m128 dm = _mm_cvtph_ps(_mm_cvtsi32_si128((int)dm_bits)); /* d, m: one conversion */
-  const __m256 d = _mm256_broadcastss_ps(dm), m = _mm256_broadcastss_ps(_mm_movehdup_ps(dm));
+  __m256 d, m;
+  q4_1_scales(w, &d, &m); /* one conversion for both */
   for (int g = 0; g < 2; ++g) {
     const __m256i b = u8x8(w + 4 + 8 * g);
     FEED(q4_1_values(_mm256_and_si256(b, low4_epi32()), d, m), k0 + 8 * g, g);

@@ -78,4 +78,14 @@ static ALWAYS_INLINE void prefetch_ahead(const void* p, int bytes) {
 }
 #endif
 
+#ifdef LINNET_KERNELS_AVX2
+/* The sum of a vector's 8 lanes: halves, then pairs, then the last two. */
+static ALWAYS_INLINE float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+#endif
+
 #endif /* LINNET_KERNELS_COMMON_H */
