@@ -86,60 +86,6 @@ Value dotMatmul(OpBuilder& b, Location loc, ir::MatmulOp op, Value a, Value w) {
   });
 }
 
-// A matrix-vector product (a weight [N, K] read by transpose_b, at most
-// SharedOptions::kMaxLaneSplitRows rows of a) for a target that runs a group
-// of `lanes` threads per result element (a warp on a GPU): lane l sums the
-// products at k = l, l + lanes, ..., so at each step the lanes of a group
-// read one contiguous stretch of the weight row (coalesced), and the
-// result is the lanes' f32 sums added in lane order, rounded once. The
-// group's lanes are the innermost loop of the first generic, so they are
-// neighbouring threads.
-Value laneSplitMatmul(OpBuilder& b, Location loc, ir::MatmulOp op, Value a, Value w, int64_t lanes) {
-  auto out = op.getType();
-  unsigned r = out.getRank();
-  int64_t K = typeOf(a).getShape().back();
-  Type f32 = b.getF32Type();
-  SmallVector<int64_t> partialShape(out.getShape());
-  partialShape.push_back(lanes);
-  SmallVector<unsigned> order = identityOrder(r + 1);
-  if (r >= 2) std::swap(order[r - 1], order[r - 2]);  // n outside m, as dotMatmul
-  Value partial = indexed(b, loc, RankedTensorType::get(partialShape, f32), order,
-                          [&](OpBuilder& nb, Location l, ArrayRef<Value> idx) -> Value {
-    Value init = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0.0f));
-    auto loop = scf::ForOp::create(nb, l, cIndex(nb, l, 0), cIndex(nb, l, K / lanes), cIndex(nb, l, 1),
-                                   ValueRange{init}, [&](OpBuilder& lb, Location ll, Value step, ValueRange acc) {
-      Value k = arith::AddIOp::create(lb, ll, arith::MulIOp::create(lb, ll, step, cIndex(lb, ll, lanes)), idx[r]);
-      SmallVector<Value> ai(idx.begin(), idx.begin() + (r - 1));
-      ai.push_back(k);
-      Value x = tensor::ExtractOp::create(lb, ll, a, ai);
-      Value y = tensor::ExtractOp::create(lb, ll, w, ValueRange{idx[r - 1], k});
-      Value p = arith::MulFOp::create(lb, ll, toF32(lb, ll, x), toF32(lb, ll, y));
-      scf::YieldOp::create(lb, ll, Value(arith::AddFOp::create(lb, ll, acc[0], p)));
-    });
-    return loop.getResult(0);
-  });
-  return indexed(b, loc, out, identityOrder(r), [&](OpBuilder& nb, Location l, ArrayRef<Value> idx) -> Value {
-    Value init = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0.0f));
-    auto loop = scf::ForOp::create(nb, l, cIndex(nb, l, 0), cIndex(nb, l, lanes), cIndex(nb, l, 1), ValueRange{init},
-                                   [&](OpBuilder& lb, Location ll, Value lane, ValueRange acc) {
-      SmallVector<Value> pi(idx.begin(), idx.end());
-      pi.push_back(lane);
-      Value p = tensor::ExtractOp::create(lb, ll, partial, pi);
-      scf::YieldOp::create(lb, ll, Value(arith::AddFOp::create(lb, ll, acc[0], p)));
-    });
-    return fromF32(nb, l, loop.getResult(0), out.getElementType());
-  });
-}
-
-// True when `options` send this product to laneSplitMatmul.
-bool splitsLanes(ir::MatmulOp op, Value a, Value w, const SharedOptions& options) {
-  auto out = op.getType();
-  int64_t lanes = options.laneSplitProducts, K = typeOf(a).getShape().back(), rows = 1;
-  for (int64_t d : out.getShape().drop_back()) rows *= d;
-  return lanes > 0 && op.getTransposeB() && typeOf(w).getRank() == 2 && isa<FloatType>(out.getElementType()) &&
-         K % lanes == 0 && rows <= SharedOptions::kMaxLaneSplitRows;
-}
-
 // b read as [.., K, N] (attention's probabilities times values): for each
 // row of a, the rows of b scaled and added into the result row, so the
 // innermost loop runs along N, contiguous in b and in the result. Floats
@@ -203,17 +149,13 @@ Value rowsMatmul(OpBuilder& b, Location loc, ir::MatmulOp op, Value a, Value w) 
 }
 
 struct LowerMatmul : OpConversionPattern<ir::MatmulOp> {
-  LowerMatmul(MLIRContext* context, const SharedOptions& options) : OpConversionPattern(context), options(options) {}
+  using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(ir::MatmulOp op, OpAdaptor ad, ConversionPatternRewriter& rw) const override {
     Value a = ad.getA(), w = ad.getB();
     bool rows = !op.getTransposeB() && typeOf(a).getRank() >= 1 && (typeOf(w).getRank() == 2 || typeOf(a).getRank() >= 2);
-    if (splitsLanes(op, a, w, options))
-      rw.replaceOp(op, laneSplitMatmul(rw, op.getLoc(), op, a, w, options.laneSplitProducts));
-    else
-      rw.replaceOp(op, rows ? rowsMatmul(rw, op.getLoc(), op, a, w) : dotMatmul(rw, op.getLoc(), op, a, w));
+    rw.replaceOp(op, rows ? rowsMatmul(rw, op.getLoc(), op, a, w) : dotMatmul(rw, op.getLoc(), op, a, w));
     return success();
   }
-  SharedOptions options;
 };
 
 // ---------------------------------------------------------------- reduce
@@ -399,8 +341,8 @@ struct LowerReduce : OpConversionPattern<ir::ReduceOp> {
 
 }  // namespace
 
-void populateContractionPatterns(RewritePatternSet& patterns, const SharedOptions& options) {
-  patterns.add<LowerMatmul>(patterns.getContext(), options);
+void populateContractionPatterns(RewritePatternSet& patterns) {
+  patterns.add<LowerMatmul>(patterns.getContext());
   patterns.add<LowerReduce>(patterns.getContext());
 }
 

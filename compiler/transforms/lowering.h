@@ -42,7 +42,7 @@ mlir::arith::FastMathFlagsAttr reassoc(mlir::OpBuilder& b);
 // unary, binary, select, cast, broadcast, constant, iota (lower_elementwise.cpp).
 void populateElementwisePatterns(mlir::RewritePatternSet& patterns);
 // matmul, reduce (lower_contractions.cpp).
-void populateContractionPatterns(mlir::RewritePatternSet& patterns, const SharedOptions& options);
+void populateContractionPatterns(mlir::RewritePatternSet& patterns);
 // reshape, permute, concat, slice, gather (lower_data_movement.cpp).
 void populateDataMovementPatterns(mlir::RewritePatternSet& patterns);
 

@@ -73,6 +73,43 @@ bool targetKeepsAttention(mlir::Operation* op, const SharedOptions& options) {
   return k.getElementType().isF32() && k.getRank() <= 4;  // [..L, K, D], ..L at most two axes
 }
 
+bool targetKeepsDecodeProduct(mlir::Operation* op, const SharedOptions& options) {
+  auto matmul = mlir::dyn_cast<ir::MatmulOp>(op);
+  if (!matmul || !options.targetDecodeProducts) return false;
+  auto a = mlir::cast<mlir::RankedTensorType>(matmul.getA().getType());
+  auto w = mlir::cast<mlir::RankedTensorType>(matmul.getB().getType());
+  auto out = mlir::cast<mlir::RankedTensorType>(matmul.getType());
+  if (w.getRank() < 2 || !a.hasStaticShape() || !w.hasStaticShape() || !out.hasStaticShape()) return false;
+  for (mlir::Type t : {a.getElementType(), w.getElementType(), out.getElementType()})
+    if (!mlir::isa<mlir::FloatType>(t)) return false;
+  int64_t rows = 1;
+  if (w.getRank() == 2) {
+    for (int64_t d : out.getShape().drop_back()) rows *= d;
+  } else {
+    // Batched: [..L, M, K] x [..L, N, K] with the same ..L (no broadcast).
+    if (a.getRank() != w.getRank() || a.getShape().drop_back(2) != w.getShape().drop_back(2)) return false;
+    rows = a.getShape()[a.getRank() - 2];
+  }
+  // b read as [.., K, N]: only a long reduction is worth splitting.
+  if (!matmul.getTransposeB() && a.getShape().back() < SharedOptions::kMinSplitLength) return false;
+  return rows <= SharedOptions::kMaxDecodeRows;
+}
+
+bool targetKeepsRowReduction(mlir::Operation* op, const SharedOptions& options) {
+  auto reduce = mlir::dyn_cast<ir::ReduceOp>(op);
+  if (!reduce || !options.targetRowReductions) return false;
+  using K = ir::ReduceKind;
+  K kind = reduce.getKind();
+  if (kind != K::Sum && kind != K::Mean && kind != K::Max && kind != K::Min) return false;
+  auto x = mlir::cast<mlir::RankedTensorType>(reduce.getX().getType());
+  auto out = mlir::cast<mlir::RankedTensorType>(reduce.getType());
+  if (!x.hasStaticShape() || x.getRank() == 0 || !mlir::isa<mlir::FloatType>(x.getElementType()) ||
+      !mlir::isa<mlir::FloatType>(out.getElementType()))
+    return false;
+  return reduce.getAxes().size() == 1 && reduce.getAxes()[0] == x.getRank() - 1 &&
+         x.getShape().back() >= SharedOptions::kMinTargetRow;
+}
+
 void addSharedPipeline(mlir::OpPassManager& pm, const SharedOptions& options) {
   pm.addPass(createExpandAttentionPass(options));
   addPipeline(pm, "canonicalize");  // the linnet peepholes (a product with a transpose) first

@@ -39,17 +39,30 @@ struct SharedOptions {
   // linnet-pack-params gives f32 weight products to the target as
   // packed_matmul "f32" (the CPU's kernel); off, they stay linnet.matmul.
   bool f32WeightProducts = true;
-  // > 0: a product of at most kMaxLaneSplitRows rows of x with a weight
-  // [N, K] (decode's) is computed by groups of this many threads per
-  // result element, each summing every laneSplitProducts-th product, the
-  // group's sums then added in order (a warp per output on a GPU:
-  // coalesced weight reads). 0: one dot product per result element.
-  int64_t laneSplitProducts = 0;
-  static constexpr int64_t kMaxLaneSplitRows = 8;
+  // A float product of at most kMaxDecodeRows rows of x with a weight
+  // [N, K] read by transpose_b (decode's), or of [..L, M, K] with
+  // [..L, N, K] (attention's scores against a cache), M at most
+  // kMaxDecodeRows, stays linnet.matmul for the target's own kernel (cuda:
+  // a warp per output, targets/cuda/warp_kernels.h); so does one with b read
+  // as [.., K, N] when K is at least kMinSplitLength (attention's
+  // probabilities times the cache's values: cuda splits K, and runs a
+  // thread per output column, not per row).
+  bool targetDecodeProducts = false;
+  static constexpr int64_t kMaxDecodeRows = 8;
+  static constexpr int64_t kMinSplitLength = 64;
+  // A float sum, mean, max or min over the last axis alone, of at least
+  // kMinTargetRow elements, stays linnet.reduce for the target's own kernel
+  // (cuda: a warp per row).
+  bool targetRowReductions = false;
+  static constexpr int64_t kMinTargetRow = 64;
 };
 
 // True when `options` leave this attention op to the target.
 bool targetKeepsAttention(mlir::Operation* attention, const SharedOptions& options);
+// True when `options` leave this product to the target (targetDecodeProducts).
+bool targetKeepsDecodeProduct(mlir::Operation* matmul, const SharedOptions& options);
+// True when `options` leave this reduction to the target (targetRowReductions).
+bool targetKeepsRowReduction(mlir::Operation* reduce, const SharedOptions& options);
 
 // The shared passes, added to `pm` (a module pass manager).
 void addSharedPipeline(mlir::OpPassManager& pm, const SharedOptions& options = {});

@@ -599,6 +599,20 @@ struct Builder {
           e.body = fmt::format("return {}(x, axis = -1)", f);
           e.runs.push_back({floats(d, {5, 4}, {1, kNaN, 2, 3, kInf, 1, 2, -1, kInf, -kInf, 0, 1, -kInf, -2, -3, -4, kNaN, kNaN, kNaN, kNaN})});
           add(std::move(e));
+          // Rows long enough for a target's own row kernel (cuda: a warp per
+          // row, each lane folding every 32nd element): 100, not a multiple
+          // of 32; an infinity in one row, a NaN in another.
+          Case r = base("long_rows");
+          r.params = "x: " + ty(d, {3, 100});
+          r.result = ty(out, {3, 1});
+          r.body = fmt::format("return {}(x, axis = -1, keepdims = true)", f);
+          Rng rowRng(r.name);
+          Values rows = general(d, {3, 100}, rowRng);
+          rows.f[100 + 63] = kInf;
+          rows.f[200 + 37] = kNaN;
+          r.runs.push_back({rows});
+          if (accumulates) r.tol = accumulated(d, 100, 1.0);
+          add(std::move(r));
         } else {
           // Sums that wrap.
           Case w = base("wrap");
@@ -1096,7 +1110,18 @@ struct Builder {
                             {"permuted_rows_r3", {2, 3, 4}, {5, 4}, {1, 0}},
                             {"permuted_batched", {2, 3, 4}, {2, 5, 4}, {0, 2, 1}},
                             {"permuted_r4", {2, 2, 3, 4}, {2, 2, 5, 4}, {0, 1, 3, 2}},
-                            {"long_k", {2, 64}, {64, 3}, {}}};
+                            {"long_k", {2, 64}, {64, 3}, {}},
+                            // Decode-shaped products a target may give its own kernel
+                            // (cuda: a warp per output, 16-byte loads, a tail of single loads).
+                            {"permuted_long_k", {2, 296}, {5, 296}, {1, 0}},
+                            {"permuted_vector_k100", {100}, {7, 100}, {1, 0}},
+                            {"permuted_rows_r3_long_k", {2, 2, 264}, {3, 264}, {1, 0}},
+                            {"permuted_batched_long_k", {2, 3, 128}, {2, 5, 128}, {0, 2, 1}},
+                            {"permuted_r4_long_k", {2, 2, 4, 72}, {2, 2, 9, 72}, {0, 1, 3, 2}},
+                            // Long reductions with b read as [.., K, N] (cuda splits K).
+                            {"long_k_split", {2, 300}, {300, 5}, {}},
+                            {"vector_long_k_split", {300}, {300, 4}, {}},
+                            {"batched_long_k_split", {2, 3, 260}, {2, 260, 6}, {}}};
     for (Scalar d : kFloats)
       for (const M& m : forms)
         for (bool exact : {true, false}) {

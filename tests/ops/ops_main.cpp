@@ -1,13 +1,13 @@
 // linnet_ops_tests: the per-op conformance suite (docs/testing.md).
 //
-//   linnet_ops_tests [--backend reference|cpu]... [--perf] [--filter TEXT]... [--list]
+//   linnet_ops_tests [--backend reference|cpu|cuda-emulated]... [--perf] [--filter TEXT]... [--list]
 //                    [--work DIR] [--cache DIR] [--verbose]
 //
 // Every case (ops_cases.cpp) is an entry of a small generated package; the
-// packages are run on the reference backend, and on compiled CPU code when
-// asked, through linnet::nest. The reference is checked against the
+// packages are run on the reference backend, and on compiled code (cpu, or
+// the cuda target's kernels emulated on the CPU) when asked, through linnet::nest. The reference is checked against the
 // language's definition where a case has an oracle; every other backend is
-// compared with the reference. CPU entries are compiled with one `linnetc
+// compared with the reference. Compiled entries are built with one `linnetc
 // build` per package (all its entries at once) into the runtime's cache,
 // under the folder each entry shape would be compiled into, so the runtime
 // finds them and compiles nothing itself.
@@ -211,7 +211,7 @@ std::optional<linnet::nest::Model> loadChecked(const fs::path& dir, const std::s
   }
 }
 
-// ------------------------------------------------------------------ cpu builds
+// ------------------------------------------------------------------ compiled builds
 
 struct Build {
   int rc = 0;
@@ -220,11 +220,12 @@ struct Build {
   std::map<std::string, std::string> notCompiled;  // entry -> linnetc's reason
 };
 
-Build runLinnetc(const Options& o, const fs::path& package, const fs::path& outDir) {
+Build runLinnetc(const Options& o, const fs::path& package, const std::string& target, const fs::path& outDir) {
   fs::remove_all(outDir);
   fs::path log = outDir.string() + ".log";
-  std::string cmd = fmt::format("{} build {} --stdlib {} -o {} > {} 2>&1", quote(o.linnetc), quote(package.string()),
-                                quote(o.stdlib), quote(outDir.string()), quote(log.string()));
+  std::string cmd = fmt::format("{} build {} --stdlib {} --target {} -o {} > {} 2>&1", quote(o.linnetc),
+                                quote(package.string()), quote(o.stdlib), target, quote(outDir.string()),
+                                quote(log.string()));
   Build b;
   int status = std::system(cmd.c_str());
   b.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
@@ -251,10 +252,10 @@ Build runLinnetc(const Options& o, const fs::path& package, const fs::path& outD
 void buildCases(const Options& o, const fs::path& root, const std::string& tag, const std::vector<const Case*>& cases,
                 const fs::path& package, std::map<std::string, fs::path>& artifactOf, BackendRun& out) {
   fs::path dir = root / tag;
-  Build b = runLinnetc(o, package, dir);
+  Build b = runLinnetc(o, package, out.backend, dir);
   out.linnetcRuns++;
   for (const auto& [entry, why] : b.notCompiled)
-    if (!out.outcomes.count(entry)) out.outcomes[entry] = {Verdict::Skip, "cpu: " + why};
+    if (!out.outcomes.count(entry)) out.outcomes[entry] = {Verdict::Skip, out.backend + ": " + why};
   if (b.rc == 0) {
     for (const std::string& e : b.built) artifactOf[e] = dir;
     return;
@@ -276,14 +277,14 @@ void buildCases(const Options& o, const fs::path& root, const std::string& tag, 
   }
 }
 
-// Compiles a package's cases for the CPU with as few linnetc runs as
-// possible and links each entry's cache folder to its artifact.
-void prepareCpu(const Options& o, const fs::path& package, const std::string& group, const std::vector<const Case*>& cases,
+// Compiles a package's cases for `out.backend`'s target with as few linnetc
+// runs as possible and links each entry's cache folder to its artifact.
+void prepareCompiled(const Options& o, const fs::path& package, const std::string& group, const std::vector<const Case*>& cases,
                 BackendRun& out) {
   linnet::nest::CacheSettings settings;  // as nest::load makes them for this package
   settings.package = fs::absolute(package).string();
   settings.stdlib = fs::absolute(o.stdlib).string();
-  settings.target = "cpu";
+  settings.target = out.backend;
   settings.cacheDir = o.cache;
   const linnet::nest::ArtifactCache keys(settings);
   std::vector<std::pair<const Case*, fs::path>> wanted;
@@ -356,7 +357,7 @@ int main(int argc, char** argv) {
     else if (a == "--cache") o.cache = next();
     else {
       fmt::print(stderr,
-                 "usage: linnet_ops_tests [--backend reference|cpu]... [--perf] [--filter TEXT]... [--list] "
+                 "usage: linnet_ops_tests [--backend reference|cpu|cuda-emulated]... [--perf] [--filter TEXT]... [--list] "
                  "[--work DIR] [--cache DIR] [--verbose]\n");
       return 2;
     }
@@ -366,14 +367,23 @@ int main(int argc, char** argv) {
 #else
   const bool haveCpu = false;
 #endif
+#ifdef LINNET_OPS_CUDA_EMULATED
+  const bool haveCudaEmulated = true;
+#else
+  const bool haveCudaEmulated = false;
+#endif
   if (o.backends.empty()) o.backends = haveCpu ? std::vector<std::string>{"reference", "cpu"} : std::vector<std::string>{"reference"};
   for (const std::string& b : o.backends) {
+    if (b == "cuda-emulated" && !haveCudaEmulated) {
+      fmt::print(stderr, "this build has no cuda target\n");
+      return 2;
+    }
     if (b == "cpu" && !haveCpu) {
       fmt::print(stderr, "this build has no cpu backend (LINNET_MLIR=OFF)\n");
       return 2;
     }
-    if (b != "cpu" && b != "reference") {
-      fmt::print(stderr, "unknown backend `{}` (reference, cpu)\n", b);
+    if (b != "cpu" && b != "reference" && b != "cuda-emulated") {
+      fmt::print(stderr, "unknown backend `{}` (reference, cpu, cuda-emulated)\n", b);
       return 2;
     }
   }
@@ -415,7 +425,7 @@ int main(int argc, char** argv) {
     run.backend = b;
     for (const auto& [name, outcome] : ref.outcomes)
       if (outcome.verdict == Verdict::Fail) run.outcomes[name] = {Verdict::Skip, "no reference result (the reference backend failed it)"};
-    for (auto& [g, cs] : groups) prepareCpu(o, o.work / g, g, cs, run);
+    for (auto& [g, cs] : groups) prepareCompiled(o, o.work / g, g, cs, run);
     int linked = countDirs(o.cache);
     start = Clock::now();
     for (auto& [g, cs] : groups) {

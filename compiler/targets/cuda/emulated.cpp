@@ -7,9 +7,11 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "targets/cpu/pipeline.h"
 #include "targets/cuda/pipeline.h"
+#include "targets/cuda/warp_kernels.h"
 #include "transforms/pipeline.h"
 
 namespace linnet::cuda {
@@ -20,6 +22,10 @@ void launchesAsLoops(ModuleOp module) {
   SmallVector<gpu::LaunchOp> launches;
   module.walk([&](gpu::LaunchOp l) { launches.push_back(l); });
   for (gpu::LaunchOp launch : launches) {
+    emulateWarpReductions(launch);
+    // The GPU's alignment of a vector load does not hold for host buffers
+    // (a weight in the checkpoint's mapping).
+    launch.walk([](vector::LoadOp load) { load.setAlignment(std::nullopt); });
     OpBuilder b(launch);
     Location loc = launch.getLoc();
     Value zero = arith::ConstantIndexOp::create(b, loc, 0), one = arith::ConstantIndexOp::create(b, loc, 1);

@@ -115,6 +115,35 @@ struct Range {
   std::optional<int64_t> lo, hi;
 };
 
+// Bounds of the form `v <= base + c` (Uppers) or `v >= base + c` (Lowers),
+// for the same base on both sides of a difference: a cache write's row
+// count min(pos + 1, S) - max(pos, 0) is at most 1 whatever pos is.
+using Affine = std::pair<Value, int64_t>;
+
+void affineBounds(Value v, bool upper, SmallVectorImpl<Affine>& into, int64_t shift = 0, int depth = 0) {
+  into.push_back({v, shift});
+  Operation* def = v.getDefiningOp();
+  if (!def || depth > 16) return;
+  if (isa<arith::AddIOp>(def)) {
+    for (unsigned i = 0; i < 2; ++i)
+      if (auto c = getConstantIntValue(def->getOperand(1 - i)))
+        affineBounds(def->getOperand(i), upper, into, shift + *c, depth + 1);
+  } else if (upper ? isa<arith::MinSIOp>(def) : isa<arith::MaxSIOp>(def)) {
+    for (Value o : def->getOperands()) affineBounds(o, upper, into, shift, depth + 1);
+  }
+}
+
+std::optional<int64_t> differenceBound(Value a, Value b) {
+  SmallVector<Affine> uppers, lowers;
+  affineBounds(a, /*upper=*/true, uppers);
+  affineBounds(b, /*upper=*/false, lowers);
+  std::optional<int64_t> best;
+  for (auto [ua, ca] : uppers)
+    for (auto [lb, cb] : lowers)
+      if (ua == lb && (!best || ca - cb < *best)) best = ca - cb;
+  return best;
+}
+
 Range rangeOf(Value v, int depth = 0) {
   if (auto c = getConstantIntValue(v)) return {*c, *c};
   Operation* def = v.getDefiningOp();
@@ -139,7 +168,9 @@ Range rangeOf(Value v, int depth = 0) {
   }
   if (isa<arith::SubIOp>(def)) {
     Range a = operand(0), b = operand(1);
-    return {both(a.lo, b.hi, sub), both(a.hi, b.lo, sub)};
+    std::optional<int64_t> hi = both(a.hi, b.lo, sub), symbolic = differenceBound(def->getOperand(0), def->getOperand(1));
+    if (symbolic && (!hi || *symbolic < *hi)) hi = symbolic;
+    return {both(a.lo, b.hi, sub), hi};
   }
   if (isa<arith::MinSIOp>(def)) {
     Range a = operand(0), b = operand(1);
@@ -213,16 +244,6 @@ void toLaunch(scf::ParallelOp par) {
 
 // --- 3. recompute, inside each kernel, what the host read from device memory ---
 
-// The buffer a view was taken of: a block argument or an allocation.
-Value rootOf(Value v) {
-  while (Operation* def = v.getDefiningOp()) {
-    if (auto view = dyn_cast<ViewLikeOpInterface>(def)) v = view.getViewSource();
-    else if (auto cast = dyn_cast<memref::CastOp>(def)) v = cast.getSource();
-    else break;
-  }
-  return v;
-}
-
 // Ops a kernel can recompute: memory-effect free and region-free, or loads.
 bool recomputable(Operation* op) {
   return op && op->getNumRegions() == 0 && (isa<memref::LoadOp>(op) || isMemoryEffectFree(op));
@@ -241,10 +262,10 @@ class Sinker {
     // a call given a view of it.
     fn.walk([&](Operation* op) {
       if (auto launch = dyn_cast<gpu::LaunchOp>(op)) {
-        launch.walk([&](memref::StoreOp s) { writers_[rootOf(s.getMemRef())].push_back(launch); });
+        launch.walk([&](memref::StoreOp s) { writers_[bufferRoot(s.getMemRef())].push_back(launch); });
       } else if (auto call = dyn_cast<func::CallOp>(op)) {
         for (Value a : call.getOperands())
-          if (isa<MemRefType>(a.getType())) writers_[rootOf(a)].push_back(call);
+          if (isa<MemRefType>(a.getType())) writers_[bufferRoot(a)].push_back(call);
       }
     });
   }
@@ -278,7 +299,7 @@ class Sinker {
     Operation* def = v.getDefiningOp();
     if (!recomputable(def)) return true;
     if (auto load = dyn_cast<memref::LoadOp>(def)) {
-      for (Operation* w : writers_[rootOf(load.getMemRef())]) {
+      for (Operation* w : writers_[bufferRoot(load.getMemRef())]) {
         // A kernel may read what it writes only when one thread does both.
         if (w == launch.getOperation()) {
           if (launch->hasAttr(kOneIteration)) continue;
@@ -337,6 +358,15 @@ void allocateOnDevice(func::FuncOp fn) {
 
 }  // namespace
 
+Value bufferRoot(Value v) {
+  while (Operation* def = v.getDefiningOp()) {
+    if (auto view = dyn_cast<ViewLikeOpInterface>(def)) v = view.getViewSource();
+    else if (auto cast = dyn_cast<memref::CastOp>(def)) v = cast.getSource();
+    else break;
+  }
+  return v;
+}
+
 void releaseOnDevice(OpBuilder& b, Location loc, Value memref) {
   auto tokenType = gpu::AsyncTokenType::get(b.getContext());
   Value start = gpu::WaitOp::create(b, loc, tokenType, ValueRange{}).getAsyncToken();
@@ -346,8 +376,12 @@ void releaseOnDevice(OpBuilder& b, Location loc, Value memref) {
 
 void copiesToLinalg(ModuleOp module) {
   module.walk([](memref::CopyOp copy) {
-    OpBuilder b(copy);
-    linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(), copy.getTarget());
+    // A copy of a buffer into itself (bufferization's write-back of a state
+    // updated in place) would read and write the whole buffer for nothing.
+    if (copy.getSource() != copy.getTarget()) {
+      OpBuilder b(copy);
+      linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(), copy.getTarget());
+    }
     copy.erase();
   });
 }

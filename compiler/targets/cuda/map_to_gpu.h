@@ -29,7 +29,8 @@ namespace linnet::cuda {
 inline constexpr int64_t kThreadsPerBlock = 256;
 
 // memref.copy (which lowers to a host function) as linalg.copy, so that it
-// becomes a parallel loop like every other op. Before loops are made.
+// becomes a parallel loop like every other op; a copy of a buffer into
+// itself goes. Before loops are made.
 void copiesToLinalg(mlir::ModuleOp module);
 
 // Loads of constant scalar globals (a literal operand bufferized to a 0-d
@@ -38,6 +39,10 @@ void foldConstantLoads(mlir::ModuleOp module);
 
 // Steps 1-4 above.
 void mapToGpu(mlir::ModuleOp module);
+
+// The buffer a view was taken of (through views and casts): a block
+// argument or an allocation.
+mlir::Value bufferRoot(mlir::Value v);
 
 // A release of the device buffer `memref` at b's insertion point, in the
 // async form gpu-to-llvm lowers (a token, the gpu.dealloc, a wait): the

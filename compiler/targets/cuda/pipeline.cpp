@@ -16,6 +16,8 @@
 #include "targets/cuda/kernel_binary.h"
 #include "targets/cuda/buffer_lifetimes.h"
 #include "targets/cuda/map_to_gpu.h"
+#include "targets/cuda/read_only_arguments.h"
+#include "targets/cuda/warp_kernels.h"
 #include "transforms/pipeline.h"
 
 namespace linnet::cuda {
@@ -24,9 +26,8 @@ using transforms::addPipeline;
 using transforms::PipelineError;
 
 transforms::SharedOptions sharedOptions() {
-  constexpr int64_t kWarp = 32;
   return {.attentionKeyPrefix = false, .hoistConstants = false, .f32WeightProducts = false,
-          .laneSplitProducts = kWarp};
+          .targetDecodeProducts = true, .targetRowReductions = true};
 }
 
 void registerDialects(mlir::DialectRegistry& registry) {
@@ -60,21 +61,25 @@ void lower(mlir::ModuleOp module, Stage stage) {
   lowerToLaunches(module);
   runPipeline(module, "gpu-kernel-outlining", "kernel outlining");
   mergeKernelModules(module);
+  markReadOnlyArguments(module);
   if (stage == Stage::Gpu) return;
-  // PTX 8.0: the default (6.0) cannot target sm_90. gpu-module-to-binary
-  // reports a missing libdevice as an error diagnostic yet succeeds;
-  // transforms::run fails on any error diagnostic, and ptxas would refuse
-  // the unresolved `__nv_*` call anyway.
+  // PTX 8.0: the default (6.0) cannot target sm_90.
+  runPipeline(module, fmt::format("nvvm-attach-target{{chip={} features=+ptx80 O=3}}", kChip), "attaching NVVM");
+  lowerWarpReductionsToShuffles(module);
   runPipeline(module,
-              fmt::format("nvvm-attach-target{{chip={} features=+ptx80 O=3}},"
-                          "gpu.module(expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,"
-                          "canonicalize,cse,reconcile-unrealized-casts),"
-                          "gpu-module-to-binary{{format=isa toolkit={}}}",
-                          kChip, toolkit()),
+              "gpu.module(expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,"
+              "canonicalize,cse,reconcile-unrealized-casts)",
+              "lowering kernels to NVVM");
+  readOnlyArgumentsDoNotAlias(module);
+  // gpu-module-to-binary reports a missing libdevice as an error diagnostic
+  // yet succeeds; transforms::run fails on any error diagnostic, and ptxas
+  // would refuse the unresolved `__nv_*` call anyway.
+  runPipeline(module, fmt::format("gpu-module-to-binary{{format=isa toolkit={}}}", toolkit()),
               "lowering kernels to PTX");
 }
 
 void bufferize(mlir::ModuleOp module) {
+  lowerWarpKernels(module, sharedOptions());
   {
     mlir::PassManager pm(module.getContext(), mlir::ModuleOp::getOperationName());
     // Allocations live in the runtime's per-call arena, reset when the
@@ -86,6 +91,8 @@ void bufferize(mlir::ModuleOp module) {
 
 void lowerToLaunches(mlir::ModuleOp module) {
   bufferize(module);
+  // cse first: a state's write-back copies a view into an identical view.
+  runPipeline(module, "cse", "merging equal views");
   copiesToLinalg(module);
   // No canonicalization until the loops are launches: it would inline
   // one-iteration loops into the host code.

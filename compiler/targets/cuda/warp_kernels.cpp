@@ -1,0 +1,474 @@
+#include "targets/cuda/warp_kernels.h"
+
+#include <cmath>
+
+#include "ir/dialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "transforms/pipeline.h"
+
+namespace linnet::cuda {
+
+namespace {
+
+using namespace mlir;
+
+Value combine(OpBuilder& b, Location l, gpu::AllReduceOperation kind, Value x, Value y);
+
+// What one lane reads of a weight row per step: the widest global load.
+constexpr int64_t kLoadBytes = 16;
+
+Value cIndex(OpBuilder& b, Location l, int64_t v) { return arith::ConstantIndexOp::create(b, l, v); }
+
+int64_t bytesOf(Type t) { return t.getIntOrFloatBitWidth() / 8; }
+
+Value toF32(OpBuilder& b, Location l, Value v) {
+  Type f32 = b.getF32Type();
+  if (auto vt = dyn_cast<VectorType>(v.getType())) {
+    if (vt.getElementType().isF32()) return v;
+    return arith::ExtFOp::create(b, l, VectorType::get(vt.getShape(), f32), v);
+  }
+  return v.getType().isF32() ? v : Value(arith::ExtFOp::create(b, l, f32, v));
+}
+
+ArrayRef<ReassociationIndices> groups(SmallVector<ReassociationIndices>& g) { return g; }
+
+// Reassociation folding axes [0, lead) into one, the rest kept: [..L, a, b] <-> [L, a, b].
+SmallVector<ReassociationIndices> foldLeading(int64_t rank, int64_t lead) {
+  SmallVector<ReassociationIndices> g(1);
+  for (int64_t a = 0; a < lead; ++a) g[0].push_back(a);
+  for (int64_t a = lead; a < rank; ++a) {
+    if (g.back().empty()) g.back().push_back(a);
+    else g.push_back({a});
+  }
+  return g;
+}
+
+// `t` as the buffer of a stack of matrices [batch, rows, cols] whose rows
+// are `cols` apart, read only: a view at any offset or batch stride (a
+// layer's slice of a stacked weight, a cache's heads) as it is;
+// bufferization copies one whose rows are not packed. With `batched`, t is
+// [..L, rows, cols]; without, t is [.., cols] with `rows` rows in all.
+Value stackBuffer(OpBuilder& b, Location l, Value t, bool batched, int64_t batch, int64_t rows, int64_t cols) {
+  auto type = cast<RankedTensorType>(t.getType());
+  Type et = type.getElementType();
+  int64_t rank = type.getRank();
+  auto stack = RankedTensorType::get({batch, rows, cols}, et);
+  if (batched) {
+    if (rank > 3) {
+      auto g = foldLeading(rank, rank - 2);
+      t = tensor::CollapseShapeOp::create(b, l, stack, t, groups(g));
+    }
+  } else {
+    auto matrix = RankedTensorType::get({rows, cols}, et);
+    if (rank == 1) {
+      t = tensor::ExpandShapeOp::create(b, l, matrix, t, ArrayRef<ReassociationIndices>{{0, 1}});
+    } else if (rank > 2) {
+      auto g = foldLeading(rank, rank - 1);
+      t = tensor::CollapseShapeOp::create(b, l, matrix, t, groups(g));
+    }
+    t = tensor::ExpandShapeOp::create(b, l, stack, t, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+  }
+  auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, {ShapedType::kDynamic, cols, 1});
+  return bufferization::ToBufferOp::create(b, l, MemRefType::get({batch, rows, cols}, et, layout), t,
+                                           /*read_only=*/true);
+}
+
+// True when `buffer`'s offset and batch stride are multiples of `width`
+// elements (its rows are, by their static stride).
+Value startsAligned(OpBuilder& b, Location l, Value buffer, int64_t width) {
+  auto meta = memref::ExtractStridedMetadataOp::create(b, l, buffer);
+  Value ok;
+  for (Value v : {Value(meta.getOffset()), Value(meta.getStrides()[0])}) {
+    Value rest = arith::RemUIOp::create(b, l, v, cIndex(b, l, width));
+    Value zero = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, rest, cIndex(b, l, 0));
+    ok = ok ? Value(arith::AndIOp::create(b, l, ok, zero)) : zero;
+  }
+  return ok;
+}
+
+// A [batch, rows, n] buffer as a tensor of `result`'s shape ([..L, rows, n]
+// when batched, else [.., n] with `rows` rows in all).
+Value resultTensor(OpBuilder& b, Location l, Value buffer, bool batched, RankedTensorType result) {
+  auto type = cast<MemRefType>(buffer.getType());
+  Value t = bufferization::ToTensorOp::create(b, l, RankedTensorType::get(type.getShape(), type.getElementType()),
+                                              buffer, /*restrict=*/true, /*writable=*/true);
+  int64_t rank = result.getRank();
+  if (batched) {
+    if (rank == 3) return t;
+    auto g = foldLeading(rank, rank - 2);
+    return tensor::ExpandShapeOp::create(b, l, result, t, groups(g));
+  }
+  int64_t rows = type.getShape()[1], n = type.getShape()[2];
+  Value matrix = tensor::CollapseShapeOp::create(b, l, RankedTensorType::get({rows, n}, type.getElementType()), t,
+                                                 ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+  if (rank == 2) return matrix;
+  if (rank == 1) return tensor::CollapseShapeOp::create(b, l, result, matrix, ArrayRef<ReassociationIndices>{{0, 1}});
+  auto g = foldLeading(rank, rank - 1);
+  return tensor::ExpandShapeOp::create(b, l, result, matrix, groups(g));
+}
+
+// A parallel loop nest over [0, extents) (the launch's grid, last axis
+// fastest), b's insertion point moved into its body.
+scf::ParallelOp parallelLoop(OpBuilder& b, Location l, ArrayRef<int64_t> extents) {
+  SmallVector<Value> zeros, ends, ones;
+  for (int64_t e : extents) {
+    zeros.push_back(cIndex(b, l, 0));
+    ends.push_back(cIndex(b, l, e));
+    ones.push_back(cIndex(b, l, 1));
+  }
+  auto par = scf::ParallelOp::create(b, l, zeros, ends, ones);
+  b.setInsertionPoint(par.getBody()->getTerminator());
+  return par;
+}
+
+// vector.load with the alignment the target may assume: the buffers are
+// 256-byte aligned (the device's pools and arena), rows are a multiple of
+// the load apart, and the caller checked each view's offset.
+Value loadVector(OpBuilder& b, Location l, Value buffer, ValueRange at, int64_t width) {
+  Type et = cast<MemRefType>(buffer.getType()).getElementType();
+  auto load = vector::LoadOp::create(b, l, VectorType::get({width}, et), buffer, at);
+  load.setAlignment(static_cast<uint64_t>(std::min(kLoadBytes, width * bytesOf(et))));
+  return load;
+}
+
+// Where one product of a warp reads: matrix `batch` of x and w, w's row `col`.
+struct WarpProduct {
+  Value x, w, batch, col, lane;
+};
+
+// One lane's f32 sums, one per row of x, of x[r, k] * w[col, k] for
+// k = from + lane, from + lane + 32, .. < K: single loads.
+SmallVector<Value> laneSums(OpBuilder& b, Location l, const WarpProduct& p, int64_t from, int64_t k, ValueRange init) {
+  auto loop = scf::ForOp::create(
+      b, l, arith::AddIOp::create(b, l, cIndex(b, l, from), p.lane), cIndex(b, l, k), cIndex(b, l, kWarpSize), init,
+      [&](OpBuilder& lb, Location ll, Value at, ValueRange acc) {
+        Value wv = toF32(lb, ll, memref::LoadOp::create(lb, ll, p.w, ValueRange{p.batch, p.col, at}));
+        SmallVector<Value> next;
+        for (size_t r = 0; r < acc.size(); ++r) {
+          Value xv = toF32(lb, ll, memref::LoadOp::create(lb, ll, p.x, ValueRange{p.batch, cIndex(lb, ll, r), at}));
+          next.push_back(math::FmaOp::create(lb, ll, xv, wv, acc[r]));
+        }
+        scf::YieldOp::create(lb, ll, next);
+      });
+  return SmallVector<Value>(loop.getResults());
+}
+
+// The same sums from `width`-wide loads: `steps` vectors at
+// k = step*32*width + lane*width, one f32 vector sum per row, then single
+// loads past the last whole chunk.
+SmallVector<Value> laneVectorSums(OpBuilder& b, Location l, const WarpProduct& p, int64_t rows, int64_t k,
+                                  int64_t width) {
+  int64_t chunk = kWarpSize * width, steps = k / chunk;
+  auto f32Vector = VectorType::get({width}, b.getF32Type());
+  Value zeros = arith::ConstantOp::create(b, l, DenseElementsAttr::get(f32Vector, b.getF32FloatAttr(0.0f)));
+  SmallVector<Value> init(rows, zeros);
+  auto vectors = scf::ForOp::create(
+      b, l, cIndex(b, l, 0), cIndex(b, l, steps), cIndex(b, l, 1), init,
+      [&](OpBuilder& lb, Location ll, Value step, ValueRange acc) {
+        Value at = arith::AddIOp::create(lb, ll, arith::MulIOp::create(lb, ll, step, cIndex(lb, ll, chunk)),
+                                         arith::MulIOp::create(lb, ll, p.lane, cIndex(lb, ll, width)));
+        Value wv = toF32(lb, ll, loadVector(lb, ll, p.w, ValueRange{p.batch, p.col, at}, width));
+        SmallVector<Value> next;
+        for (int64_t r = 0; r < rows; ++r) {
+          Value xv = toF32(lb, ll, loadVector(lb, ll, p.x, ValueRange{p.batch, cIndex(lb, ll, r), at}, width));
+          next.push_back(math::FmaOp::create(lb, ll, xv, wv, acc[r]));
+        }
+        scf::YieldOp::create(lb, ll, next);
+      });
+  SmallVector<Value> sums;
+  for (Value v : vectors.getResults()) sums.push_back(vector::ReductionOp::create(b, l, vector::CombiningKind::ADD, v));
+  if (steps * chunk == k) return sums;
+  return laneSums(b, l, p, steps * chunk, k, sums);
+}
+
+// A kept product as a stack of `batch` products of [rows, K] with b
+// ([N, K] read by transpose_b, else [K, N]).
+struct ProductShape {
+  bool batched;  // b is [..L, .., ..], a [..L, rows, K]; else b is 2-D, a [.., K]
+  int64_t batch, rows, k, n;
+};
+
+ProductShape shapeOf(ir::MatmulOp op) {
+  auto out = cast<RankedTensorType>(op.getType());
+  ArrayRef<int64_t> bShape = cast<RankedTensorType>(op.getB().getType()).getShape();
+  int64_t r = static_cast<int64_t>(bShape.size());
+  ProductShape p{r > 2, 1, 1, bShape[r - 1], bShape[r - 2]};
+  if (!op.getTransposeB()) std::swap(p.k, p.n);
+  for (int64_t d : bShape.drop_back(2)) p.batch *= d;
+  if (p.batched) p.rows = out.getShape()[out.getRank() - 2];
+  else
+    for (int64_t d : out.getShape().drop_back()) p.rows *= d;
+  return p;
+}
+
+// a [.., K] x w [N, K] (transpose_b), or batched a [..L, M, K] x
+// w [..L, N, K]: a warp per (matrix, column n).
+void lowerProduct(ir::MatmulOp op) {
+  OpBuilder b(op);
+  Location l = op.getLoc();
+  auto out = cast<RankedTensorType>(op.getType());
+  auto wType = cast<RankedTensorType>(op.getB().getType());
+  auto [batched, batch, rows, k, n] = shapeOf(op);
+  Value x = stackBuffer(b, l, op.getA(), batched, batch, rows, k), w = stackBuffer(b, l, op.getB(), batched, batch, n, k);
+  Value result = memref::AllocOp::create(b, l, MemRefType::get({batch, rows, n}, out.getElementType()));
+  // The widest load (at most 16 bytes of the weight) that divides K and
+  // that every lane gets at least once; short rows take narrower ones.
+  int64_t width = kLoadBytes / bytesOf(wType.getElementType());
+  while (width > 1 && (k % width != 0 || k < kWarpSize * width)) width /= 2;
+  auto par = parallelLoop(b, l, {batch, n, kWarpSize});
+  WarpProduct p{x, w, par.getInductionVars()[0], par.getInductionVars()[1], par.getInductionVars()[2]};
+  Value zero = arith::ConstantOp::create(b, l, b.getF32FloatAttr(0.0f));
+  SmallVector<Value> sums;
+  if (width == 1) {
+    sums = laneSums(b, l, p, 0, k, SmallVector<Value>(rows, zero));
+  } else {
+    // Views whose start breaks the loads' alignment (the same for the
+    // whole warp) take single loads.
+    Value aligned = arith::AndIOp::create(b, l, startsAligned(b, l, x, width), startsAligned(b, l, w, width));
+    auto branch = scf::IfOp::create(b, l, SmallVector<Type>(rows, b.getF32Type()), aligned, /*withElse=*/true);
+    b.setInsertionPointToStart(branch.thenBlock());
+    scf::YieldOp::create(b, l, laneVectorSums(b, l, p, rows, k, width));
+    b.setInsertionPointToStart(branch.elseBlock());
+    scf::YieldOp::create(b, l, laneSums(b, l, p, 0, k, SmallVector<Value>(rows, zero)));
+    b.setInsertionPointAfter(branch);
+    sums.assign(branch.getResults().begin(), branch.getResults().end());
+  }
+  SmallVector<Value> totals;
+  for (Value s : sums)
+    totals.push_back(gpu::SubgroupReduceOp::create(b, l, s, gpu::AllReduceOperation::ADD, /*uniform=*/true));
+  Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, p.lane, cIndex(b, l, 0));
+  auto store = scf::IfOp::create(b, l, first, /*withElseRegion=*/false);
+  b.setInsertionPoint(store.thenBlock()->getTerminator());
+  for (int64_t r = 0; r < rows; ++r) {
+    Value t = totals[r];
+    if (!out.getElementType().isF32()) t = arith::TruncFOp::create(b, l, out.getElementType(), t);
+    memref::StoreOp::create(b, l, t, result, ValueRange{p.batch, cIndex(b, l, r), p.col});
+  }
+  b.setInsertionPointAfter(par);
+  op.getResult().replaceAllUsesWith(resultTensor(b, l, result, batched, out));
+  op.erase();
+}
+
+// How many keys (K values) one thread of a split product sums.
+constexpr int64_t kSplitChunk = 128;
+
+// a [.., K] x b [K, N], or batched a [..L, M, K] x b [..L, K, N], M small
+// (attention's probabilities times the cache's values): K split into chunks
+// of kSplitChunk, a thread per (matrix, chunk, n) summing its chunk for
+// every row of a in f32 (neighbouring threads read neighbouring values of
+// b's rows), then a thread per output adding the chunks' sums in order and
+// rounding once. One chunk is rounded and stored by its thread.
+void lowerSplitProduct(ir::MatmulOp op) {
+  OpBuilder b(op);
+  Location l = op.getLoc();
+  auto out = cast<RankedTensorType>(op.getType());
+  auto [batched, batch, rows, k, n] = shapeOf(op);
+  Value x = stackBuffer(b, l, op.getA(), batched, batch, rows, k), w = stackBuffer(b, l, op.getB(), batched, batch, k, n);
+  int64_t splits = (k + kSplitChunk - 1) / kSplitChunk;
+  Value result = memref::AllocOp::create(b, l, MemRefType::get({batch, rows, n}, out.getElementType()));
+  // One chunk: its sums are the result.
+  Value partial = splits == 1 ? Value()
+                              : memref::AllocOp::create(b, l, MemRefType::get({batch, splits, rows, n}, b.getF32Type()));
+  auto rounded = [&](OpBuilder& nb, Value t) -> Value {
+    return out.getElementType().isF32() ? t : arith::TruncFOp::create(nb, l, out.getElementType(), t);
+  };
+  Value zero = arith::ConstantOp::create(b, l, b.getF32FloatAttr(0.0f));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    auto par = parallelLoop(b, l, {batch, splits, n});
+    Value mat = par.getInductionVars()[0], split = par.getInductionVars()[1], col = par.getInductionVars()[2];
+    Value from = arith::MulIOp::create(b, l, split, cIndex(b, l, kSplitChunk));
+    Value to = arith::MinUIOp::create(b, l, arith::AddIOp::create(b, l, from, cIndex(b, l, kSplitChunk)), cIndex(b, l, k));
+    auto loop = scf::ForOp::create(b, l, from, to, cIndex(b, l, 1), SmallVector<Value>(rows, zero),
+                                   [&](OpBuilder& lb, Location ll, Value at, ValueRange acc) {
+      Value wv = toF32(lb, ll, memref::LoadOp::create(lb, ll, w, ValueRange{mat, at, col}));
+      SmallVector<Value> next;
+      for (int64_t r = 0; r < rows; ++r) {
+        Value xv = toF32(lb, ll, memref::LoadOp::create(lb, ll, x, ValueRange{mat, cIndex(lb, ll, r), at}));
+        next.push_back(math::FmaOp::create(lb, ll, xv, wv, acc[r]));
+      }
+      scf::YieldOp::create(lb, ll, next);
+    });
+    for (int64_t r = 0; r < rows; ++r) {
+      if (partial) memref::StoreOp::create(b, l, loop.getResult(r), partial, ValueRange{mat, split, cIndex(b, l, r), col});
+      else memref::StoreOp::create(b, l, rounded(b, loop.getResult(r)), result, ValueRange{mat, cIndex(b, l, r), col});
+    }
+  }
+  if (partial) {
+    OpBuilder::InsertionGuard guard(b);
+    auto par = parallelLoop(b, l, {batch, rows, n});
+    Value mat = par.getInductionVars()[0], row = par.getInductionVars()[1], col = par.getInductionVars()[2];
+    auto loop = scf::ForOp::create(b, l, cIndex(b, l, 0), cIndex(b, l, splits), cIndex(b, l, 1), ValueRange{zero},
+                                   [&](OpBuilder& lb, Location ll, Value split, ValueRange acc) {
+      Value v = memref::LoadOp::create(lb, ll, partial, ValueRange{mat, split, row, col});
+      scf::YieldOp::create(lb, ll, Value(arith::AddFOp::create(lb, ll, acc[0], v)));
+    });
+    memref::StoreOp::create(b, l, rounded(b, loop.getResult(0)), result, ValueRange{mat, row, col});
+  }
+  op.getResult().replaceAllUsesWith(resultTensor(b, l, result, batched, out));
+  op.erase();
+}
+
+// A reduction over the last axis of x [.., K]: a warp per row, lane l
+// folding k = l, l + 32, .. in f32 (coalesced reads), the warp's 32
+// partial results combined by the butterfly, lane 0 storing (a mean divided
+// by K first, as the shared lowering does).
+void lowerRowReduction(ir::ReduceOp op) {
+  OpBuilder b(op);
+  Location l = op.getLoc();
+  auto xType = cast<RankedTensorType>(op.getX().getType());
+  auto out = cast<RankedTensorType>(op.getType());
+  int64_t k = xType.getShape().back(), rows = xType.getNumElements() / k;
+  Value x = stackBuffer(b, l, op.getX(), /*batched=*/false, 1, rows, k);
+  Value result = memref::AllocOp::create(b, l, MemRefType::get({rows}, out.getElementType()));
+  using K = ir::ReduceKind;
+  K kind = op.getKind();
+  float start = kind == K::Max ? -INFINITY : kind == K::Min ? INFINITY : 0.0f;
+  auto warpKind = kind == K::Max   ? gpu::AllReduceOperation::MAXNUMF
+                  : kind == K::Min ? gpu::AllReduceOperation::MINNUMF
+                                   : gpu::AllReduceOperation::ADD;
+  auto par = parallelLoop(b, l, {rows, kWarpSize});
+  Value row = par.getInductionVars()[0], lane = par.getInductionVars()[1];
+  Value init = arith::ConstantOp::create(b, l, b.getF32FloatAttr(start));
+  auto loop = scf::ForOp::create(b, l, lane, cIndex(b, l, k), cIndex(b, l, kWarpSize), ValueRange{init},
+                                 [&](OpBuilder& lb, Location ll, Value at, ValueRange acc) {
+    Value v = toF32(lb, ll, memref::LoadOp::create(lb, ll, x, ValueRange{cIndex(lb, ll, 0), row, at}));
+    scf::YieldOp::create(lb, ll, combine(lb, ll, warpKind, acc[0], v));
+  });
+  Value total = gpu::SubgroupReduceOp::create(b, l, loop.getResult(0), warpKind, /*uniform=*/true);
+  if (kind == K::Mean)
+    total = arith::DivFOp::create(b, l, total,
+                                  arith::ConstantOp::create(b, l, b.getF32FloatAttr(static_cast<float>(k))));
+  Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, lane, cIndex(b, l, 0));
+  auto store = scf::IfOp::create(b, l, first, /*withElseRegion=*/false);
+  b.setInsertionPoint(store.thenBlock()->getTerminator());
+  if (!out.getElementType().isF32()) total = arith::TruncFOp::create(b, l, out.getElementType(), total);
+  memref::StoreOp::create(b, l, total, result, ValueRange{row});
+  b.setInsertionPointAfter(par);
+  auto flat = RankedTensorType::get({rows}, out.getElementType());
+  Value t = bufferization::ToTensorOp::create(b, l, flat, result, /*restrict=*/true, /*writable=*/true);
+  if (out.getRank() == 0)
+    t = tensor::CollapseShapeOp::create(b, l, out, t, ArrayRef<ReassociationIndices>{});
+  else if (out.getRank() > 1) {
+    ReassociationIndices all;
+    for (int64_t a = 0; a < out.getRank(); ++a) all.push_back(a);
+    t = tensor::ExpandShapeOp::create(b, l, out, t, ArrayRef<ReassociationIndices>{all});
+  }
+  op.getResult().replaceAllUsesWith(t);
+  op.erase();
+}
+
+// True when `op` and what it holds only read memory (a slice the emulation
+// may run again for another lane).
+bool readsOnly(Operation* op) {
+  std::optional<SmallVector<MemoryEffects::EffectInstance>> effects = getEffectsRecursively(op);
+  return effects && llvm::all_of(*effects, [](const MemoryEffects::EffectInstance& e) {
+           return isa<MemoryEffects::Read>(e.getEffect());
+         });
+}
+
+// `v` as another lane computes it: the ops of its slice inside `launch`
+// cloned at b's insertion point, with `map` holding the lane's thread id.
+Value recompute(Value v, Operation* launch, OpBuilder& b, IRMapping& map) {
+  if (Value known = map.lookupOrNull(v)) return known;
+  Operation* def = v.getDefiningOp();
+  // Defined outside the kernel, or a block argument uniform across the warp
+  // (a block id, an enclosing loop's index): the same for every lane.
+  if (!def || !launch->isProperAncestor(def)) return v;
+  if (!readsOnly(def)) {
+    def->emitError("cuda-emulated: a warp reduction of a value computed with side effects");
+    return v;
+  }
+  for (Value o : def->getOperands()) recompute(o, launch, b, map);
+  llvm::SetVector<Value> above;
+  for (Region& r : def->getRegions()) getUsedValuesDefinedAbove(r, above);
+  for (Value o : above) recompute(o, launch, b, map);
+  b.clone(*def, map);
+  return map.lookup(v);
+}
+
+Value combine(OpBuilder& b, Location l, gpu::AllReduceOperation kind, Value x, Value y) {
+  using K = gpu::AllReduceOperation;
+  switch (kind) {
+    case K::ADD: return arith::AddFOp::create(b, l, x, y);
+    case K::MAXNUMF: return arith::MaxNumFOp::create(b, l, x, y);
+    case K::MINNUMF: return arith::MinNumFOp::create(b, l, x, y);
+    case K::MAXIMUMF: return arith::MaximumFOp::create(b, l, x, y);
+    case K::MINIMUMF: return arith::MinimumFOp::create(b, l, x, y);
+    case K::MUL: return arith::MulFOp::create(b, l, x, y);
+    default: return {};
+  }
+}
+
+}  // namespace
+
+void lowerWarpKernels(ModuleOp module, const transforms::SharedOptions& options) {
+  SmallVector<Operation*> kept;
+  module.walk([&](Operation* op) {
+    if (transforms::targetKeepsDecodeProduct(op, options) || transforms::targetKeepsRowReduction(op, options))
+      kept.push_back(op);
+  });
+  for (Operation* op : kept) {
+    if (auto product = dyn_cast<ir::MatmulOp>(op)) product.getTransposeB() ? lowerProduct(product) : lowerSplitProduct(product);
+    else lowerRowReduction(cast<ir::ReduceOp>(op));
+  }
+}
+
+void lowerWarpReductionsToShuffles(ModuleOp module) {
+  RewritePatternSet patterns(module.getContext());
+  populateGpuLowerSubgroupReduceToShufflePatterns(patterns, kWarpSize);
+  FrozenRewritePatternSet frozen(std::move(patterns));
+  for (auto kernels : module.getOps<gpu::GPUModuleOp>())
+    if (failed(applyPatternsGreedily(kernels, frozen))) kernels.emitError("lowering warp reductions failed");
+}
+
+void emulateWarpReductions(Operation* op) {
+  auto launch = cast<gpu::LaunchOp>(op);
+  SmallVector<gpu::SubgroupReduceOp> reductions;
+  launch.walk([&](gpu::SubgroupReduceOp r) { reductions.push_back(r); });
+  for (gpu::SubgroupReduceOp reduce : reductions) {
+    OpBuilder b(reduce);
+    Location l = reduce.getLoc();
+    Type t = reduce.getType();
+    Value tid = launch.getThreadIds().x;
+    Value base = arith::SubIOp::create(b, l, tid, arith::RemUIOp::create(b, l, tid, cIndex(b, l, kWarpSize)));
+    Value lanes = memref::AllocaOp::create(b, l, MemRefType::get({kWarpSize}, t));
+    scf::ForOp::create(b, l, cIndex(b, l, 0), cIndex(b, l, kWarpSize), cIndex(b, l, 1), ValueRange{},
+                       [&](OpBuilder& lb, Location ll, Value lane, ValueRange) {
+      IRMapping map;
+      map.map(tid, arith::AddIOp::create(lb, ll, base, lane).getResult());
+      Value v = recompute(reduce.getValue(), launch, lb, map);
+      memref::StoreOp::create(lb, ll, v, lanes, ValueRange{lane});
+      scf::YieldOp::create(lb, ll);
+    });
+    // The butterfly at offsets 1, 2, .., 16 leaves every lane the sum of
+    // neighbouring pairs, then of neighbouring pairs of those: a pairwise tree.
+    SmallVector<Value> level;
+    for (int64_t i = 0; i < kWarpSize; ++i) level.push_back(memref::LoadOp::create(b, l, lanes, ValueRange{cIndex(b, l, i)}));
+    while (level.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t i = 0; i < level.size(); i += 2) next.push_back(combine(b, l, reduce.getOp(), level[i], level[i + 1]));
+      if (!next.front()) {
+        reduce.emitError("cuda-emulated: no emulation of this warp reduction");
+        return;
+      }
+      level = std::move(next);
+    }
+    reduce.replaceAllUsesWith(level.front());
+    reduce.erase();
+  }
+}
+
+}  // namespace linnet::cuda
