@@ -12,6 +12,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/ADT/MapVector.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -213,22 +214,20 @@ ProductShape shapeOf(ir::MatmulOp op) {
   return p;
 }
 
-// a [.., K] x w [N, K] (transpose_b), or batched a [..L, M, K] x
-// w [..L, N, K]: a warp per (matrix, column n).
-void lowerProduct(ir::MatmulOp op) {
-  OpBuilder b(op);
-  Location l = op.getLoc();
-  auto out = cast<RankedTensorType>(op.getType());
-  auto wType = cast<RankedTensorType>(op.getB().getType());
-  auto [batched, batch, rows, k, n] = shapeOf(op);
-  Value x = stackBuffer(b, l, op.getA(), batched, batch, rows, k), w = stackBuffer(b, l, op.getB(), batched, batch, n, k);
-  Value result = memref::AllocOp::create(b, l, MemRefType::get({batch, rows, n}, out.getElementType()));
-  // The widest load (at most 16 bytes of the weight) that divides K and
-  // that every lane gets at least once; short rows take narrower ones.
-  int64_t width = kLoadBytes / bytesOf(wType.getElementType());
+// The widest load (at most 16 bytes of the weight) that divides K and that
+// every lane gets at least once; short rows take narrower ones.
+int64_t loadWidth(Type weight, int64_t k) {
+  int64_t width = kLoadBytes / bytesOf(weight);
   while (width > 1 && (k % width != 0 || k < kWarpSize * width)) width /= 2;
-  auto par = parallelLoop(b, l, {batch, n, kWarpSize});
-  WarpProduct p{x, w, par.getInductionVars()[0], par.getInductionVars()[1], par.getInductionVars()[2]};
+  return width;
+}
+
+// One warp's output column p.col of every row: the lanes' sums, the
+// butterfly, lane 0's rounded stores into `result` [batch, rows, N].
+void emitWarpColumn(OpBuilder& b, Location l, const WarpProduct& p, int64_t rows, int64_t k, Value result) {
+  Type weight = cast<MemRefType>(p.w.getType()).getElementType();
+  Type out = cast<MemRefType>(result.getType()).getElementType();
+  int64_t width = loadWidth(weight, k);
   Value zero = arith::ConstantOp::create(b, l, b.getF32FloatAttr(0.0f));
   SmallVector<Value> sums;
   if (width == 1) {
@@ -236,7 +235,7 @@ void lowerProduct(ir::MatmulOp op) {
   } else {
     // Views whose start breaks the loads' alignment (the same for the
     // whole warp) take single loads.
-    Value aligned = arith::AndIOp::create(b, l, startsAligned(b, l, x, width), startsAligned(b, l, w, width));
+    Value aligned = arith::AndIOp::create(b, l, startsAligned(b, l, p.x, width), startsAligned(b, l, p.w, width));
     auto branch = scf::IfOp::create(b, l, SmallVector<Type>(rows, b.getF32Type()), aligned, /*withElse=*/true);
     b.setInsertionPointToStart(branch.thenBlock());
     scf::YieldOp::create(b, l, laneVectorSums(b, l, p, rows, k, width));
@@ -250,15 +249,112 @@ void lowerProduct(ir::MatmulOp op) {
     totals.push_back(gpu::SubgroupReduceOp::create(b, l, s, gpu::AllReduceOperation::ADD, /*uniform=*/true));
   Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, p.lane, cIndex(b, l, 0));
   auto store = scf::IfOp::create(b, l, first, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(store.thenBlock()->getTerminator());
   for (int64_t r = 0; r < rows; ++r) {
     Value t = totals[r];
-    if (!out.getElementType().isF32()) t = arith::TruncFOp::create(b, l, out.getElementType(), t);
+    if (!out.isF32()) t = arith::TruncFOp::create(b, l, out, t);
     memref::StoreOp::create(b, l, t, result, ValueRange{p.batch, cIndex(b, l, r), p.col});
   }
-  b.setInsertionPointAfter(par);
+}
+
+// a [.., K] x w [N, K] (transpose_b), or batched a [..L, M, K] x
+// w [..L, N, K]: a warp per (matrix, column n).
+void lowerProduct(ir::MatmulOp op) {
+  OpBuilder b(op);
+  Location l = op.getLoc();
+  auto out = cast<RankedTensorType>(op.getType());
+  auto [batched, batch, rows, k, n] = shapeOf(op);
+  Value x = stackBuffer(b, l, op.getA(), batched, batch, rows, k), w = stackBuffer(b, l, op.getB(), batched, batch, n, k);
+  Value result = memref::AllocOp::create(b, l, MemRefType::get({batch, rows, n}, out.getElementType()));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    auto par = parallelLoop(b, l, {batch, n, kWarpSize});
+    emitWarpColumn(b, l, {x, w, par.getInductionVars()[0], par.getInductionVars()[1], par.getInductionVars()[2]}, rows,
+                   k, result);
+  }
   op.getResult().replaceAllUsesWith(resultTensor(b, l, result, batched, out));
   op.erase();
+}
+
+// Products of one x with several weights (a layer's q, k and v; gate and
+// up) as one launch over all their columns, each warp's column picking its
+// weight by a branch the whole warp takes: one launch instead of several,
+// and the small ones (k, v) no longer leave most of the GPU idle. At `at`,
+// which every operand reaches and every result's use follows.
+void lowerFusedProducts(SmallVector<ir::MatmulOp> ops, Operation* at) {
+  OpBuilder b(at);
+  Location l = ops.front().getLoc();
+  auto [batched, batch, rows, k, n0] = shapeOf(ops.front());
+  Value x = stackBuffer(b, l, ops.front().getA(), false, 1, rows, k);
+  SmallVector<Value> weights, results;
+  SmallVector<int64_t> ends;
+  int64_t total = 0;
+  for (ir::MatmulOp op : ops) {
+    int64_t n = shapeOf(op).n;
+    weights.push_back(stackBuffer(b, l, op.getB(), false, 1, n, k));
+    results.push_back(memref::AllocOp::create(b, l, MemRefType::get({1, rows, n}, op.getType().getElementType())));
+    ends.push_back(total += n);
+  }
+  {
+    OpBuilder::InsertionGuard guard(b);
+    auto par = parallelLoop(b, l, {1, total, kWarpSize});
+    Value col = par.getInductionVars()[1];
+    for (size_t i = 0; i < ops.size(); ++i) {
+      Value local = i == 0 ? col : Value(arith::SubIOp::create(b, l, col, cIndex(b, l, ends[i - 1])));
+      WarpProduct p{x, weights[i], par.getInductionVars()[0], local, par.getInductionVars()[2]};
+      if (i + 1 == ops.size()) {
+        emitWarpColumn(b, l, p, rows, k, results[i]);
+        break;
+      }
+      Value mine = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, col, cIndex(b, l, ends[i]));
+      auto branch = scf::IfOp::create(b, l, mine, /*withElseRegion=*/true);
+      b.setInsertionPoint(branch.thenBlock()->getTerminator());
+      emitWarpColumn(b, l, p, rows, k, results[i]);
+      b.setInsertionPoint(branch.elseBlock()->getTerminator());
+    }
+  }
+  SmallVector<Value> tensors;
+  for (size_t i = 0; i < ops.size(); ++i)
+    tensors.push_back(resultTensor(b, l, results[i], false, cast<RankedTensorType>(ops[i].getType())));
+  for (size_t i = 0; i < ops.size(); ++i) {
+    ops[i]->getResult(0).replaceAllUsesWith(tensors[i]);
+    ops[i].erase();
+  }
+}
+
+// Groups of decode products (transpose_b, 2-D weights) in one block that
+// read the same x, each with the point its fused launch goes: the first
+// product when every operand is computed before it (the weights are views
+// of parameters), else the last when every result is used after it.
+SmallVector<std::pair<SmallVector<ir::MatmulOp>, Operation*>> fusibleGroups(ArrayRef<ir::MatmulOp> products) {
+  llvm::MapVector<std::pair<Value, Block*>, SmallVector<ir::MatmulOp>> byInput;
+  for (ir::MatmulOp op : products)
+    if (op.getTransposeB() && !shapeOf(op).batched) byInput[{op.getA(), op->getBlock()}].push_back(op);
+  SmallVector<std::pair<SmallVector<ir::MatmulOp>, Operation*>> groups;
+  for (auto& [key, ops] : byInput) {
+    if (ops.size() < 2) continue;
+    llvm::sort(ops, [](ir::MatmulOp a, ir::MatmulOp b) { return a->isBeforeInBlock(b); });
+    Block* block = key.second;
+    Operation *first = ops.front(), *last = ops.back();
+    auto before = [&](Value v, Operation* point) {
+      Operation* def = v.getDefiningOp();
+      Operation* at = def ? block->findAncestorOpInBlock(*def) : nullptr;
+      return !at || at->isBeforeInBlock(point);  // a block argument, or defined outside this block
+    };
+    bool operandsFirst = llvm::all_of(ops, [&](ir::MatmulOp op) {
+      return llvm::all_of(op->getOperands(), [&](Value v) { return before(v, first); });
+    });
+    bool usesLast = llvm::all_of(ops, [&](ir::MatmulOp op) {
+      return llvm::all_of(op->getUsers(), [&](Operation* user) {
+        Operation* at = block->findAncestorOpInBlock(*user);
+        return at && (at == last || last->isBeforeInBlock(at));
+      });
+    });
+    if (operandsFirst) groups.push_back({ops, first});
+    else if (usesLast) groups.push_back({ops, last});
+  }
+  return groups;
 }
 
 // How many keys (K values) one thread of a split product sums.
@@ -415,15 +511,22 @@ Value combine(OpBuilder& b, Location l, gpu::AllReduceOperation kind, Value x, V
 }  // namespace
 
 void lowerWarpKernels(ModuleOp module, const transforms::SharedOptions& options) {
-  SmallVector<Operation*> kept;
+  SmallVector<ir::MatmulOp> products;
+  SmallVector<ir::ReduceOp> reductions;
   module.walk([&](Operation* op) {
-    if (transforms::targetKeepsDecodeProduct(op, options) || transforms::targetKeepsRowReduction(op, options))
-      kept.push_back(op);
+    if (transforms::targetKeepsDecodeProduct(op, options)) products.push_back(cast<ir::MatmulOp>(op));
+    else if (transforms::targetKeepsRowReduction(op, options)) reductions.push_back(cast<ir::ReduceOp>(op));
   });
-  for (Operation* op : kept) {
-    if (auto product = dyn_cast<ir::MatmulOp>(op)) product.getTransposeB() ? lowerProduct(product) : lowerSplitProduct(product);
-    else lowerRowReduction(cast<ir::ReduceOp>(op));
+  llvm::DenseSet<Operation*> fused;
+  for (auto& [group, at] : fusibleGroups(products)) {
+    for (ir::MatmulOp op : group) fused.insert(op);
+    lowerFusedProducts(group, at);
   }
+  for (ir::MatmulOp op : products) {
+    if (fused.contains(op)) continue;
+    op.getTransposeB() ? lowerProduct(op) : lowerSplitProduct(op);
+  }
+  for (ir::ReduceOp op : reductions) lowerRowReduction(op);
 }
 
 void lowerWarpReductionsToShuffles(ModuleOp module) {

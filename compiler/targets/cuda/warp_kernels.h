@@ -22,7 +22,9 @@ inline constexpr int64_t kWarpSize = 32;
 //   of x times a weight [N, K] read row by row) as a warp per output column
 //   n: lane l reads 16 bytes of the weight row at k = 8l, 8l + 256, .. (bf16;
 //   4 f32), the matching values of every row of x, keeps one f32 vector sum
-//   per row, and lane 0 rounds each row's warp total to T once; batched,
+//   per row, and lane 0 rounds each row's warp total to T once; products
+//   of the same x (q, k, v) share one launch over all their columns;
+//   batched,
 //   [..L, M, K] x [..L, N, K] (attention's scores against a cache), a warp
 //   per (matrix, n);
 // - a product with b read as [.., K, N], K at least 64 (attention's
