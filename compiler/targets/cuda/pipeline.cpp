@@ -15,6 +15,7 @@
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "targets/cuda/kernel_binary.h"
 #include "targets/cuda/buffer_lifetimes.h"
+#include "targets/cuda/fuse_elementwise.h"
 #include "targets/cuda/map_to_gpu.h"
 #include "targets/cuda/read_only_arguments.h"
 #include "targets/cuda/warp_kernels.h"
@@ -80,6 +81,7 @@ void lower(mlir::ModuleOp module, Stage stage) {
 
 void bufferize(mlir::ModuleOp module) {
   lowerWarpKernels(module, sharedOptions());
+  fuseElementwise(module);
   {
     mlir::PassManager pm(module.getContext(), mlir::ModuleOp::getOperationName());
     // Allocations live in the runtime's per-call arena, reset when the

@@ -1,0 +1,20 @@
+// Elementwise producers fused into their consumers at the tensor stage, so
+// that a chain of elementwise ops (a norm's scale and cast, rope's
+// products, softmax's subtract and exp) is one kernel instead of one
+// launch each: on a GPU every launch costs about a microsecond even when
+// the kernel does nothing, and a decode step is thousands of them.
+//
+// Only producers whose body is plain arithmetic are fused: a generic with a
+// loop inside (a dot product, a reduction written as a parallel generic)
+// would be recomputed by every consumer element that reads it (the CPU
+// target's reason for not fusing at all).
+#pragma once
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace linnet::cuda {
+
+// Before bufferization.
+void fuseElementwise(mlir::ModuleOp module);
+
+}  // namespace linnet::cuda
