@@ -1,7 +1,11 @@
 #include "targets/cuda/fuse_elementwise.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "transforms/pipeline.h"
 
@@ -21,6 +25,125 @@ bool plainElementwise(Operation* op) {
   return true;
 }
 
+int64_t iterations(linalg::GenericOp generic) {
+  int64_t n = 1;
+  for (int64_t range : generic.getStaticLoopRanges()) {
+    if (ShapedType::isDynamic(range)) return -1;
+    n *= range;
+  }
+  return n;
+}
+
+// `tensor.extract %t[i..]` of a plain elementwise generic's result, as the
+// generic's body computed at i.. alone: an index comprehension such as
+// `rows[i] = table[pos + i, d]` then computes the rows it reads, not the
+// whole table (decode's rotary rows: 1 of MaxSeq). Only where that is no
+// more work than the producer: the extract sits directly in a generic's
+// body (no loop around it) or outside any, and the consumer's elements
+// times its extracts of the producer are at most the producer's elements.
+// True when computing the element `extract` reads, each time it runs, is
+// no more work than computing all `elements` of its source once: the
+// extract sits directly in a generic's body (no loop around it) or in a
+// function's, and runs at most `elements` times in all.
+bool cheaperThanWhole(tensor::ExtractOp extract, int64_t elements) {
+  Operation* parent = extract->getParentOp();
+  if (isa<func::FuncOp>(parent)) return elements >= 1;
+  auto consumer = dyn_cast<linalg::GenericOp>(parent);
+  if (!consumer) return false;  // inside a loop or a branch: run an unknown number of times
+  int64_t count = iterations(consumer), extracts = 0;
+  if (count < 0) return false;
+  for (Operation& op : consumer.getRegion().front())
+    if (auto other = dyn_cast<tensor::ExtractOp>(op); other && other.getTensor() == extract.getTensor()) ++extracts;
+  return count * extracts <= elements;
+}
+
+struct ComputeExtractedElement : OpRewritePattern<tensor::ExtractOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(tensor::ExtractOp extract, PatternRewriter& rw) const override {
+    auto result = dyn_cast<OpResult>(extract.getTensor());
+    auto producer = result ? dyn_cast<linalg::GenericOp>(result.getOwner()) : nullptr;
+    if (!producer || !plainElementwise(producer)) return failure();
+    unsigned r = result.getResultNumber();
+    OpOperand* init = producer.getDpsInitOperand(r);
+    if (!producer.getMatchingIndexingMap(init).isIdentity()) return failure();
+    Block& body = producer.getRegion().front();
+    if (!producer.getMatchingBlockArgument(init).use_empty()) return failure();
+    int64_t produced = iterations(producer);
+    if (produced < 0 || !cheaperThanWhole(extract, produced)) return failure();
+
+    ValueRange at = extract.getIndices();
+    Location loc = extract.getLoc();
+    IRMapping map;
+    for (OpOperand* input : producer.getDpsInputOperands()) {
+      Value v = input->get();
+      BlockArgument arg = producer.getMatchingBlockArgument(input);
+      if (!isa<RankedTensorType>(v.getType())) {
+        map.map(arg, v);
+        continue;
+      }
+      SmallVector<Value> indices;
+      for (AffineExpr e : producer.getMatchingIndexingMap(input).getResults()) {
+        if (auto d = dyn_cast<AffineDimExpr>(e)) indices.push_back(at[d.getPosition()]);
+        else if (auto c = dyn_cast<AffineConstantExpr>(e)) indices.push_back(arith::ConstantIndexOp::create(rw, loc, c.getValue()));
+        else return failure();
+      }
+      map.map(arg, tensor::ExtractOp::create(rw, loc, v, indices).getResult());
+    }
+    for (Operation& op : body.without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+        map.map(index.getResult(), at[index.getDim()]);
+        continue;
+      }
+      rw.clone(op, map);
+    }
+    rw.replaceOp(extract, map.lookupOrDefault(body.getTerminator()->getOperand(r)));
+    return success();
+  }
+};
+
+// `tensor.extract` of a tensor built by `tensor.insert_slice` (a concat):
+// the element of the inserted slice where the index falls in it, else of
+// the destination, chosen by a select over both reads (the slice's index
+// clamped into it, so the read it does not choose stays in bounds). An
+// element of `tensor.empty` no slice covers is 0. Under the same rule of
+// work as ComputeExtractedElement.
+struct ExtractThroughInsertSlice : OpRewritePattern<tensor::ExtractOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(tensor::ExtractOp extract, PatternRewriter& rw) const override {
+    Operation* def = extract.getTensor().getDefiningOp();
+    auto type = cast<RankedTensorType>(extract.getTensor().getType());
+    if (!type.hasStaticShape() || !cheaperThanWhole(extract, type.getNumElements())) return failure();
+    Location loc = extract.getLoc();
+    if (isa_and_nonnull<tensor::EmptyOp>(def)) {
+      Type et = type.getElementType();
+      if (!et.isIntOrFloat()) return failure();
+      rw.replaceOpWithNewOp<arith::ConstantOp>(extract, et, rw.getZeroAttr(et));
+      return success();
+    }
+    auto insert = dyn_cast_or_null<tensor::InsertSliceOp>(def);
+    if (!insert || insert.getSourceType().getRank() != type.getRank() || !insert.hasUnitStride()) return failure();
+    auto offsets = insert.getStaticOffsets(), sizes = insert.getStaticSizes();
+    if (ShapedType::isDynamicShape(offsets) || ShapedType::isDynamicShape(sizes)) return failure();
+    Value inside;
+    SmallVector<Value> at;
+    for (auto [k, index] : llvm::enumerate(extract.getIndices())) {
+      Value lo = arith::ConstantIndexOp::create(rw, loc, offsets[k]);
+      Value hi = arith::ConstantIndexOp::create(rw, loc, offsets[k] + sizes[k]);
+      Value within = arith::AndIOp::create(rw, loc, arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::uge, index, lo),
+                                           arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::ult, index, hi));
+      inside = inside ? Value(arith::AndIOp::create(rw, loc, inside, within)) : within;
+      Value local = arith::SubIOp::create(rw, loc, arith::MaxUIOp::create(rw, loc, index, lo), lo);
+      at.push_back(arith::MinUIOp::create(rw, loc, local, arith::ConstantIndexOp::create(rw, loc, sizes[k] - 1)));
+    }
+    Value fromSlice = tensor::ExtractOp::create(rw, loc, insert.getSource(), at);
+    Value fromDest = tensor::ExtractOp::create(rw, loc, insert.getDest(), extract.getIndices());
+    rw.replaceOpWithNewOp<arith::SelectOp>(extract, inside, fromSlice, fromDest);
+    return success();
+  }
+};
+
 }  // namespace
 
 void fuseElementwise(ModuleOp module) {
@@ -28,6 +151,7 @@ void fuseElementwise(ModuleOp module) {
   linalg::populateElementwiseOpsFusionPatterns(patterns, [](OpOperand* operand) {
     return plainElementwise(operand->get().getDefiningOp()) && plainElementwise(operand->getOwner());
   });
+  patterns.add<ComputeExtractedElement, ExtractThroughInsertSlice>(module.getContext());
   if (failed(applyPatternsGreedily(module, std::move(patterns))))
     throw transforms::PipelineError("internal compiler error: fusing elementwise ops did not converge");
 }

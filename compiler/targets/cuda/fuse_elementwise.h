@@ -8,6 +8,12 @@
 // loop inside (a dot product, a reduction written as a parallel generic)
 // would be recomputed by every consumer element that reads it (the CPU
 // target's reason for not fusing at all).
+//
+// An index comprehension reads its source with `tensor.extract`, which
+// elementwise fusion does not see: an extract of such a producer becomes the
+// producer's arithmetic at that index, where that is no more work than the
+// producer itself. Decode's rotary rows then compute the one row they read
+// instead of a [MaxSeq, D] table per layer.
 #pragma once
 
 #include "mlir/IR/BuiltinOps.h"
