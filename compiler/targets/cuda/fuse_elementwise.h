@@ -12,8 +12,9 @@
 // An index comprehension reads its source with `tensor.extract`, which
 // elementwise fusion does not see: an extract of such a producer becomes the
 // producer's arithmetic at that index, where that is no more work than the
-// producer itself. Decode's rotary rows then compute the one row they read
-// instead of a [MaxSeq, D] table per layer.
+// producer itself (always, for a producer that only yields a constant).
+// Decode's rotary rows then compute the one row they read instead of a
+// [MaxSeq, D] table per layer.
 #pragma once
 
 #include "mlir/IR/BuiltinOps.h"
