@@ -34,13 +34,6 @@ int64_t iterations(linalg::GenericOp generic) {
   return n;
 }
 
-// `tensor.extract %t[i..]` of a plain elementwise generic's result, as the
-// generic's body computed at i.. alone: an index comprehension such as
-// `rows[i] = table[pos + i, d]` then computes the rows it reads, not the
-// whole table (decode's rotary rows: 1 of MaxSeq). Only where that is no
-// more work than the producer: the extract sits directly in a generic's
-// body (no loop around it) or outside any, and the consumer's elements
-// times its extracts of the producer are at most the producer's elements.
 // True when computing the element `extract` reads, each time it runs, is
 // no more work than computing all `elements` of its source once: the
 // extract sits directly in a generic's body (no loop around it) or in a
@@ -57,6 +50,11 @@ bool cheaperThanWhole(tensor::ExtractOp extract, int64_t elements) {
   return count * extracts <= elements;
 }
 
+// `tensor.extract %t[i..]` of a plain elementwise generic's result, as the
+// generic's body computed at i.. alone: an index comprehension such as
+// `rows[i] = table[pos + i, d]` then computes the rows it reads, not the
+// whole table (decode's rotary rows: 1 of MaxSeq). Only where that is no
+// more work than the producer (cheaperThanWhole), or free.
 struct ComputeExtractedElement : OpRewritePattern<tensor::ExtractOp> {
   using OpRewritePattern::OpRewritePattern;
 

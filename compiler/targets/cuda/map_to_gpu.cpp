@@ -115,9 +115,9 @@ struct Range {
   std::optional<int64_t> lo, hi;
 };
 
-// Bounds of the form `v <= base + c` (Uppers) or `v >= base + c` (Lowers),
-// for the same base on both sides of a difference: a cache write's row
-// count min(pos + 1, S) - max(pos, 0) is at most 1 whatever pos is.
+// Bounds of the form `v <= base + c` (upper) or `v >= base + c` (lower),
+// compared for the same base on the two sides of a difference: a cache
+// write's row count min(pos + 1, S) - max(pos, 0) is at most 1 whatever pos is.
 using Affine = std::pair<Value, int64_t>;
 
 void affineBounds(Value v, bool upper, SmallVectorImpl<Affine>& into, int64_t shift = 0, int depth = 0) {

@@ -25,7 +25,19 @@ namespace {
 
 using namespace mlir;
 
-Value combine(OpBuilder& b, Location l, gpu::AllReduceOperation kind, Value x, Value y);
+// One step of a warp reduction `kind` on two f32 values; null for kinds it has no emulation of.
+Value combine(OpBuilder& b, Location l, gpu::AllReduceOperation kind, Value x, Value y) {
+  using K = gpu::AllReduceOperation;
+  switch (kind) {
+    case K::ADD: return arith::AddFOp::create(b, l, x, y);
+    case K::MAXNUMF: return arith::MaxNumFOp::create(b, l, x, y);
+    case K::MINNUMF: return arith::MinNumFOp::create(b, l, x, y);
+    case K::MAXIMUMF: return arith::MaximumFOp::create(b, l, x, y);
+    case K::MINIMUMF: return arith::MinimumFOp::create(b, l, x, y);
+    case K::MUL: return arith::MulFOp::create(b, l, x, y);
+    default: return {};
+  }
+}
 
 // What one lane reads of a weight row per step: the widest global load.
 constexpr int64_t kLoadBytes = 16;
@@ -42,8 +54,6 @@ Value toF32(OpBuilder& b, Location l, Value v) {
   }
   return v.getType().isF32() ? v : Value(arith::ExtFOp::create(b, l, f32, v));
 }
-
-ArrayRef<ReassociationIndices> groups(SmallVector<ReassociationIndices>& g) { return g; }
 
 // Reassociation folding axes [0, lead) into one, the rest kept: [..L, a, b] <-> [L, a, b].
 SmallVector<ReassociationIndices> foldLeading(int64_t rank, int64_t lead) {
@@ -69,7 +79,7 @@ Value stackBuffer(OpBuilder& b, Location l, Value t, bool batched, int64_t batch
   if (batched) {
     if (rank > 3) {
       auto g = foldLeading(rank, rank - 2);
-      t = tensor::CollapseShapeOp::create(b, l, stack, t, groups(g));
+      t = tensor::CollapseShapeOp::create(b, l, stack, t, g);
     }
   } else {
     auto matrix = RankedTensorType::get({rows, cols}, et);
@@ -77,7 +87,7 @@ Value stackBuffer(OpBuilder& b, Location l, Value t, bool batched, int64_t batch
       t = tensor::ExpandShapeOp::create(b, l, matrix, t, ArrayRef<ReassociationIndices>{{0, 1}});
     } else if (rank > 2) {
       auto g = foldLeading(rank, rank - 1);
-      t = tensor::CollapseShapeOp::create(b, l, matrix, t, groups(g));
+      t = tensor::CollapseShapeOp::create(b, l, matrix, t, g);
     }
     t = tensor::ExpandShapeOp::create(b, l, stack, t, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
   }
@@ -109,7 +119,7 @@ Value resultTensor(OpBuilder& b, Location l, Value buffer, bool batched, RankedT
   if (batched) {
     if (rank == 3) return t;
     auto g = foldLeading(rank, rank - 2);
-    return tensor::ExpandShapeOp::create(b, l, result, t, groups(g));
+    return tensor::ExpandShapeOp::create(b, l, result, t, g);
   }
   int64_t rows = type.getShape()[1], n = type.getShape()[2];
   Value matrix = tensor::CollapseShapeOp::create(b, l, RankedTensorType::get({rows, n}, type.getElementType()), t,
@@ -117,7 +127,7 @@ Value resultTensor(OpBuilder& b, Location l, Value buffer, bool batched, RankedT
   if (rank == 2) return matrix;
   if (rank == 1) return tensor::CollapseShapeOp::create(b, l, result, matrix, ArrayRef<ReassociationIndices>{{0, 1}});
   auto g = foldLeading(rank, rank - 1);
-  return tensor::ExpandShapeOp::create(b, l, result, matrix, groups(g));
+  return tensor::ExpandShapeOp::create(b, l, result, matrix, g);
 }
 
 // A parallel loop nest over [0, extents) (the launch's grid, last axis
@@ -214,6 +224,15 @@ ProductShape shapeOf(ir::MatmulOp op) {
   return p;
 }
 
+// a as [batch, rows, K] and b as it is stored: [batch, N, K] when read by
+// transpose_b, else [batch, K, N].
+std::pair<Value, Value> stackOperands(OpBuilder& b, Location l, ir::MatmulOp op, const ProductShape& s) {
+  Value x = stackBuffer(b, l, op.getA(), s.batched, s.batch, s.rows, s.k);
+  Value w = op.getTransposeB() ? stackBuffer(b, l, op.getB(), s.batched, s.batch, s.n, s.k)
+                               : stackBuffer(b, l, op.getB(), s.batched, s.batch, s.k, s.n);
+  return {x, w};
+}
+
 // The widest load (at most 16 bytes of the weight) that divides K and that
 // every lane gets at least once; short rows take narrower ones.
 int64_t loadWidth(Type weight, int64_t k) {
@@ -264,8 +283,9 @@ void lowerProduct(ir::MatmulOp op) {
   OpBuilder b(op);
   Location l = op.getLoc();
   auto out = cast<RankedTensorType>(op.getType());
-  auto [batched, batch, rows, k, n] = shapeOf(op);
-  Value x = stackBuffer(b, l, op.getA(), batched, batch, rows, k), w = stackBuffer(b, l, op.getB(), batched, batch, n, k);
+  ProductShape shape = shapeOf(op);
+  auto [batched, batch, rows, k, n] = shape;
+  auto [x, w] = stackOperands(b, l, op, shape);
   Value result = memref::AllocOp::create(b, l, MemRefType::get({batch, rows, n}, out.getElementType()));
   {
     OpBuilder::InsertionGuard guard(b);
@@ -370,8 +390,9 @@ void lowerSplitProduct(ir::MatmulOp op) {
   OpBuilder b(op);
   Location l = op.getLoc();
   auto out = cast<RankedTensorType>(op.getType());
-  auto [batched, batch, rows, k, n] = shapeOf(op);
-  Value x = stackBuffer(b, l, op.getA(), batched, batch, rows, k), w = stackBuffer(b, l, op.getB(), batched, batch, k, n);
+  ProductShape shape = shapeOf(op);
+  auto [batched, batch, rows, k, n] = shape;
+  auto [x, w] = stackOperands(b, l, op, shape);
   int64_t splits = (k + kSplitChunk - 1) / kSplitChunk;
   Value result = memref::AllocOp::create(b, l, MemRefType::get({batch, rows, n}, out.getElementType()));
   // One chunk: its sums are the result.
@@ -495,18 +516,6 @@ Value recompute(Value v, Operation* launch, OpBuilder& b, IRMapping& map) {
   return map.lookup(v);
 }
 
-Value combine(OpBuilder& b, Location l, gpu::AllReduceOperation kind, Value x, Value y) {
-  using K = gpu::AllReduceOperation;
-  switch (kind) {
-    case K::ADD: return arith::AddFOp::create(b, l, x, y);
-    case K::MAXNUMF: return arith::MaxNumFOp::create(b, l, x, y);
-    case K::MINNUMF: return arith::MinNumFOp::create(b, l, x, y);
-    case K::MAXIMUMF: return arith::MaximumFOp::create(b, l, x, y);
-    case K::MINIMUMF: return arith::MinimumFOp::create(b, l, x, y);
-    case K::MUL: return arith::MulFOp::create(b, l, x, y);
-    default: return {};
-  }
-}
 
 }  // namespace
 
