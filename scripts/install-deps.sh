@@ -17,6 +17,8 @@ packages=(
   libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
   # `linnet export onnx`: ONNX's protobuf classes, checker and shape inference.
   libonnx-dev libprotobuf-dev
+  # The CUDA device's tests check its column-major products against OpenBLAS.
+  libopenblas-dev
 )
 
 missing=()

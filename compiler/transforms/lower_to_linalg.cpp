@@ -115,7 +115,9 @@ struct LowerToLinalgPass : PassWrapper<LowerToLinalgPass, OperationPass<ModuleOp
     // A param in a storage format is read by the target's own kernels.
     target.addLegalOp<ir::PackedMatmulOp, ir::PackedGatherOp, ir::UnpackOp>();
     target.addDynamicallyLegalOp<ir::AttentionOp>([this](Operation* op) { return targetKeepsAttention(op, options); });
-    target.addDynamicallyLegalOp<ir::MatmulOp>([this](Operation* op) { return targetKeepsDecodeProduct(op, options); });
+    target.addDynamicallyLegalOp<ir::MatmulOp>([this](Operation* op) {
+      return targetKeepsDecodeProduct(op, options) || targetKeepsLibraryProduct(op, options);
+    });
     target.addDynamicallyLegalOp<ir::ReduceOp>([this](Operation* op) { return targetKeepsRowReduction(op, options); });
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect, math::MathDialect, scf::SCFDialect,
                            tensor::TensorDialect>();

@@ -95,6 +95,26 @@ bool targetKeepsDecodeProduct(mlir::Operation* op, const SharedOptions& options)
   return rows <= SharedOptions::kMaxDecodeRows;
 }
 
+bool targetKeepsLibraryProduct(mlir::Operation* op, const SharedOptions& options) {
+  auto matmul = mlir::dyn_cast<ir::MatmulOp>(op);
+  if (!matmul || !options.targetLibraryProducts) return false;
+  auto a = mlir::cast<mlir::RankedTensorType>(matmul.getA().getType());
+  auto w = mlir::cast<mlir::RankedTensorType>(matmul.getB().getType());
+  auto out = mlir::cast<mlir::RankedTensorType>(matmul.getType());
+  if (w.getRank() < 2 || a.getRank() < 2 || !a.hasStaticShape() || !w.hasStaticShape() || !out.hasStaticShape())
+    return false;
+  mlir::Type t = out.getElementType();
+  if (!(t.isF32() || t.isBF16() || t.isF16()) || a.getElementType() != t || w.getElementType() != t) return false;
+  int64_t rows = 1;
+  if (w.getRank() == 2) {
+    for (int64_t d : out.getShape().drop_back()) rows *= d;
+  } else {
+    if (a.getRank() != w.getRank() || a.getShape().drop_back(2) != w.getShape().drop_back(2)) return false;
+    rows = a.getShape()[a.getRank() - 2];
+  }
+  return rows >= SharedOptions::kMinLibraryRows;
+}
+
 bool targetKeepsRowReduction(mlir::Operation* op, const SharedOptions& options) {
   auto reduce = mlir::dyn_cast<ir::ReduceOp>(op);
   if (!reduce || !options.targetRowReductions) return false;

@@ -55,12 +55,20 @@ struct SharedOptions {
   // (cuda: a warp per row).
   bool targetRowReductions = false;
   static constexpr int64_t kMinTargetRow = 64;
+  // A product of at least kMinLibraryRows rows whose a, b and result share
+  // one float type, b a weight (2-D) or a stack with a's leading axes
+  // (batched, no broadcast), stays linnet.matmul for a library's GEMM
+  // (cuda: cuBLASLt; targets/cuda/library_products.h).
+  bool targetLibraryProducts = false;
+  static constexpr int64_t kMinLibraryRows = 16;
 };
 
 // True when `options` leave this attention op to the target.
 bool targetKeepsAttention(mlir::Operation* attention, const SharedOptions& options);
 // True when `options` leave this product to the target (targetDecodeProducts).
 bool targetKeepsDecodeProduct(mlir::Operation* matmul, const SharedOptions& options);
+// True when `options` leave this product to a library (targetLibraryProducts).
+bool targetKeepsLibraryProduct(mlir::Operation* matmul, const SharedOptions& options);
 // True when `options` leave this reduction to the target (targetRowReductions).
 bool targetKeepsRowReduction(mlir::Operation* reduce, const SharedOptions& options);
 

@@ -34,7 +34,30 @@ extern "C" {
 
 /* Raised whenever the table or its meaning changes; linnet_cuda_bind refuses
    another version, so an old artifact fails to load instead of misbehaving. */
-#define LINNET_CUDA_API_VERSION 1
+#define LINNET_CUDA_API_VERSION 2
+
+/* Element types of a library product. */
+#define LINNET_CUDA_F32 0
+#define LINNET_CUDA_BF16 1
+#define LINNET_CUDA_F16 2
+
+/* A stack of `batch` products, row-major, every matrix a view:
+     c[i] = x[i] w[i]^T  (transpose_w: w[i] is [n, k])
+     c[i] = x[i] w[i]    (else: w[i] is [k, n])
+   x[i] is [m, k], c[i] is [m, n]. Matrix i of an operand starts
+   i * stride_* elements after its pointer; its rows are ld_* elements apart.
+   One element type for all three, sums in f32 (never TF32), each result
+   rounded once. */
+typedef struct LinnetGemm {
+  uint32_t element_type; /* LINNET_CUDA_F32, _BF16 or _F16 */
+  uint32_t transpose_w;
+  uint64_t batch, m, n, k;
+  const void* x;
+  const void* w;
+  void* c;
+  uint64_t ld_x, ld_w, ld_c;
+  uint64_t stride_x, stride_w, stride_c;
+} LinnetGemm;
 
 typedef struct LinnetCudaApi {
   int32_t version; /* LINNET_CUDA_API_VERSION */
@@ -53,6 +76,8 @@ typedef struct LinnetCudaApi {
   /* Stream-ordered copies and fills of device memory. */
   int32_t (*copy)(void* device, void* dst, const void* src, uint64_t bytes);
   int32_t (*fill32)(void* device, void* dst, uint32_t value, uint64_t count);
+  /* A library product (cuBLASLt) on the device's stream. */
+  int32_t (*gemm)(void* device, const LinnetGemm* gemm);
 } LinnetCudaApi;
 
 /* Exported by model.so: takes the table (kept by pointer: it must outlive the

@@ -95,7 +95,8 @@ class EmulatedTarget : public targets::Target {
     for (size_t i = 0; i < manifest.entries.size(); ++i) manifest.entries[i].symbol = artifact::callSymbol(functions[i]);
     manifest.library = "model.so";
     manifest.init.clear();
-    cpu::compileSharedObject(llvmIR, cpu::entryShim(manifest, functions), (dir / manifest.library).string());
+    cpu::compileSharedObject(llvmIR, cpu::entryShim(manifest, functions) + emulatedLibraryText(),
+                             (dir / manifest.library).string());
     if (!options.keepIR) std::filesystem::remove(dir / "model.ll");
   }
 };

@@ -112,6 +112,11 @@ void mgpuMemcpy(void* dst, void* src, size_t bytes, void* stream) {
   if (api && bytes) api->copy(api->device, dst, src, bytes);
 }
 
+/* A library product (library_gemm.c, compiled after this file) through the device. */
+static void linnet_run_gemm(const LinnetGemm* gemm) {
+  if (api) api->gemm(api->device, gemm);
+}
+
 void mgpuMemset32(void* dst, uint32_t value, size_t count, void* stream) {
   (void)stream;
   if (api && count) api->fill32(api->device, dst, value, count);

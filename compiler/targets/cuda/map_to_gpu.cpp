@@ -265,7 +265,7 @@ class Sinker {
         launch.walk([&](memref::StoreOp s) { writers_[bufferRoot(s.getMemRef())].push_back(launch); });
       } else if (auto call = dyn_cast<func::CallOp>(op)) {
         for (Value a : call.getOperands())
-          if (isa<MemRefType>(a.getType())) writers_[bufferRoot(a)].push_back(call);
+          if (isa<BaseMemRefType>(a.getType())) writers_[bufferRoot(a)].push_back(call);
       }
     });
   }

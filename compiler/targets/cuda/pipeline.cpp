@@ -14,6 +14,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "targets/cuda/kernel_binary.h"
+#include "targets/cuda/library_products.h"
 #include "targets/cuda/buffer_lifetimes.h"
 #include "targets/cuda/fuse_elementwise.h"
 #include "targets/cuda/map_to_gpu.h"
@@ -28,7 +29,7 @@ using transforms::PipelineError;
 
 transforms::SharedOptions sharedOptions() {
   return {.attentionKeyPrefix = false, .hoistConstants = false, .f32WeightProducts = false,
-          .targetDecodeProducts = true, .targetRowReductions = true};
+          .targetDecodeProducts = true, .targetRowReductions = true, .targetLibraryProducts = true};
 }
 
 void registerDialects(mlir::DialectRegistry& registry) {
@@ -80,6 +81,7 @@ void lower(mlir::ModuleOp module, Stage stage) {
 }
 
 void bufferize(mlir::ModuleOp module) {
+  lowerLibraryProducts(module, sharedOptions());
   lowerWarpKernels(module, sharedOptions());
   fuseElementwise(module);
   {
@@ -127,11 +129,20 @@ namespace {
 constexpr const char* kLaunchShim =
 #include "launch_shim.inc"
     ;
-constexpr const char* kCudaApi =
-#include "cuda_api.inc"
+constexpr const char* kLibraryGemmText =
+#include "library_gemm.inc"
+    ;
+constexpr const char* kEmulatedGemmText =
+#include "emulated_gemm.inc"
     ;
 
 }  // namespace
+
+const char* const kCudaApiText =
+#include "cuda_api.inc"
+    ;
+
+std::string emulatedLibraryText() { return std::string(kCudaApiText) + kEmulatedGemmText + kLibraryGemmText; }
 
 void compileHostLibrary(const std::string& llvmIR, const std::string& entries, const std::filesystem::path& soPath) {
   namespace fs = std::filesystem;
@@ -141,8 +152,8 @@ void compileHostLibrary(const std::string& llvmIR, const std::string& entries, c
            api = dir / "cuda_api.h";
   std::ofstream(ll) << llvmIR;
   std::ofstream(entriesC) << entries;
-  std::ofstream(shim) << kLaunchShim;
-  std::ofstream(api) << kCudaApi;
+  std::ofstream(shim) << kLaunchShim << kLibraryGemmText;
+  std::ofstream(api) << kCudaApiText;
   const char* clang = std::getenv("LINNET_CLANG");
   ProcessResult r = runProcess({clang ? clang : LINNET_CLANG, "-O2", "-fPIC", "-shared", "-w", "-o", soPath.string(),
                                 ll.string(), entriesC.string(), shim.string(), "-I", dir.string()});

@@ -54,8 +54,14 @@ std::vector<artifact::Kernel> assembleAndLowerHost(mlir::ModuleOp module, const 
 // C source for model.so beside the host code: the ABI's entry symbols.
 std::string entryShim(const artifact::Manifest& manifest, const std::vector<std::string>& functions);
 
-// Compiles the host LLVM IR, the entry shim and the launch shim into
-// `soPath` with clang. Throws with clang's output on failure.
+// What the CPU emulation compiles into its model.so beside the entries:
+// cuda_api.h's types, the library product as a loop in f32
+// (emulated_gemm.c) and linnet_cuda_gemm_<t> (library_gemm.c).
+std::string emulatedLibraryText();
+
+// Compiles the host LLVM IR, the entry shim and the launch shim (with
+// linnet_cuda_gemm_<t>) into `soPath` with clang. Throws with clang's
+// output on failure.
 void compileHostLibrary(const std::string& llvmIR, const std::string& entries, const std::filesystem::path& soPath);
 
 }  // namespace linnet::cuda

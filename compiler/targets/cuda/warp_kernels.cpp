@@ -17,6 +17,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "targets/cuda/product_buffers.h"
 #include "transforms/pipeline.h"
 
 namespace linnet::cuda {
@@ -55,47 +56,6 @@ Value toF32(OpBuilder& b, Location l, Value v) {
   return v.getType().isF32() ? v : Value(arith::ExtFOp::create(b, l, f32, v));
 }
 
-// Reassociation folding axes [0, lead) into one, the rest kept: [..L, a, b] <-> [L, a, b].
-SmallVector<ReassociationIndices> foldLeading(int64_t rank, int64_t lead) {
-  SmallVector<ReassociationIndices> g(1);
-  for (int64_t a = 0; a < lead; ++a) g[0].push_back(a);
-  for (int64_t a = lead; a < rank; ++a) {
-    if (g.back().empty()) g.back().push_back(a);
-    else g.push_back({a});
-  }
-  return g;
-}
-
-// `t` as the buffer of a stack of matrices [batch, rows, cols] whose rows
-// are `cols` apart, read only: a view at any offset or batch stride (a
-// layer's slice of a stacked weight, a cache's heads) as it is;
-// bufferization copies one whose rows are not packed. With `batched`, t is
-// [..L, rows, cols]; without, t is [.., cols] with `rows` rows in all.
-Value stackBuffer(OpBuilder& b, Location l, Value t, bool batched, int64_t batch, int64_t rows, int64_t cols) {
-  auto type = cast<RankedTensorType>(t.getType());
-  Type et = type.getElementType();
-  int64_t rank = type.getRank();
-  auto stack = RankedTensorType::get({batch, rows, cols}, et);
-  if (batched) {
-    if (rank > 3) {
-      auto g = foldLeading(rank, rank - 2);
-      t = tensor::CollapseShapeOp::create(b, l, stack, t, g);
-    }
-  } else {
-    auto matrix = RankedTensorType::get({rows, cols}, et);
-    if (rank == 1) {
-      t = tensor::ExpandShapeOp::create(b, l, matrix, t, ArrayRef<ReassociationIndices>{{0, 1}});
-    } else if (rank > 2) {
-      auto g = foldLeading(rank, rank - 1);
-      t = tensor::CollapseShapeOp::create(b, l, matrix, t, g);
-    }
-    t = tensor::ExpandShapeOp::create(b, l, stack, t, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
-  }
-  auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, {ShapedType::kDynamic, cols, 1});
-  return bufferization::ToBufferOp::create(b, l, MemRefType::get({batch, rows, cols}, et, layout), t,
-                                           /*read_only=*/true);
-}
-
 // True when `buffer`'s offset and batch stride are multiples of `width`
 // elements (its rows are, by their static stride).
 Value startsAligned(OpBuilder& b, Location l, Value buffer, int64_t width) {
@@ -107,27 +67,6 @@ Value startsAligned(OpBuilder& b, Location l, Value buffer, int64_t width) {
     ok = ok ? Value(arith::AndIOp::create(b, l, ok, zero)) : zero;
   }
   return ok;
-}
-
-// A [batch, rows, n] buffer as a tensor of `result`'s shape ([..L, rows, n]
-// when batched, else [.., n] with `rows` rows in all).
-Value resultTensor(OpBuilder& b, Location l, Value buffer, bool batched, RankedTensorType result) {
-  auto type = cast<MemRefType>(buffer.getType());
-  Value t = bufferization::ToTensorOp::create(b, l, RankedTensorType::get(type.getShape(), type.getElementType()),
-                                              buffer, /*restrict=*/true, /*writable=*/true);
-  int64_t rank = result.getRank();
-  if (batched) {
-    if (rank == 3) return t;
-    auto g = foldLeading(rank, rank - 2);
-    return tensor::ExpandShapeOp::create(b, l, result, t, g);
-  }
-  int64_t rows = type.getShape()[1], n = type.getShape()[2];
-  Value matrix = tensor::CollapseShapeOp::create(b, l, RankedTensorType::get({rows, n}, type.getElementType()), t,
-                                                 ArrayRef<ReassociationIndices>{{0, 1}, {2}});
-  if (rank == 2) return matrix;
-  if (rank == 1) return tensor::CollapseShapeOp::create(b, l, result, matrix, ArrayRef<ReassociationIndices>{{0, 1}});
-  auto g = foldLeading(rank, rank - 1);
-  return tensor::ExpandShapeOp::create(b, l, result, matrix, g);
 }
 
 // A parallel loop nest over [0, extents) (the launch's grid, last axis
@@ -202,35 +141,6 @@ SmallVector<Value> laneVectorSums(OpBuilder& b, Location l, const WarpProduct& p
   for (Value v : vectors.getResults()) sums.push_back(vector::ReductionOp::create(b, l, vector::CombiningKind::ADD, v));
   if (steps * chunk == k) return sums;
   return laneSums(b, l, p, steps * chunk, k, sums);
-}
-
-// A kept product as a stack of `batch` products of [rows, K] with b
-// ([N, K] read by transpose_b, else [K, N]).
-struct ProductShape {
-  bool batched;  // b is [..L, .., ..], a [..L, rows, K]; else b is 2-D, a [.., K]
-  int64_t batch, rows, k, n;
-};
-
-ProductShape shapeOf(ir::MatmulOp op) {
-  auto out = cast<RankedTensorType>(op.getType());
-  ArrayRef<int64_t> bShape = cast<RankedTensorType>(op.getB().getType()).getShape();
-  int64_t r = static_cast<int64_t>(bShape.size());
-  ProductShape p{r > 2, 1, 1, bShape[r - 1], bShape[r - 2]};
-  if (!op.getTransposeB()) std::swap(p.k, p.n);
-  for (int64_t d : bShape.drop_back(2)) p.batch *= d;
-  if (p.batched) p.rows = out.getShape()[out.getRank() - 2];
-  else
-    for (int64_t d : out.getShape().drop_back()) p.rows *= d;
-  return p;
-}
-
-// a as [batch, rows, K] and b as it is stored: [batch, N, K] when read by
-// transpose_b, else [batch, K, N].
-std::pair<Value, Value> stackOperands(OpBuilder& b, Location l, ir::MatmulOp op, const ProductShape& s) {
-  Value x = stackBuffer(b, l, op.getA(), s.batched, s.batch, s.rows, s.k);
-  Value w = op.getTransposeB() ? stackBuffer(b, l, op.getB(), s.batched, s.batch, s.n, s.k)
-                               : stackBuffer(b, l, op.getB(), s.batched, s.batch, s.k, s.n);
-  return {x, w};
 }
 
 // The widest load (at most 16 bytes of the weight) that divides K and that

@@ -13,7 +13,8 @@ constexpr const char* kNeeds = "--backend cuda needs an NVIDIA GPU and its drive
 
 }  // namespace
 
-Context::Context(const Options& options) : api_(DriverApi::open(options.driverLibrary)) {
+Context::Context(const Options& options)
+    : api_(DriverApi::open(options.driverLibrary)), blasLibraries_(options.blasLibraries) {
   const DriverApi& api = *api_;
   CUresult init = api.cuInit(0);
   if (init == CUDA_ERROR_STUB_LIBRARY)
@@ -56,10 +57,16 @@ Context::~Context() {
   const DriverApi& api = *api_;
   api.cuCtxSetCurrent(context_);
   api.cuStreamSynchronize(stream_);
+  blas_.reset();
   arena_.reset();
   freePool();
   api.cuStreamDestroy(stream_);
   api.cuDevicePrimaryCtxRelease(device_);
+}
+
+BlasLt& Context::blas() {
+  if (!blas_) blas_ = std::make_unique<BlasLt>(*api_, blasLibraries_);
+  return *blas_;
 }
 
 void Context::makeCurrent() const { api_->check(api_->cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }

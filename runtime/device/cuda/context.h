@@ -15,6 +15,7 @@
 #include <string>
 
 #include "device/cuda/arena.h"
+#include "device/cuda/blas_lt.h"
 #include "device/cuda/block_pool.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/driver_api.h"
@@ -41,6 +42,8 @@ class Context {
   CUdeviceptr takeBlock(std::size_t bytes);
   void giveBack(CUdeviceptr address, std::size_t bytes);
   Arena& arena() { return *arena_; }
+  // cuBLASLt on this context, opened at the first call (throws as BlasLt does).
+  BlasLt& blas();
 
  private:
   CUdeviceptr allocate(std::size_t bytes);
@@ -54,6 +57,8 @@ class Context {
   std::mutex poolMutex_;  // buffers may be dropped on any thread
   BlockPool pool_;
   std::optional<Arena> arena_;  // emptied before the context is released
+  std::string blasLibraries_;
+  std::unique_ptr<BlasLt> blas_;  // released before the context
 };
 
 }  // namespace linnet::device::cuda

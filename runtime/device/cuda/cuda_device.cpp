@@ -116,6 +116,7 @@ class CudaDevice : public Device {
 Options optionsFromEnvironment() {
   Options options;
   if (const char* library = std::getenv("LINNET_CUDA_DRIVER"); library && *library) options.driverLibrary = library;
+  if (const char* blas = std::getenv("LINNET_CUBLASLT"); blas && *blas) options.blasLibraries = blas;
   if (const char* ordinal = std::getenv("LINNET_CUDA_DEVICE"); ordinal && *ordinal) {
     std::string_view text = ordinal;
     auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), options.ordinal);

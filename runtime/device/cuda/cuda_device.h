@@ -17,6 +17,9 @@ namespace linnet::device::cuda {
 
 struct Options {
   std::string driverLibrary = "libcuda.so.1";  // LINNET_CUDA_DRIVER
+  // cuBLASLt, opened at an entry's first library product: the first of
+  // these (':'-separated) that loads. LINNET_CUBLASLT replaces the list.
+  std::string blasLibraries = "libcublasLt.so.13:libcublasLt.so.12";
   int ordinal = 0;                             // LINNET_CUDA_DEVICE
   bool graphs = true;                          // LINNET_CUDA_GRAPHS=0 turns them off
   // Where a problem that does not stop a call goes (an entry that cannot be

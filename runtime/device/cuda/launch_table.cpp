@@ -31,6 +31,7 @@ LaunchTable::LaunchTable(std::shared_ptr<Context> context) : context_(std::move(
   api_.release = release;
   api_.copy = copy;
   api_.fill32 = fill32;
+  api_.gemm = gemm;
 }
 
 LaunchTable::~LaunchTable() {
@@ -168,6 +169,18 @@ int32_t LaunchTable::fill32(void* device, void* dst, uint32_t value, uint64_t co
     return t.ok(result, "cuMemsetD32Async") ? 0 : 1;
   } catch (const std::exception& e) {
     t.fail(e.what());
+    return 1;
+  }
+}
+
+int32_t LaunchTable::gemm(void* device, const LinnetGemm* gemm) noexcept {
+  LaunchTable& t = self(device);
+  if (t.failure_) return 1;
+  try {
+    t.context_->blas().run(*gemm, t.context_->stream());
+    return 0;
+  } catch (const std::exception& e) {
+    t.fail(withoutPrefix(e.what()));
     return 1;
   }
 }

@@ -1,6 +1,7 @@
 // The table a CUDA artifact's host code launches through
 // (artifact/cuda_api.h), for one loaded model.so. Each function calls the
-// driver, on the device's stream for launches, copies and fills. The first
+// driver (or cuBLASLt, for a library product), on the device's stream for
+// launches, copies, fills and products. The first
 // failure is recorded (the call and its cuGetErrorName), and from then on
 // every function fails without calling the driver, so no entry runs past a
 // failed call; the executable takes the failure when the entry returns and
@@ -55,6 +56,7 @@ class LaunchTable {
   static void release(void* device, void* pointer) noexcept;
   static int32_t copy(void* device, void* dst, const void* src, uint64_t bytes) noexcept;
   static int32_t fill32(void* device, void* dst, uint32_t value, uint64_t count) noexcept;
+  static int32_t gemm(void* device, const LinnetGemm* gemm) noexcept;
 
   std::shared_ptr<Context> context_;
   LinnetCudaApi api_{};

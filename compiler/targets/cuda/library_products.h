@@ -1,0 +1,29 @@
+// Products the cuda target leaves to a library: prefill's (at least
+// SharedOptions::kMinLibraryRows rows of x), whose GEMMs cuBLASLt runs near
+// the tensor cores' peak where a kernel of ours would not.
+//
+// At the tensor stage each such linnet.matmul becomes a host call
+//   linnet_cuda_gemm_<t>(x, w, c, transpose_w)      t: f32, bf16 or f16
+// on three stacks of matrices (product_buffers.h) passed as unranked
+// memrefs; the result is c's fresh buffer as a tensor. The call is compiled
+// into model.so (library_gemm.c) and hands a LinnetGemm
+// (runtime/artifact/cuda_api.h) to the device's cuBLASLt, or, in the CPU
+// emulation, to a loop in f32 (emulated_gemm.c).
+#pragma once
+
+#include "mlir/IR/BuiltinOps.h"
+#include "transforms/pipeline.h"
+
+namespace linnet::cuda {
+
+inline constexpr const char* kLibraryGemm = "linnet_cuda_gemm";
+
+// Every product `options` leave to a library (targetKeepsLibraryProduct),
+// as the call above. Before bufferization.
+void lowerLibraryProducts(mlir::ModuleOp module, const transforms::SharedOptions& options);
+
+// True for a call of linnet_cuda_gemm_<t>: it reads x and w and writes c on the
+// device's stream, and keeps none of them.
+bool isLibraryCall(mlir::Operation* op);
+
+}  // namespace linnet::cuda
