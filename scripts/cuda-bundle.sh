@@ -8,8 +8,9 @@
 #                      needs beyond the C/C++ runtime
 #   DIR/bin/linnetc    the cache's key only (a cache hit never runs it)
 #   DIR/cache          the check's cuda artifacts, prebuilt here by running
-#                      the check's calls on the fake libcuda of the tests
-#                      (its kernels do nothing: only the artifacts are kept)
+#                      the check's calls on the fake libcuda and cuBLASLt of
+#                      the tests (they compute nothing: only the artifacts
+#                      are kept)
 #   DIR/expected       the check's outputs on the CPU backend
 #
 # Needs a release build with the cuda target (ptxas found at configure time).
@@ -17,8 +18,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${1:-.cache/cuda-bundle}
 BUILD=${BUILD:-build}
-ninja -C "$BUILD" linnet linnetc linnet_cuda_fake_driver > /dev/null
+ninja -C "$BUILD" linnet linnetc linnet_cuda_fake_driver linnet_cuda_fake_cublaslt > /dev/null
 FAKE=$(ls "$BUILD"/tests/liblinnet_cuda_fake_driver.so)
+FAKE_BLAS=$(ls "$BUILD"/tests/liblinnet_cuda_fake_cublaslt.so)
 
 rm -rf "$DIR"
 mkdir -p "$DIR/bin" "$DIR/lib"
@@ -35,7 +37,7 @@ LINNET_CACHE=$PWD/.cache/cuda-bundle-cpu LINNET_BIN=$DIR/bin/linnet LD_LIBRARY_P
   { cat "$DIR/expected.log"; exit 1; }
 echo "cuda-bundle: cuda artifacts, built through the runtime on the fake libcuda"
 LINNETC=$PWD/$DIR/bin/linnetc LINNET_CACHE=$PWD/$DIR/cache LINNET_BIN=$DIR/bin/linnet LD_LIBRARY_PATH=$DIR/lib \
-  LINNET_CUDA_DRIVER=$PWD/$FAKE FAKE_CUDA_ANY_KERNEL=1 \
+  LINNET_CUDA_DRIVER=$PWD/$FAKE LINNET_CUBLASLT=$PWD/$FAKE_BLAS FAKE_CUDA_ANY_KERNEL=1 \
   bash scripts/cuda-check.sh --outputs cuda "$DIR/fake" > "$DIR/fake.log" 2>&1 || { cat "$DIR/fake.log"; exit 1; }
 rm -rf "$DIR/fake" "$DIR/fake.log" "$DIR"/cache/.tmp-*
 bytes=$(du -sb "$DIR" | cut -f1)

@@ -9,7 +9,8 @@
 # The bundle's linnet runs the card's entries on the gqa2 fixture (f32, and
 # bf16 converted at load) on `--backend cuda` from the bundle's prebuilt
 # artifacts, and compares with what the CPU backend computed on the build
-# machine: forward logits, prefill and 8 decode steps (relative 1e-5), the
+# machine: forward logits, prefill (8 tokens, and 20: cuBLASLt's products)
+# and 8 decode steps (relative 1e-5), the
 # same calls with CUDA graphs off (bit-identical), greedy ids over 32 steps
 # in f32 and bf16 (equal). Results go to $OUT (else BUNDLE/results) as
 # results.jsonl, ending with a table; the exit status is 1 if a check failed.
@@ -27,6 +28,8 @@ cd "$(dirname "$0")/.."
 CARD=nest/llama-3.1-8b-instruct
 FIXTURE=tests/data/llama/gqa2
 PROMPT=47,19,38,53,12,52,24,57
+# 20 tokens: prefill's products then have 20 rows, which cuBLASLt runs.
+LONG_PROMPT=47,19,38,53,12,52,24,57,3,1,4,1,5,9,2,6,5,3,5,8
 DECODE_IDS=(3 1 4 1 5 9 2 6)
 HELP=scripts/cuda_check.py
 export LINNET_STDLIB=$PWD/stdlib
@@ -56,6 +59,10 @@ outputs() {
   # shellcheck disable=SC2046
   "$linnet" call $common $(sets) --entry prefill --input tokens=@"$dir/prompt.npy" --input pos=0 \
     --output @"$dir/prefill.npy" "${steps[@]}"
+  python3 $HELP ids "$dir/prompt20.npy" $LONG_PROMPT
+  # shellcheck disable=SC2046
+  "$linnet" call $common $(sets) --entry prefill --input tokens=@"$dir/prompt20.npy" --input pos=0 \
+    --output @"$dir/prefill20.npy"
   # shellcheck disable=SC2046
   "$linnet" generate $common $(sets) --prompt-ids $PROMPT --max-new 32 > "$dir/ids_f32.txt"
   # shellcheck disable=SC2046
@@ -79,6 +86,16 @@ if [[ "$BACKEND" == cuda ]]; then
   export LD_LIBRARY_PATH=$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export LINNETC=$BUNDLE/bin/linnetc LINNET_CACHE=$BUNDLE/cache LINNET_BIN=$BUNDLE/bin/linnet
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$RESULTS_DIR/gpu.txt" 2>&1 || true
+  # cuBLASLt for prefill's products: the toolkit's, or the one PyTorch's
+  # nvidia-cublas package installed.
+  if [[ -z "${LINNET_CUBLASLT:-}" ]]; then
+    LINNET_CUBLASLT=$({ ls /usr/local/cuda/lib64/libcublasLt.so.1[23] 2>/dev/null
+      python3 -c "import glob, site
+for d in site.getsitepackages(): print('\n'.join(sorted(glob.glob(d + '/nvidia/**/libcublasLt.so.1*', recursive=True))))"
+    } | grep . | paste -sd: -)
+    export LINNET_CUBLASLT
+  fi
+  echo "cuBLASLt: ${LINNET_CUBLASLT:-none found}"
   echo "GPU: $(cat "$RESULTS_DIR/gpu.txt")"
 else
   export LINNET_CACHE=${LINNET_CACHE:-$PWD/.cache/cuda-check-$BACKEND}
@@ -100,7 +117,7 @@ EXPECTED=$BUNDLE/expected
 GOT=$RESULTS_DIR/$BACKEND
 run "$BACKEND (graphs on)" "$GOT"
 run "$BACKEND (graphs off)" "$GOT-nographs" LINNET_CUDA_GRAPHS=0
-for f in forward prefill decode1 decode2 decode3 decode4 decode5 decode6 decode7 decode8; do
+for f in forward prefill prefill20 decode1 decode2 decode3 decode4 decode5 decode6 decode7 decode8; do
   python3 $HELP compare "f32 $f vs cpu" "$EXPECTED/$f.npy" "$GOT/$f.npy" 1e-5 "$RESULTS"
   python3 $HELP same "f32 $f graphs on = off" "$GOT/$f.npy" "$GOT-nographs/$f.npy" "$RESULTS"
 done
