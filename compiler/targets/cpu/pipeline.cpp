@@ -15,6 +15,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "targets/cpu/kernel_calls.h"
+#include "targets/cpu/kernel_objects.h"
 #include "targets/cpu/parallel_loops.h"
 #include "transforms/pipeline.h"
 
@@ -119,18 +120,6 @@ void memrefCopy(int64_t elem, Unranked* src, Unranked* dst) {
   return out;
 }
 
-namespace {
-
-struct KernelSource {
-  const char* path;  // under the kernels' include root
-  const char* text;
-};
-constexpr KernelSource kKernelSources[] = {
-#include "kernel_sources.inc"
-};
-
-}  // namespace
-
 void compileSharedObject(const std::string& llvmIR, const std::string& shim, const std::string& soPath) {
   namespace fs = std::filesystem;
   fs::path out(soPath);
@@ -139,17 +128,16 @@ void compileSharedObject(const std::string& llvmIR, const std::string& shim, con
   fs::path c = dir / (out.stem().string() + "_shim.c");
   std::ofstream(ll) << llvmIR;
   std::ofstream(c) << shim;
-  // The weight kernels, compiled for this machine beside the model's code.
+  // The weight kernels: compiled once for this machine and kept (kernel_objects.h).
   fs::path kernels = dir / (out.stem().string() + "_kernels");
-  for (const KernelSource& k : kKernelSources) {
-    fs::create_directories((kernels / k.path).parent_path());
-    std::ofstream(kernels / k.path) << k.text;
-  }
   const char* clang = std::getenv("LINNET_CLANG");
-  std::vector<std::string> command = {clang ? clang : LINNET_CLANG, "-O3", "-march=native", "-fPIC", "-shared", "-w",
+  std::string compiler = clang ? clang : LINNET_CLANG;
+  std::vector<std::string> kernelFlags = {"-O3", "-march=native", "-fPIC", "-w"};
+  if (threaded()) kernelFlags.push_back("-fopenmp");
+  std::vector<fs::path> objects = kernelObjects(compiler, kernelFlags, kernels, kernels);
+  std::vector<std::string> command = {compiler, "-O3", "-march=native", "-fPIC", "-shared", "-w",
                                       "-o", out.string(), ll.string(), c.string(), "-I", kernels.string(), "-lm"};
-  for (const KernelSource& k : kKernelSources)
-    if (std::string_view(k.path).ends_with(".c")) command.push_back((kernels / k.path).string());
+  for (const fs::path& o : objects) command.push_back(o.string());
   if (threaded()) {
     command.push_back("-fopenmp");
     // The OpenMP runtime, found where it was at configure time.
