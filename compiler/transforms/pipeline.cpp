@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -73,46 +74,48 @@ bool targetKeepsAttention(mlir::Operation* op, const SharedOptions& options) {
   return k.getElementType().isF32() && k.getRank() <= 4;  // [..L, K, D], ..L at most two axes
 }
 
-bool targetKeepsDecodeProduct(mlir::Operation* op, const SharedOptions& options) {
-  auto matmul = mlir::dyn_cast<ir::MatmulOp>(op);
-  if (!matmul || !options.targetDecodeProducts) return false;
+namespace {
+
+// The rows of x a float product with static shapes multiplies: all but the
+// last axis of a 2-D weight's x, or M of a stack [..L, M, K] x [..L, .., ..]
+// with the same ..L (no broadcast). None for any other product.
+std::optional<int64_t> stackedProductRows(ir::MatmulOp matmul) {
   auto a = mlir::cast<mlir::RankedTensorType>(matmul.getA().getType());
   auto w = mlir::cast<mlir::RankedTensorType>(matmul.getB().getType());
   auto out = mlir::cast<mlir::RankedTensorType>(matmul.getType());
-  if (w.getRank() < 2 || !a.hasStaticShape() || !w.hasStaticShape() || !out.hasStaticShape()) return false;
+  if (w.getRank() < 2 || !a.hasStaticShape() || !w.hasStaticShape() || !out.hasStaticShape()) return std::nullopt;
   for (mlir::Type t : {a.getElementType(), w.getElementType(), out.getElementType()})
-    if (!mlir::isa<mlir::FloatType>(t)) return false;
-  int64_t rows = 1;
+    if (!mlir::isa<mlir::FloatType>(t)) return std::nullopt;
   if (w.getRank() == 2) {
+    int64_t rows = 1;
     for (int64_t d : out.getShape().drop_back()) rows *= d;
-  } else {
-    // Batched: [..L, M, K] x [..L, N, K] with the same ..L (no broadcast).
-    if (a.getRank() != w.getRank() || a.getShape().drop_back(2) != w.getShape().drop_back(2)) return false;
-    rows = a.getShape()[a.getRank() - 2];
+    return rows;
   }
+  if (a.getRank() != w.getRank() || a.getShape().drop_back(2) != w.getShape().drop_back(2)) return std::nullopt;
+  return a.getShape()[a.getRank() - 2];
+}
+
+}  // namespace
+
+bool targetKeepsDecodeProduct(mlir::Operation* op, const SharedOptions& options) {
+  auto matmul = mlir::dyn_cast<ir::MatmulOp>(op);
+  if (!matmul || !options.targetDecodeProducts) return false;
+  std::optional<int64_t> rows = stackedProductRows(matmul);
   // b read as [.., K, N]: only a long reduction is worth splitting.
+  auto a = mlir::cast<mlir::RankedTensorType>(matmul.getA().getType());
   if (!matmul.getTransposeB() && a.getShape().back() < SharedOptions::kMinSplitLength) return false;
-  return rows <= SharedOptions::kMaxDecodeRows;
+  return rows && *rows <= SharedOptions::kMaxDecodeRows;
 }
 
 bool targetKeepsLibraryProduct(mlir::Operation* op, const SharedOptions& options) {
   auto matmul = mlir::dyn_cast<ir::MatmulOp>(op);
   if (!matmul || !options.targetLibraryProducts) return false;
-  auto a = mlir::cast<mlir::RankedTensorType>(matmul.getA().getType());
-  auto w = mlir::cast<mlir::RankedTensorType>(matmul.getB().getType());
-  auto out = mlir::cast<mlir::RankedTensorType>(matmul.getType());
-  if (w.getRank() < 2 || a.getRank() < 2 || !a.hasStaticShape() || !w.hasStaticShape() || !out.hasStaticShape())
-    return false;
-  mlir::Type t = out.getElementType();
-  if (!(t.isF32() || t.isBF16() || t.isF16()) || a.getElementType() != t || w.getElementType() != t) return false;
-  int64_t rows = 1;
-  if (w.getRank() == 2) {
-    for (int64_t d : out.getShape().drop_back()) rows *= d;
-  } else {
-    if (a.getRank() != w.getRank() || a.getShape().drop_back(2) != w.getShape().drop_back(2)) return false;
-    rows = a.getShape()[a.getRank() - 2];
-  }
-  return rows >= SharedOptions::kMinLibraryRows;
+  std::optional<int64_t> rows = stackedProductRows(matmul);
+  if (!rows || *rows < SharedOptions::kMinLibraryRows) return false;
+  // One element type of the three that cuBLASLt takes, x a matrix or more.
+  mlir::Type t = matmul.getType().getElementType();
+  return (t.isF32() || t.isBF16() || t.isF16()) && matmul.getA().getType().getElementType() == t &&
+         matmul.getB().getType().getElementType() == t && matmul.getA().getType().getRank() >= 2;
 }
 
 bool targetKeepsRowReduction(mlir::Operation* op, const SharedOptions& options) {
