@@ -1216,6 +1216,40 @@ struct Builder {
 
   // ---------------------------------------------------------------- language forms
   // Index comprehensions (§8): transposes, diagonals, outer products, rank 4.
+  // A reduction over rows with the elementwise work around it, as a norm and
+  // a softmax write it (cuda: one warp kernel computes the square where it
+  // reads it, and the scale or the exp and divide after the butterfly):
+  // rows of 100 (not a multiple of 32) under one, two and three leading axes.
+  void rowChains() {
+    struct R { const char* tag; Shape x; };
+    for (Scalar d : kFloats)
+      for (const R& r : {R{"rows", {3, 100}}, R{"rank3", {2, 3, 100}}, R{"rank4", {2, 1, 3, 100}}}) {
+        Shape w = {r.x.back()};
+        Case norm = shapeCase("row_chain", std::string("rms_norm_") + r.tag, d, "reduce");
+        norm.params = "x: " + ty(d, r.x) + ", w: " + ty(d, w);
+        norm.result = ty(d, r.x);
+        norm.body = fmt::format(
+            "let wide = cast<f32>(x)\n        let variance = mean(wide * wide, axis = -1, keepdims = true)\n"
+            "        return w * cast<{}>(wide * rsqrt(variance + 1.0e-5))",
+            dtypeName(d));
+        Rng rng(norm.name);
+        norm.runs.push_back({general(d, r.x, rng), general(d, w, rng)});
+        norm.tol = d == F32 ? Tolerance{static_cast<double>(r.x.back() + 8), 1.0} : Tolerance{2, 1.0};
+        add(std::move(norm));
+
+        Case soft = shapeCase("row_chain", std::string("softmax_") + r.tag, d, "reduce");
+        soft.params = "x: " + ty(d, r.x);
+        soft.result = ty(F32, r.x);
+        soft.body =
+            "let wide = cast<f32>(x)\n        let e = exp(wide - max(wide, axis = -1, keepdims = true))\n"
+            "        return e / sum(e, axis = -1, keepdims = true)";
+        Rng srng(soft.name);
+        soft.runs.push_back({general(d, r.x, srng)});
+        soft.tol = Tolerance{static_cast<double>(r.x.back() + 8), 1.0};
+        add(std::move(soft));
+      }
+  }
+
   void comprehensions() {
     for (Scalar d : kAll) {
       struct F { const char* tag; std::vector<std::pair<std::string, Shape>> params; Shape result; std::string body; };
@@ -1373,6 +1407,7 @@ Suite generateSuite() {
 
   b.comprehensions();
   b.subscripts();
+  b.rowChains();
   return std::move(b.suite);
 }
 

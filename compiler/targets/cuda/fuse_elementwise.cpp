@@ -11,19 +11,17 @@
 
 namespace linnet::cuda {
 
-namespace {
-
-using namespace mlir;
-
-// A generic of parallel loops whose body holds no region (no loop, no
-// branch): cheap to compute again inside each consumer.
-bool plainElementwise(Operation* op) {
-  auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
+bool plainElementwise(mlir::Operation* op) {
+  auto generic = mlir::dyn_cast_or_null<mlir::linalg::GenericOp>(op);
   if (!generic || generic.getNumParallelLoops() != generic.getNumLoops()) return false;
-  for (Operation& inner : generic.getRegion().front())
+  for (mlir::Operation& inner : generic.getRegion().front())
     if (inner.getNumRegions() != 0) return false;
   return true;
 }
+
+namespace {
+
+using namespace mlir;
 
 int64_t iterations(linalg::GenericOp generic) {
   int64_t n = 1;

@@ -24,4 +24,8 @@ namespace linnet::cuda {
 // Before bufferization.
 void fuseElementwise(mlir::ModuleOp module);
 
+// A linalg.generic of parallel loops whose body holds no region (no loop,
+// no branch): cheap to compute again inside each consumer.
+bool plainElementwise(mlir::Operation* op);
+
 }  // namespace linnet::cuda

@@ -84,6 +84,7 @@ void bufferize(mlir::ModuleOp module) {
   lowerLibraryProducts(module, sharedOptions());
   lowerWarpKernels(module, sharedOptions());
   fuseElementwise(module);
+  lowerRowReductions(module, sharedOptions());
   {
     mlir::PassManager pm(module.getContext(), mlir::ModuleOp::getOperationName());
     // Allocations live in the runtime's per-call arena, reset when the

@@ -18,6 +18,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "targets/cuda/product_buffers.h"
+#include "targets/cuda/warp_helpers.h"
 #include "transforms/pipeline.h"
 
 namespace linnet::cuda {
@@ -26,35 +27,10 @@ namespace {
 
 using namespace mlir;
 
-// One step of a warp reduction `kind` on two f32 values; null for kinds it has no emulation of.
-Value combine(OpBuilder& b, Location l, gpu::AllReduceOperation kind, Value x, Value y) {
-  using K = gpu::AllReduceOperation;
-  switch (kind) {
-    case K::ADD: return arith::AddFOp::create(b, l, x, y);
-    case K::MAXNUMF: return arith::MaxNumFOp::create(b, l, x, y);
-    case K::MINNUMF: return arith::MinNumFOp::create(b, l, x, y);
-    case K::MAXIMUMF: return arith::MaximumFOp::create(b, l, x, y);
-    case K::MINIMUMF: return arith::MinimumFOp::create(b, l, x, y);
-    case K::MUL: return arith::MulFOp::create(b, l, x, y);
-    default: return {};
-  }
-}
-
 // What one lane reads of a weight row per step: the widest global load.
 constexpr int64_t kLoadBytes = 16;
 
-Value cIndex(OpBuilder& b, Location l, int64_t v) { return arith::ConstantIndexOp::create(b, l, v); }
-
 int64_t bytesOf(Type t) { return t.getIntOrFloatBitWidth() / 8; }
-
-Value toF32(OpBuilder& b, Location l, Value v) {
-  Type f32 = b.getF32Type();
-  if (auto vt = dyn_cast<VectorType>(v.getType())) {
-    if (vt.getElementType().isF32()) return v;
-    return arith::ExtFOp::create(b, l, VectorType::get(vt.getShape(), f32), v);
-  }
-  return v.getType().isF32() ? v : Value(arith::ExtFOp::create(b, l, f32, v));
-}
 
 // True when `buffer`'s offset and batch stride are multiples of `width`
 // elements (its rows are, by their static stride).
@@ -67,20 +43,6 @@ Value startsAligned(OpBuilder& b, Location l, Value buffer, int64_t width) {
     ok = ok ? Value(arith::AndIOp::create(b, l, ok, zero)) : zero;
   }
   return ok;
-}
-
-// A parallel loop nest over [0, extents) (the launch's grid, last axis
-// fastest), b's insertion point moved into its body.
-scf::ParallelOp parallelLoop(OpBuilder& b, Location l, ArrayRef<int64_t> extents) {
-  SmallVector<Value> zeros, ends, ones;
-  for (int64_t e : extents) {
-    zeros.push_back(cIndex(b, l, 0));
-    ends.push_back(cIndex(b, l, e));
-    ones.push_back(cIndex(b, l, 1));
-  }
-  auto par = scf::ParallelOp::create(b, l, zeros, ends, ones);
-  b.setInsertionPoint(par.getBody()->getTerminator());
-  return par;
 }
 
 // vector.load with the alignment the target may assume: the buffers are
@@ -348,55 +310,6 @@ void lowerSplitProduct(ir::MatmulOp op) {
   op.erase();
 }
 
-// A reduction over the last axis of x [.., K]: a warp per row, lane l
-// folding k = l, l + 32, .. in f32 (coalesced reads), the warp's 32
-// partial results combined by the butterfly, lane 0 storing (a mean divided
-// by K first, as the shared lowering does).
-void lowerRowReduction(ir::ReduceOp op) {
-  OpBuilder b(op);
-  Location l = op.getLoc();
-  auto xType = cast<RankedTensorType>(op.getX().getType());
-  auto out = cast<RankedTensorType>(op.getType());
-  int64_t k = xType.getShape().back(), rows = xType.getNumElements() / k;
-  Value x = stackBuffer(b, l, op.getX(), /*batched=*/false, 1, rows, k);
-  Value result = memref::AllocOp::create(b, l, MemRefType::get({rows}, out.getElementType()));
-  using K = ir::ReduceKind;
-  K kind = op.getKind();
-  float start = kind == K::Max ? -INFINITY : kind == K::Min ? INFINITY : 0.0f;
-  auto warpKind = kind == K::Max   ? gpu::AllReduceOperation::MAXNUMF
-                  : kind == K::Min ? gpu::AllReduceOperation::MINNUMF
-                                   : gpu::AllReduceOperation::ADD;
-  auto par = parallelLoop(b, l, {rows, kWarpSize});
-  Value row = par.getInductionVars()[0], lane = par.getInductionVars()[1];
-  Value init = arith::ConstantOp::create(b, l, b.getF32FloatAttr(start));
-  auto loop = scf::ForOp::create(b, l, lane, cIndex(b, l, k), cIndex(b, l, kWarpSize), ValueRange{init},
-                                 [&](OpBuilder& lb, Location ll, Value at, ValueRange acc) {
-    Value v = toF32(lb, ll, memref::LoadOp::create(lb, ll, x, ValueRange{cIndex(lb, ll, 0), row, at}));
-    scf::YieldOp::create(lb, ll, combine(lb, ll, warpKind, acc[0], v));
-  });
-  Value total = gpu::SubgroupReduceOp::create(b, l, loop.getResult(0), warpKind, /*uniform=*/true);
-  if (kind == K::Mean)
-    total = arith::DivFOp::create(b, l, total,
-                                  arith::ConstantOp::create(b, l, b.getF32FloatAttr(static_cast<float>(k))));
-  Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, lane, cIndex(b, l, 0));
-  auto store = scf::IfOp::create(b, l, first, /*withElseRegion=*/false);
-  b.setInsertionPoint(store.thenBlock()->getTerminator());
-  if (!out.getElementType().isF32()) total = arith::TruncFOp::create(b, l, out.getElementType(), total);
-  memref::StoreOp::create(b, l, total, result, ValueRange{row});
-  b.setInsertionPointAfter(par);
-  auto flat = RankedTensorType::get({rows}, out.getElementType());
-  Value t = bufferization::ToTensorOp::create(b, l, flat, result, /*restrict=*/true, /*writable=*/true);
-  if (out.getRank() == 0)
-    t = tensor::CollapseShapeOp::create(b, l, out, t, ArrayRef<ReassociationIndices>{});
-  else if (out.getRank() > 1) {
-    ReassociationIndices all;
-    for (int64_t a = 0; a < out.getRank(); ++a) all.push_back(a);
-    t = tensor::ExpandShapeOp::create(b, l, out, t, ArrayRef<ReassociationIndices>{all});
-  }
-  op.getResult().replaceAllUsesWith(t);
-  op.erase();
-}
-
 // True when `op` and what it holds only read memory (a slice the emulation
 // may run again for another lane).
 bool readsOnly(Operation* op) {
@@ -431,10 +344,8 @@ Value recompute(Value v, Operation* launch, OpBuilder& b, IRMapping& map) {
 
 void lowerWarpKernels(ModuleOp module, const transforms::SharedOptions& options) {
   SmallVector<ir::MatmulOp> products;
-  SmallVector<ir::ReduceOp> reductions;
   module.walk([&](Operation* op) {
     if (transforms::targetKeepsDecodeProduct(op, options)) products.push_back(cast<ir::MatmulOp>(op));
-    else if (transforms::targetKeepsRowReduction(op, options)) reductions.push_back(cast<ir::ReduceOp>(op));
   });
   llvm::DenseSet<Operation*> fused;
   for (auto& [group, at] : fusibleGroups(products)) {
@@ -445,7 +356,6 @@ void lowerWarpKernels(ModuleOp module, const transforms::SharedOptions& options)
     if (fused.contains(op)) continue;
     op.getTransposeB() ? lowerProduct(op) : lowerSplitProduct(op);
   }
-  for (ir::ReduceOp op : reductions) lowerRowReduction(op);
 }
 
 void lowerWarpReductionsToShuffles(ModuleOp module) {

@@ -16,8 +16,8 @@ namespace linnet::cuda {
 
 inline constexpr int64_t kWarpSize = 32;
 
-// The ops the shared pipeline left to the target under `options`, before
-// bufferization:
+// The products the shared pipeline left to the target under `options`,
+// before bufferization:
 // - a decode product (SharedOptions::targetDecodeProducts: at most 8 rows
 //   of x times a weight [N, K] read row by row) as a warp per output column
 //   n: lane l reads 16 bytes of the weight row at k = 8l, 8l + 256, .. (bf16;
@@ -30,11 +30,20 @@ inline constexpr int64_t kWarpSize = 32;
 // - a product with b read as [.., K, N], K at least 64 (attention's
 //   probabilities times the cache's values) as K split in chunks of 128: a
 //   thread per (matrix, chunk, n) summing its chunk in f32, then (more than
-//   one chunk) a thread per output adding the chunks in order; rounded once;
-// - a row reduction (SharedOptions::targetRowReductions: a float sum, mean,
-//   max or min over the last axis, at least 64 long) as a warp per row:
-//   lane l folds k = l, l + 32, .. in f32, lane 0 stores the result.
+//   one chunk) a thread per output adding the chunks in order; rounded once.
 void lowerWarpKernels(mlir::ModuleOp module, const transforms::SharedOptions& options);
+
+// Each row reduction the shared pipeline left to the target
+// (SharedOptions::targetRowReductions: a float sum, mean, max or min over
+// the last axis, at least 64 long) as a warp per row, lane l folding
+// k = l, l + 32, .. in f32, with the elementwise work around it in the same
+// kernel (row_reductions.cpp): x, when a plain elementwise generic, computed
+// where each lane reads it; and, when the result's only use is a plain
+// elementwise generic over x's shape reading the row's value broadcast (a
+// norm's scale, softmax's exp or divide), every lane writes its share of
+// that row. Otherwise lane 0 stores the result. After fuseElementwise, so
+// that each chain around a reduction is one generic.
+void lowerRowReductions(mlir::ModuleOp module, const transforms::SharedOptions& options);
 
 // Each gpu.subgroup_reduce in a kernel as a butterfly of shuffles (what
 // convert-gpu-to-nvvm then lowers). On the gpu.module, before NVVM.

@@ -1,0 +1,234 @@
+// Row reductions as warp kernels (warp_kernels.h), with the elementwise work
+// around them in the same kernel: a norm (square, mean, rsqrt, scale) or a
+// softmax step (max then exp, sum then divide) is one launch instead of three
+// or four. On a GPU each launch costs about a microsecond however little it
+// does, and decode runs a few of these per layer.
+#include <cmath>
+#include <functional>
+
+#include "ir/dialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "targets/cuda/fuse_elementwise.h"
+#include "targets/cuda/product_buffers.h"
+#include "targets/cuda/warp_helpers.h"
+#include "targets/cuda/warp_kernels.h"
+
+namespace linnet::cuda {
+
+namespace {
+
+using namespace mlir;
+
+// A plain elementwise generic (fuse_elementwise.h) that can be computed at
+// one index: one result, its output map the identity and unread, each input
+// read at dims or zeros of the index.
+bool computableAtIndex(linalg::GenericOp g) {
+  if (!g || !plainElementwise(g) || g.getNumDpsInits() != 1 || g->getNumResults() != 1) return false;
+  if (!g.getMatchingIndexingMap(g.getDpsInitOperand(0)).isIdentity()) return false;
+  Block& body = g.getRegion().front();
+  if (!body.getArguments().back().use_empty()) return false;
+  for (OpOperand* in : g.getDpsInputOperands()) {
+    if (!isa<RankedTensorType>(in->get().getType()) && !in->get().getType().isIntOrIndexOrFloat()) return false;
+    for (AffineExpr e : g.getMatchingIndexingMap(in).getResults()) {
+      auto c = dyn_cast<AffineConstantExpr>(e);
+      if (!isa<AffineDimExpr>(e) && !(c && c.getValue() == 0)) return false;
+    }
+  }
+  return true;
+}
+
+// A tensor read in place by a kernel: its buffer, any layout, read only.
+Value readBuffer(OpBuilder& b, Location l, Value t) {
+  auto type = cast<RankedTensorType>(t.getType());
+  SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);
+  auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides);
+  return bufferization::ToBufferOp::create(b, l, MemRefType::get(type.getShape(), type.getElementType(), layout), t,
+                                           /*read_only=*/true);
+}
+
+// Where a kernel reads a fused generic's inputs: their buffers, made before
+// the kernel; a scalar input is its value.
+using Buffers = llvm::DenseMap<Value, Value>;
+void addBuffers(OpBuilder& b, Location l, linalg::GenericOp g, Buffers& buffers, Value skip = {}) {
+  for (OpOperand* in : g.getDpsInputOperands())
+    if (in->get() != skip && isa<RankedTensorType>(in->get().getType()) && !buffers.count(in->get()))
+      buffers[in->get()] = readBuffer(b, l, in->get());
+}
+
+// The value `g` yields at iteration `idx`: each input loaded from its buffer
+// at its map of idx (or `given`, for the input that is `givenFor`), the
+// body's ops cloned at b's insertion point.
+Value computeAt(OpBuilder& b, Location l, linalg::GenericOp g, ArrayRef<Value> idx, const Buffers& buffers,
+                Value givenFor = {}, Value given = {}) {
+  Block& body = g.getRegion().front();
+  IRMapping map;
+  for (OpOperand* in : g.getDpsInputOperands()) {
+    Value v = in->get();
+    if (v == givenFor) {
+      v = given;
+    } else if (isa<RankedTensorType>(v.getType())) {
+      SmallVector<Value> at;
+      for (AffineExpr e : g.getMatchingIndexingMap(in).getResults())
+        at.push_back(isa<AffineDimExpr>(e) ? idx[cast<AffineDimExpr>(e).getPosition()] : cIndex(b, l, 0));
+      v = memref::LoadOp::create(b, l, buffers.lookup(v), at);
+    }
+    map.map(body.getArgument(in->getOperandNumber()), v);
+  }
+  for (Operation& op : body.without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(op)) map.map(index.getResult(), idx[index.getDim()]);
+    else b.clone(op, map);
+  }
+  return map.lookupOrDefault(body.getTerminator()->getOperand(0));
+}
+
+// Row `row`'s position among the leading axes `lead` (row-major).
+SmallVector<Value> rowIndices(OpBuilder& b, Location l, Value row, ArrayRef<int64_t> lead) {
+  SmallVector<Value> idx(lead.size());
+  Value rest = row;
+  for (int64_t d = static_cast<int64_t>(lead.size()) - 1; d > 0; --d) {
+    idx[d] = arith::RemUIOp::create(b, l, rest, cIndex(b, l, lead[d]));
+    rest = arith::DivUIOp::create(b, l, rest, cIndex(b, l, lead[d]));
+  }
+  if (!lead.empty()) idx[0] = rest;
+  return idx;
+}
+
+
+// True when `map` reads, at x's index (lead.., k), the per-row value of
+// `rowType` ([..lead, 1] with keepdims, else [..lead]).
+bool broadcastsAlongRow(AffineMap map, RankedTensorType rowType, int64_t leadRank) {
+  if (map.getNumResults() != rowType.getRank() || map.getNumDims() != leadRank + 1) return false;
+  for (int64_t d = 0; d < leadRank; ++d)
+    if (map.getResult(d) != getAffineDimExpr(d, map.getContext())) return false;
+  if (rowType.getRank() == leadRank) return true;
+  auto c = dyn_cast<AffineConstantExpr>(map.getResult(leadRank));
+  return rowType.getRank() == leadRank + 1 && c && c.getValue() == 0;
+}
+
+// What follows a reduction r (x [..lead, K] -> one value per row) in the
+// same kernel: its only use, a generic over x's shape that reads r's value
+// broadcast along the row (after fuseElementwise, the whole chain: the
+// norm's `x * rsqrt(r + eps) * w`, softmax's `exp(x - r)`), in r's block.
+linalg::GenericOp epilogueOf(ir::ReduceOp op) {
+  auto xType = cast<RankedTensorType>(op.getX().getType());
+  auto rowType = cast<RankedTensorType>(op.getType());
+  Value r = op.getResult();
+  if (!r.hasOneUse()) return {};
+  OpOperand& use = *r.getUses().begin();
+  auto g = dyn_cast<linalg::GenericOp>(use.getOwner());
+  if (!computableAtIndex(g) || g->getBlock() != op->getBlock() || !g.isDpsInput(&use)) return {};
+  auto outType = cast<RankedTensorType>(g->getResult(0).getType());
+  if (outType.getShape() != xType.getShape() ||
+      !broadcastsAlongRow(g.getMatchingIndexingMap(&use), rowType, xType.getRank() - 1))
+    return {};
+  return g;
+}
+
+// A reduction over the last axis of x [.., K]: a warp per row, lane l
+// folding k = l, l + 32, .. in f32 (coalesced reads), the warp's 32
+// partial results combined by the butterfly (a mean divided by K, as the
+// shared lowering does), rounded to the result's type once. When x is a
+// plain elementwise generic, its value at each index is computed where it
+// is read (the norm's square); when an epilogue follows, every lane has the
+// row's value and writes its share of the consumer's row; otherwise lane 0
+// stores the row's value.
+void lowerRowReduction(ir::ReduceOp op) {
+  linalg::GenericOp epilogue = epilogueOf(op);
+  Operation* at = epilogue ? epilogue.getOperation() : op.getOperation();
+  OpBuilder b(at);
+  Location l = op.getLoc();
+  auto xType = cast<RankedTensorType>(op.getX().getType());
+  auto out = cast<RankedTensorType>(op.getType());
+  int64_t k = xType.getShape().back(), rows = xType.getNumElements() / k;
+  ArrayRef<int64_t> lead = xType.getShape().drop_back();
+
+  auto producer = op.getX().getDefiningOp<linalg::GenericOp>();
+  if (producer && !computableAtIndex(producer)) producer = {};
+  Buffers buffers;
+  Value x;
+  if (producer) addBuffers(b, l, producer, buffers);
+  else x = stackBuffer(b, l, op.getX(), /*batched=*/false, 1, rows, k);
+  if (epilogue) addBuffers(b, l, epilogue, buffers, op.getResult());
+  Type resultType = epilogue ? epilogue->getResult(0).getType() : Type(out);
+  Type stored = cast<RankedTensorType>(resultType).getElementType();
+  Value result = memref::AllocOp::create(
+      b, l, epilogue ? MemRefType::get({1, rows, k}, stored) : MemRefType::get({rows}, stored));
+
+  using K = ir::ReduceKind;
+  K kind = op.getKind();
+  float start = kind == K::Max ? -INFINITY : kind == K::Min ? INFINITY : 0.0f;
+  auto warpKind = kind == K::Max   ? gpu::AllReduceOperation::MAXNUMF
+                  : kind == K::Min ? gpu::AllReduceOperation::MINNUMF
+                                   : gpu::AllReduceOperation::ADD;
+  auto par = parallelLoop(b, l, {rows, kWarpSize});
+  Value row = par.getInductionVars()[0], lane = par.getInductionVars()[1];
+  SmallVector<Value> rowIdx = rowIndices(b, l, row, lead);
+  auto indexAt = [&](Value col) {
+    SmallVector<Value> idx(rowIdx);
+    idx.push_back(col);
+    return idx;
+  };
+  Value init = arith::ConstantOp::create(b, l, b.getF32FloatAttr(start));
+  auto loop = scf::ForOp::create(b, l, lane, cIndex(b, l, k), cIndex(b, l, kWarpSize), ValueRange{init},
+                                 [&](OpBuilder& lb, Location ll, Value col, ValueRange acc) {
+    Value v = producer ? computeAt(lb, ll, producer, indexAt(col), buffers)
+                       : Value(memref::LoadOp::create(lb, ll, x, ValueRange{cIndex(lb, ll, 0), row, col}));
+    scf::YieldOp::create(lb, ll, combine(lb, ll, warpKind, acc[0], toF32(lb, ll, v)));
+  });
+  Value total = gpu::SubgroupReduceOp::create(b, l, loop.getResult(0), warpKind, /*uniform=*/true);
+  if (kind == K::Mean)
+    total = arith::DivFOp::create(b, l, total,
+                                  arith::ConstantOp::create(b, l, b.getF32FloatAttr(static_cast<float>(k))));
+  if (!out.getElementType().isF32()) total = arith::TruncFOp::create(b, l, out.getElementType(), total);
+
+  if (epilogue) {
+    // Every lane has the row's value (rounded as the reduction's result):
+    // each writes its share of the consumer's row.
+    scf::ForOp::create(b, l, lane, cIndex(b, l, k), cIndex(b, l, kWarpSize), ValueRange{},
+                       [&](OpBuilder& lb, Location ll, Value col, ValueRange) {
+      Value y = computeAt(lb, ll, epilogue, indexAt(col), buffers, op.getResult(), total);
+      memref::StoreOp::create(lb, ll, y, result, ValueRange{cIndex(lb, ll, 0), row, col});
+      scf::YieldOp::create(lb, ll);
+    });
+    b.setInsertionPointAfter(par);
+    auto consumerType = cast<RankedTensorType>(epilogue->getResult(0).getType());
+    epilogue->getResult(0).replaceAllUsesWith(resultTensor(b, l, result, /*batched=*/false, consumerType));
+    epilogue->erase();
+    op.erase();
+  } else {
+    Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, lane, cIndex(b, l, 0));
+    auto store = scf::IfOp::create(b, l, first, /*withElseRegion=*/false);
+    b.setInsertionPoint(store.thenBlock()->getTerminator());
+    memref::StoreOp::create(b, l, total, result, ValueRange{row});
+    b.setInsertionPointAfter(par);
+    auto flat = RankedTensorType::get({rows}, out.getElementType());
+    Value t = bufferization::ToTensorOp::create(b, l, flat, result, /*restrict=*/true, /*writable=*/true);
+    if (out.getRank() == 0)
+      t = tensor::CollapseShapeOp::create(b, l, out, t, ArrayRef<ReassociationIndices>{});
+    else if (out.getRank() > 1) {
+      ReassociationIndices all;
+      for (int64_t a = 0; a < out.getRank(); ++a) all.push_back(a);
+      t = tensor::ExpandShapeOp::create(b, l, out, t, ArrayRef<ReassociationIndices>{all});
+    }
+    op.getResult().replaceAllUsesWith(t);
+    op.erase();
+  }
+  // The producer, now computed where it is read, unless something else reads it.
+  if (producer && producer->use_empty()) producer->erase();
+}
+
+}  // namespace
+
+void lowerRowReductions(ModuleOp module, const transforms::SharedOptions& options) {
+  SmallVector<ir::ReduceOp> reductions;
+  module.walk([&](Operation* op) {
+    if (transforms::targetKeepsRowReduction(op, options)) reductions.push_back(cast<ir::ReduceOp>(op));
+  });
+  for (ir::ReduceOp op : reductions) lowerRowReduction(op);
+}
+
+}  // namespace linnet::cuda
