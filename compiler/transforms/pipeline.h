@@ -55,12 +55,12 @@ struct SharedOptions {
   // (cuda: a warp per row).
   bool targetRowReductions = false;
   static constexpr int64_t kMinTargetRow = 64;
-  // A product of at least kMinLibraryRows rows whose a, b and result share
-  // one float type, b a weight (2-D) or a stack with a's leading axes
-  // (batched, no broadcast), stays linnet.matmul for a library's GEMM
-  // (cuda: cuBLASLt; targets/cuda/library_products.h).
+  // A product of more rows than a decode product (kMaxDecodeRows) whose a,
+  // b and result share one float type, b a weight (2-D) or a stack with a's
+  // leading axes (batched, no broadcast), stays linnet.matmul for a
+  // library's GEMM (cuda: cuBLASLt; targets/cuda/library_products.h).
   bool targetLibraryProducts = false;
-  static constexpr int64_t kMinLibraryRows = 16;
+  static constexpr int64_t kMinLibraryRows = kMaxDecodeRows + 1;
 };
 
 // True when `options` leave this attention op to the target.

@@ -1122,8 +1122,9 @@ struct Builder {
                             {"long_k_split", {2, 300}, {300, 5}, {}},
                             {"vector_long_k_split", {300}, {300, 4}, {}},
                             {"batched_long_k_split", {2, 3, 260}, {2, 260, 6}, {}},
-                            // Prefill-shaped: 16 rows or more (cuda: a library's GEMM, cuBLASLt).
+                            // Prefill-shaped: more than 8 rows (cuda: a library's GEMM, cuBLASLt).
                             {"prefill_rows", {20, 12}, {12, 6}, {}},
+                            {"permuted_rows_9", {9, 24}, {5, 24}, {1, 0}},
                             {"permuted_prefill_rows_r3", {2, 9, 40}, {7, 40}, {1, 0}},
                             {"batched_prefill", {2, 16, 12}, {2, 12, 5}, {}},
                             {"permuted_batched_prefill", {2, 17, 8}, {2, 6, 8}, {0, 2, 1}},

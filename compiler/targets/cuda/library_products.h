@@ -1,6 +1,7 @@
-// Products the cuda target leaves to a library: prefill's (at least
-// SharedOptions::kMinLibraryRows rows of x), whose GEMMs cuBLASLt runs near
-// the tensor cores' peak where a kernel of ours would not.
+// Products the cuda target leaves to a library: those of more rows than a
+// decode product (SharedOptions::kMinLibraryRows: prefill's, and batched
+// decode's past 8 rows), whose GEMMs cuBLASLt runs near the tensor cores'
+// peak where a kernel of ours would not.
 //
 // At the tensor stage each such linnet.matmul becomes a host call
 //   linnet_cuda_gemm_<t>(x, w, c, transpose_w)      t: f32, bf16 or f16
