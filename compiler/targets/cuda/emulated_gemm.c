@@ -2,17 +2,18 @@
    computes on the GPU, summed in f32 in order of k and rounded once to the
    element type (nearest, ties to even), so the emulation checks everything
    around the call (the operands' views, the descriptors, the lifetimes)
-   against the reference backend. Compiled after cuda_api.h's text. */
+   against the reference backend. Compiled after cuda_api.h's text, with the
+   CPU kernels' headers on the include path (cpu::compileSharedObject): their
+   f16 and bf16 loads are these too. */
 #include <stdint.h>
 #include <string.h>
 
+#include "linnet_kernels_common.h"
+
 static float linnet_load(const void* p, uint64_t i, uint32_t type) {
   if (type == LINNET_CUDA_F32) return ((const float*)p)[i];
-  if (type == LINNET_CUDA_F16) return (float)((const _Float16*)p)[i];
-  uint32_t bits = (uint32_t)((const uint16_t*)p)[i] << 16;
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
+  uint16_t h = ((const uint16_t*)p)[i];
+  return type == LINNET_CUDA_F16 ? f16_to_f32(h) : bf16_to_f32(h);
 }
 
 static void linnet_store(void* p, uint64_t i, uint32_t type, float v) {

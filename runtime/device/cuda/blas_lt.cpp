@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <stdexcept>
 #include <vector>
 
