@@ -118,7 +118,8 @@ std::string serialize(const Manifest& m) {
   j["kernels"] = Json::array();
   for (const auto& k : m.kernels)
     j["kernels"].push_back({{"name", k.name}, {"block", k.block}, {"registers", k.registers},
-                            {"shared_bytes", k.sharedBytes}, {"spill_bytes", k.spillBytes}});
+                            {"shared_bytes", k.sharedBytes}, {"spill_bytes", k.spillBytes},
+                            {"family", k.family}});
   return j.dump(2) + "\n";
 }
 
@@ -165,7 +166,7 @@ Manifest parse(std::string_view text, const std::string& where) {
       for (const auto& k : j.at("kernels"))
         m.kernels.push_back({k.at("name").get<std::string>(), k.at("block").get<std::vector<int64_t>>(),
                              k.at("registers").get<int64_t>(), k.at("shared_bytes").get<int64_t>(),
-                             k.at("spill_bytes").get<int64_t>()});
+                             k.at("spill_bytes").get<int64_t>(), k.value("family", std::string())});
   } catch (const nlohmann::json::exception& e) {
     throw ManifestError(fmt::format("{}: bad manifest: {} (delete the folder to rebuild it)", where, e.what()));
   } catch (const ManifestError& e) {

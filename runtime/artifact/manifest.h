@@ -13,7 +13,7 @@
 //    "entries": [{"name", "symbol", "generics", "inputs": [spec], "outputs": [spec]}],
 //    "skipped": [{"name", "reason"}], "build_seconds",
 //    "kernels": [{"name", "block": [x, y, z], "registers", "shared_bytes",
-//                 "spill_bytes"}]}                  a GPU target's kernels, as ptxas reported them
+//                 "spill_bytes", "family"}]}        a GPU target's kernels, as ptxas reported them
 //   spec = {"name", "dtype": "f32", "shape": [2, 3]}
 //   a param's spec may add "storage": "q4_1" (common/storage.h): the code
 //   reads it in that format, [.., N, RowBytes] bytes per [.., N, K] param;
@@ -87,6 +87,9 @@ struct Kernel {
   std::string name;
   std::vector<int64_t> block;  // threads per block, x y z
   int64_t registers = 0, sharedBytes = 0, spillBytes = 0;
+  // The template it was made from: "gemv", "attention", "row_reduction",
+  // "elementwise" (profiles add time up by it).
+  std::string family;
   bool operator==(const Kernel&) const = default;
 };
 

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "artifact/manifest.h"
@@ -43,6 +44,14 @@ class Device {
   // How many threads the code this device loads may use; 0, the default:
   // all cores. A device that runs code elsewhere ignores it.
   virtual void setThreads(int threads) { (void)threads; }
+  // The device memory's bandwidth as a device-to-device copy of `bytes`
+  // measures it, now: bytes read plus bytes written per second, the best of
+  // `reps` copies. nullopt for a device whose memory is the host's (the
+  // bench measures that itself).
+  virtual std::optional<double> copyBandwidth(std::size_t bytes, int reps) {
+    (void)bytes, (void)reps;
+    return std::nullopt;
+  }
 
   // Loads the code of the artifact folder `dir`, whose manifest is
   // `manifest` (built for this device's target), and runs its init. Throws

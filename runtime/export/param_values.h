@@ -1,14 +1,13 @@
 // Each parameter's elements as an export writes them: bound from the
 // checkpoint through bindings.json (nest::bindParams, every check `linnet
 // call` makes), or seeded random values drawn one parameter at a time, the
-// very values `linnet call --random-weights` binds (one generator through
-// every parameter in declaration order), so that an 8B model's random
-// parameters never have to be held all at once.
+// very values `linnet call --random-weights` binds (nest::randomParam), so
+// that an 8B model's random parameters never have to be held all at once.
 #pragma once
 
 #include <cstddef>
 #include <optional>
-#include <random>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -25,18 +24,14 @@ class ParamValues {
   ParamValues(const ModelFacts& facts, const nest::LoadOptions& load);
 
   // facts.params[k]'s elements: its dtype, the model's (Hugging Face)
-  // layout, C order; valid until the next call. With random weights k may
-  // skip parameters (their values are drawn and dropped) but not go back:
-  // std::logic_error.
+  // layout, C order; valid until the next call.
   std::span<const std::byte> elements(std::size_t k);
 
  private:
   const ModelFacts& facts_;
   bool random_;
   std::vector<nest::ParamBytes> bound_;
-  std::mt19937_64 rng_;
-  std::normal_distribution<double> normal_{0.0, 0.02};
-  std::size_t next_ = 0;  // the next random param to draw
+  std::uint64_t seed_;
   std::optional<nest::Tensor> current_;
 };
 

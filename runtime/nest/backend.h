@@ -30,6 +30,12 @@ class Backend {
   virtual const std::map<std::string, int64_t>& dims() const = 0;
   // Threads entries run on.
   virtual int threads() const = 0;
+  // The device's copy bandwidth (device::Device::copyBandwidth); nullopt
+  // where entries run in host memory.
+  virtual std::optional<double> deviceCopyBandwidth(std::size_t bytes, int reps) {
+    (void)bytes, (void)reps;
+    return std::nullopt;
+  }
 };
 
 struct BackendKind {

@@ -142,6 +142,9 @@ class CompiledBackend : public Backend {
   const std::string& modelName() const override { return model_.package; }
   const std::map<std::string, int64_t>& dims() const override { return dims_; }
   int threads() const override { return threads_; }
+  std::optional<double> deviceCopyBandwidth(std::size_t bytes, int reps) override {
+    return device_->copyBandwidth(bytes, reps);
+  }
 
  private:
   struct Loaded {

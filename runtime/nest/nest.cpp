@@ -80,5 +80,8 @@ const std::string& Model::name() const { return impl_->backend->modelName(); }
 const std::string& Model::backend() const { return impl_->backendName; }
 const std::map<std::string, int64_t>& Model::dims() const { return impl_->backend->dims(); }
 int Model::threads() const { return impl_->backend->threads(); }
+std::optional<double> Model::deviceCopyBandwidth(std::size_t bytes, int reps) {
+  return impl_->backend->deviceCopyBandwidth(bytes, reps);
+}
 
 }  // namespace linnet::nest

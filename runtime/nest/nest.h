@@ -134,6 +134,10 @@ class Model {
   // The threads entries run on (LoadOptions::threads, or all cores; 1 on the
   // reference backend).
   int threads() const;
+  // The memory bandwidth of the device entries run on, as a device-to-device
+  // copy of `bytes` measures it now (bytes read plus written per second,
+  // best of `reps`); nullopt where entries run in host memory.
+  std::optional<double> deviceCopyBandwidth(std::size_t bytes, int reps);
 
   struct Impl;
   explicit Model(std::unique_ptr<Impl> impl);

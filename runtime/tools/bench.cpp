@@ -402,12 +402,21 @@ void runDecode(const Options& o, nest::Model& model, const Common& c) {
   double tokensPerSecond = static_cast<double>(c.batch * steps) / total;
   double bestStep = *std::min_element(stepSeconds.begin(), stepSeconds.end());
 
-  // The machine, in the same run: as many threads as the backend, and all cores.
-  size_t bufferBytes = bandwidthBufferBytes();
+  // The machine, in the same run: as many threads as the backend, and all
+  // cores; or, for a device with memory of its own (a GPU), a copy there
+  // of 1 GiB (read and written: many times its cache).
   const int reps = 5;
-  int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  Bandwidth bw = readBandwidth(bufferBytes, c.threads, reps);
-  Bandwidth bwAll = cores == c.threads ? bw : readBandwidth(bufferBytes, cores, reps);
+  size_t bufferBytes = size_t{1} << 30;
+  std::optional<double> deviceBandwidth = model.deviceCopyBandwidth(bufferBytes, reps);
+  Bandwidth bw, bwAll;
+  if (deviceBandwidth) {
+    bw = bwAll = Bandwidth{*deviceBandwidth, 0};
+  } else {
+    bufferBytes = bandwidthBufferBytes();
+    int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    bw = readBandwidth(bufferBytes, c.threads, reps);
+    bwAll = cores == c.threads ? bw : readBandwidth(bufferBytes, cores, reps);
+  }
 
   // What one decode step reads: every parameter once, except that an
   // embedding lookup reads one row per sequence, not the whole table.
@@ -447,6 +456,7 @@ void runDecode(const Options& o, nest::Model& model, const Common& c) {
     j["last_level_cache_bytes"] = llc;
     j["weights_fit_in_cache"] = fitsInCache;
     j["bandwidth_reps"] = reps;
+    j["bandwidth_kind"] = deviceBandwidth ? "device copy, bytes read + written" : "host read";
     j["bandwidth_bytes_per_s"] = bw.bytesPerSecond;
     j["bandwidth_threads"] = bw.threads;
     j["bandwidth_all_bytes_per_s"] = bwAll.bytesPerSecond;
@@ -480,6 +490,14 @@ void runDecode(const Options& o, nest::Model& model, const Common& c) {
   if (cacheBytesPerToken > 0)
     row("cache bytes/token", fmt::format("{} (keys and values up to the mean position; counted in the bound)",
                                          withCommas(static_cast<int64_t>(cacheBytesPerToken))));
+  if (deviceBandwidth) {
+    row("device bandwidth", fmt::format("{:.1f} GB/s, a device-to-device copy of {} MiB (bytes read + written, best "
+                                        "of {})",
+                                        bw.bytesPerSecond / 1e9, bufferBytes >> 20, reps));
+    row("bandwidth bound", fmt::format("{} tokens/s", rate(boundTokens)));
+    row("bound reached", percent(fraction));
+    return;
+  }
   row("read bandwidth", fmt::format("{:.1f} GB/s on {} thread{}, {:.1f} GB/s on all {} cores ({} MiB buffer, "
                                     "best of {})",
                                     bw.bytesPerSecond / 1e9, bw.threads, bw.threads == 1 ? "" : "s",

@@ -14,6 +14,7 @@
 #include "device/cuda/driver_api.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -347,7 +348,10 @@ int cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name)
   // an artifact of linnetc's runs through the device's plumbing (its
   // results are not computed).
   if (const char* any = std::getenv("FAKE_CUDA_ANY_KERNEL"); any && std::strcmp(any, "1") == 0) {
-    *function = reinterpret_cast<CUfunction>(const_cast<Kernel*>(&kNoOp));
+    // A handle per name, as the driver gives (profiles tell kernels apart by it).
+    static std::map<std::string, Kernel> named;
+    auto [it, added] = named.emplace(name, kNoOp);
+    *function = reinterpret_cast<CUfunction>(&it->second);
     return kSuccess;
   }
   return kNotFound;
@@ -403,6 +407,30 @@ int cuGraphExecDestroy(CUgraphExec exec) {
 int cuGraphDestroy(CUgraph graph) {
   delete reinterpret_cast<Graph*>(graph);
   --state().counters.graphs_live;
+  return kSuccess;
+}
+
+// Events: the fake runs every operation when it is queued, so an event's
+// time is the host's clock when it is recorded.
+int cuEventCreate(CUevent* event, unsigned) {
+  *event = reinterpret_cast<CUevent>(new double(0));
+  return kSuccess;
+}
+int cuEventRecord(CUevent event, CUstream) {
+  if (!event) return kInvalidHandle;
+  if (state().capturing) return during(kCaptureUnsupported);
+  *reinterpret_cast<double*>(event) =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return kSuccess;
+}
+int cuEventSynchronize(CUevent event) { return event ? kSuccess : kInvalidHandle; }
+int cuEventElapsedTime_v2(float* milliseconds, CUevent start, CUevent end) {
+  if (!start || !end) return kInvalidHandle;
+  *milliseconds = static_cast<float>(*reinterpret_cast<double*>(end) - *reinterpret_cast<double*>(start));
+  return kSuccess;
+}
+int cuEventDestroy_v2(CUevent event) {
+  delete reinterpret_cast<double*>(event);
   return kSuccess;
 }
 

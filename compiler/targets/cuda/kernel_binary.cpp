@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
+#include "targets/cuda/map_to_gpu.h"
 #include "transforms/pipeline.h"
 
 namespace linnet::cuda {
@@ -61,6 +62,27 @@ std::map<std::string, artifact::Kernel> parseReport(const std::string& report) {
 }
 
 }  // namespace
+
+std::vector<std::string> launchFamilies(ModuleOp module) {
+  std::vector<std::string> families;
+  module.walk([&](gpu::LaunchOp launch) {
+    auto family = launch->getAttrOfType<StringAttr>(kKernelFamily);
+    families.push_back(family ? family.str() : "elementwise");
+  });
+  return families;
+}
+
+void setLaunchFamilies(ModuleOp module, const std::vector<std::string>& families) {
+  std::size_t k = 0;
+  OpBuilder b(module.getContext());
+  module.walk([&](gpu::LaunchFuncOp launch) {
+    if (k < families.size()) launch->setAttr(kKernelFamily, b.getStringAttr(families[k]));
+    ++k;
+  });
+  if (k != families.size())
+    throw PipelineError(fmt::format("internal compiler error: {} launches became {} kernel launches",
+                                    families.size(), k));
+}
 
 void mergeKernelModules(ModuleOp module) {
   SmallVector<gpu::GPUModuleOp> modules(module.getOps<gpu::GPUModuleOp>());
@@ -120,6 +142,7 @@ std::vector<artifact::Kernel> assembleKernels(ModuleOp module, const std::filesy
     auto it = report.find(launch.getKernelName().str());
     if (it == report.end()) return;
     artifact::Kernel k = it->second;
+    if (auto family = launch->getAttrOfType<StringAttr>(kKernelFamily)) k.family = family.str();
     for (Value v : {launch.getBlockSizeX(), launch.getBlockSizeY(), launch.getBlockSizeZ()})
       k.block.push_back(getConstantIntValue(v).value_or(0));
     kernels.push_back(std::move(k));

@@ -18,6 +18,13 @@ namespace linnet::cuda {
 inline constexpr const char* kKernelModule = "linnet_kernels";
 inline constexpr const char* kChip = "sm_90";
 
+// Outlining drops a launch's attributes, its kernel family among them
+// (map_to_gpu.h): launchFamilies reads them before, in walk order, and
+// setLaunchFamilies puts them on the gpu.launch_func ops that replaced the
+// launches (in the same order) after, for assembleKernels to report.
+std::vector<std::string> launchFamilies(mlir::ModuleOp module);
+void setLaunchFamilies(mlir::ModuleOp module, const std::vector<std::string>& families);
+
 // Moves every outlined kernel into one gpu.module named kKernelModule and
 // points the launches at it. After gpu-kernel-outlining.
 void mergeKernelModules(mlir::ModuleOp module);

@@ -213,6 +213,9 @@ void toLaunch(scf::ParallelOp par) {
   Value one = index(b, loc, 1);
   auto launch = gpu::LaunchOp::create(b, loc, index(b, loc, blocks), one, one, index(b, loc, threads), one, one);
   if (total == 1) launch->setAttr(kOneIteration, b.getUnitAttr());
+  Attribute family = par->getAttr(kKernelFamily);
+  if (!family) family = par.getBody()->getTerminator()->getAttr(kKernelFamily);
+  launch->setAttr(kKernelFamily, family ? family : b.getStringAttr("elementwise"));
   Block& body = launch.getBody().front();
   b.setInsertionPointToStart(&body);
   Value lin = arith::AddIOp::create(

@@ -28,6 +28,13 @@ namespace linnet::cuda {
 
 inline constexpr int64_t kThreadsPerBlock = 256;
 
+// The template a kernel was made from ("gemv", "attention",
+// "row_reduction"), set on its parallel loop by the pass that made it and
+// carried to its launch; the manifest lists it with the kernel, for
+// profiles (runtime/device/cuda/profiler.h). Loops without it are
+// "elementwise".
+inline constexpr char kKernelFamily[] = "linnet.kernel_family";
+
 // memref.copy (which lowers to a host function) as linalg.copy, so that it
 // becomes a parallel loop like every other op; a copy of a buffer into
 // itself goes. Before loops are made.

@@ -61,7 +61,9 @@ void runPipeline(mlir::ModuleOp module, const std::string& pipeline, const char*
 void lower(mlir::ModuleOp module, Stage stage) {
   if (stage == Stage::Bufferized) return bufferize(module);
   lowerToLaunches(module);
+  std::vector<std::string> families = launchFamilies(module);
   runPipeline(module, "gpu-kernel-outlining", "kernel outlining");
+  setLaunchFamilies(module, families);
   mergeKernelModules(module);
   markReadOnlyArguments(module);
   if (stage == Stage::Gpu) return;

@@ -164,7 +164,7 @@ void lowerRowReduction(ir::ReduceOp op) {
   auto warpKind = kind == K::Max   ? gpu::AllReduceOperation::MAXNUMF
                   : kind == K::Min ? gpu::AllReduceOperation::MINNUMF
                                    : gpu::AllReduceOperation::ADD;
-  auto par = parallelLoop(b, l, {rows, kWarpSize});
+  auto par = parallelLoop(b, l, {rows, kWarpSize}, "row_reduction");
   Value row = par.getInductionVars()[0], lane = par.getInductionVars()[1];
   SmallVector<Value> rowIdx = rowIndices(b, l, row, lead);
   auto indexAt = [&](Value col) {

@@ -1,5 +1,7 @@
 #include "targets/cuda/warp_helpers.h"
 
+#include "targets/cuda/map_to_gpu.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
 namespace linnet::cuda {
@@ -30,7 +32,7 @@ Value combine(OpBuilder& b, Location l, gpu::AllReduceOperation kind, Value x, V
   }
 }
 
-scf::ParallelOp parallelLoop(OpBuilder& b, Location l, ArrayRef<int64_t> extents) {
+scf::ParallelOp parallelLoop(OpBuilder& b, Location l, ArrayRef<int64_t> extents, StringRef family) {
   SmallVector<Value> zeros, ends, ones;
   for (int64_t e : extents) {
     zeros.push_back(cIndex(b, l, 0));
@@ -38,6 +40,10 @@ scf::ParallelOp parallelLoop(OpBuilder& b, Location l, ArrayRef<int64_t> extents
     ones.push_back(cIndex(b, l, 1));
   }
   auto par = scf::ParallelOp::create(b, l, zeros, ends, ones);
+  // On the terminator too: canonicalization rebuilds a loop with a unit
+  // extent without the loop's attributes, but clones its body's ops.
+  par->setAttr(kKernelFamily, b.getStringAttr(family));
+  par.getBody()->getTerminator()->setAttr(kKernelFamily, b.getStringAttr(family));
   b.setInsertionPoint(par.getBody()->getTerminator());
   return par;
 }

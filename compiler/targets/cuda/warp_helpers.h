@@ -19,7 +19,9 @@ mlir::Value combine(mlir::OpBuilder& b, mlir::Location l, mlir::gpu::AllReduceOp
                     mlir::Value y);
 
 // A parallel loop nest over [0, extents) (the launch's grid, last axis
-// fastest), b's insertion point moved into its body.
-mlir::scf::ParallelOp parallelLoop(mlir::OpBuilder& b, mlir::Location l, llvm::ArrayRef<int64_t> extents);
+// fastest), b's insertion point moved into its body; its kernel's family
+// (map_to_gpu.h's kKernelFamily) is `family`.
+mlir::scf::ParallelOp parallelLoop(mlir::OpBuilder& b, mlir::Location l, llvm::ArrayRef<int64_t> extents,
+                                   llvm::StringRef family);
 
 }  // namespace linnet::cuda

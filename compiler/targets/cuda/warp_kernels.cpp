@@ -161,7 +161,7 @@ void lowerProduct(ir::MatmulOp op) {
   Value result = memref::AllocOp::create(b, l, MemRefType::get({batch, rows, n}, out.getElementType()));
   {
     OpBuilder::InsertionGuard guard(b);
-    auto par = parallelLoop(b, l, {batch, n, kWarpSize});
+    auto par = parallelLoop(b, l, {batch, n, kWarpSize}, batched ? "attention" : "gemv");
     emitWarpColumn(b, l, {x, w, par.getInductionVars()[0], par.getInductionVars()[1], par.getInductionVars()[2]}, rows,
                    k, result);
   }
@@ -190,7 +190,7 @@ void lowerFusedProducts(SmallVector<ir::MatmulOp> ops, Operation* at) {
   }
   {
     OpBuilder::InsertionGuard guard(b);
-    auto par = parallelLoop(b, l, {1, total, kWarpSize});
+    auto par = parallelLoop(b, l, {1, total, kWarpSize}, "gemv");
     Value col = par.getInductionVars()[1];
     for (size_t i = 0; i < ops.size(); ++i) {
       Value local = i == 0 ? col : Value(arith::SubIOp::create(b, l, col, cIndex(b, l, ends[i - 1])));
@@ -276,7 +276,7 @@ void lowerSplitProduct(ir::MatmulOp op) {
   Value zero = arith::ConstantOp::create(b, l, b.getF32FloatAttr(0.0f));
   {
     OpBuilder::InsertionGuard guard(b);
-    auto par = parallelLoop(b, l, {batch, splits, n});
+    auto par = parallelLoop(b, l, {batch, splits, n}, "attention");
     Value mat = par.getInductionVars()[0], split = par.getInductionVars()[1], col = par.getInductionVars()[2];
     Value from = arith::MulIOp::create(b, l, split, cIndex(b, l, kSplitChunk));
     Value to = arith::MinUIOp::create(b, l, arith::AddIOp::create(b, l, from, cIndex(b, l, kSplitChunk)), cIndex(b, l, k));
@@ -297,7 +297,7 @@ void lowerSplitProduct(ir::MatmulOp op) {
   }
   if (partial) {
     OpBuilder::InsertionGuard guard(b);
-    auto par = parallelLoop(b, l, {batch, rows, n});
+    auto par = parallelLoop(b, l, {batch, rows, n}, "attention");
     Value mat = par.getInductionVars()[0], row = par.getInductionVars()[1], col = par.getInductionVars()[2];
     auto loop = scf::ForOp::create(b, l, cIndex(b, l, 0), cIndex(b, l, splits), cIndex(b, l, 1), ValueRange{zero},
                                    [&](OpBuilder& lb, Location ll, Value split, ValueRange acc) {

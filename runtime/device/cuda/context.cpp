@@ -50,6 +50,7 @@ Context::Context(const Options& options)
   // Chunks come from allocate(), so running out of memory drains the pool first.
   arena_.emplace([this](std::size_t bytes) { return allocate(bytes); },
                  [this](std::uint64_t address) { api_->cuMemFree(address); });
+  if (!options.profile.empty()) profiler_ = std::make_unique<Profiler>(api_, options.profile);
 }
 
 Context::~Context() {
@@ -57,6 +58,7 @@ Context::~Context() {
   const DriverApi& api = *api_;
   api.cuCtxSetCurrent(context_);
   api.cuStreamSynchronize(stream_);
+  profiler_.reset();
   blas_.reset();
   arena_.reset();
   freePool();

@@ -19,6 +19,7 @@
 #include "device/cuda/block_pool.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/driver_api.h"
+#include "device/cuda/profiler.h"
 
 namespace linnet::device::cuda {
 
@@ -44,6 +45,8 @@ class Context {
   Arena& arena() { return *arena_; }
   // cuBLASLt on this context, opened at the first call (throws as BlasLt does).
   BlasLt& blas();
+  // The profile of Options::profile; null when not profiling.
+  Profiler* profiler() { return profiler_.get(); }
 
  private:
   CUdeviceptr allocate(std::size_t bytes);
@@ -59,6 +62,7 @@ class Context {
   std::optional<Arena> arena_;  // emptied before the context is released
   std::string blasLibraries_;
   std::unique_ptr<BlasLt> blas_;  // released before the context
+  std::unique_ptr<Profiler> profiler_;  // written and released before the context
 };
 
 }  // namespace linnet::device::cuda

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <stdexcept>
@@ -76,6 +77,39 @@ class CudaDevice : public Device {
     fill(own(buffer), 0);
   }
 
+  // Two blocks of `bytes`, copied one into the other on the stream, timed by
+  // events: the first copy warms up, the best of the rest counts.
+  std::optional<double> copyBandwidth(std::size_t bytes, int reps) override {
+    context_->makeCurrent();
+    const DriverApi& api = context_->api();
+    auto from = newBuffer(bytes), to = newBuffer(bytes);
+    fill(*from, 0x3c003c00);
+    CUevent start = nullptr, end = nullptr;
+    api.check(api.cuEventCreate(&start, 0), "cuEventCreate");
+    CUresult made = api.cuEventCreate(&end, 0);
+    if (made != CUDA_SUCCESS) api.cuEventDestroy(start);
+    api.check(made, "cuEventCreate");
+    double best = 0;
+    try {
+      for (int r = 0; r <= std::max(reps, 1); ++r) {
+        api.check(api.cuEventRecord(start, context_->stream()), "cuEventRecord");
+        api.check(api.cuMemcpyAsync(to->device(), from->device(), bytes, context_->stream()), "cuMemcpyAsync");
+        api.check(api.cuEventRecord(end, context_->stream()), "cuEventRecord");
+        api.check(api.cuEventSynchronize(end), "cuEventSynchronize");
+        float ms = 0;
+        api.check(api.cuEventElapsedTime(&ms, start, end), "cuEventElapsedTime");
+        if (r > 0 && ms > 0) best = std::max(best, 2.0 * static_cast<double>(bytes) / (ms * 1e-3));
+      }
+    } catch (...) {
+      api.cuEventDestroy(start);
+      api.cuEventDestroy(end);
+      throw;
+    }
+    api.cuEventDestroy(start);
+    api.cuEventDestroy(end);
+    return best;
+  }
+
   std::unique_ptr<Executable> load(const artifact::Manifest& manifest, const std::filesystem::path& dir) override {
     context_->makeCurrent();
     return std::make_unique<CudaExecutable>(context_, options_, manifest, dir);
@@ -125,6 +159,7 @@ Options optionsFromEnvironment() {
   }
   if (const char* graphs = std::getenv("LINNET_CUDA_GRAPHS"); graphs && std::string_view(graphs) == "0")
     options.graphs = false;
+  if (const char* profile = std::getenv("LINNET_CUDA_PROFILE"); profile && *profile) options.profile = profile;
   return options;
 }
 

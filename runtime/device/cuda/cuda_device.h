@@ -22,6 +22,9 @@ struct Options {
   std::string blasLibraries = "libcublasLt.so.13:libcublasLt.so.12";
   int ordinal = 0;                             // LINNET_CUDA_DEVICE
   bool graphs = true;                          // LINNET_CUDA_GRAPHS=0 turns them off
+  // LINNET_CUDA_PROFILE: where a profile of the device time goes, by kernel
+  // and kernel family (profiler.h); graphs are off while profiling.
+  std::string profile;
   // Where a problem that does not stop a call goes (an entry that cannot be
   // captured as a graph); unset: stderr.
   std::function<void(const std::string&)> warn;

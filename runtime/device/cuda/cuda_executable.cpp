@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <exception>
+#include <map>
 #include <stdexcept>
 #include <utility>
 
@@ -12,12 +13,14 @@ namespace linnet::device::cuda {
 
 CudaExecutable::CudaExecutable(std::shared_ptr<Context> context, const Options& options,
                                const artifact::Manifest& manifest, const std::filesystem::path& dir)
-    : context_(std::move(context)), graphsOn_(options.graphs), warn_(options.warn) {
+    : context_(std::move(context)), graphsOn_(options.graphs && !context_->profiler()), warn_(options.warn) {
   if (manifest.library.empty()) throw std::runtime_error(fmt::format("{}: the artifact has no code", dir.string()));
   if (manifest.target != "cuda")
     throw std::runtime_error(
         fmt::format("{}: the artifact is built for target `{}`, not cuda", dir.string(), manifest.target));
-  table_ = std::make_unique<LaunchTable>(context_);
+  std::map<std::string, std::string> families;
+  for (const artifact::Kernel& k : manifest.kernels) families[k.name] = k.family.empty() ? "unknown" : k.family;
+  table_ = std::make_unique<LaunchTable>(context_, std::move(families));
   library_ = std::make_unique<ModelLibrary>(dir / manifest.library);
   const std::string& lib = library_->path();
   for (const artifact::Entry& e : manifest.entries) {
@@ -104,10 +107,19 @@ void CudaExecutable::call(std::size_t entry, std::span<const Argument> args) {
 }
 
 void CudaExecutable::runPlainly(std::size_t entry, void** descriptors) {
+  Profiler* profiler = context_->profiler();
+  if (profiler) profiler->beginEntry(names_[entry]);
   table_->beginEntry();
   entries_[entry](descriptors);
   table_->endEntry();
   finish(entry, CUDA_SUCCESS, nullptr);
+  if (profiler) {
+    try {
+      profiler->endEntry();
+    } catch (const std::exception& e) {
+      throw std::runtime_error(fmt::format("cuda: entry `{}`: profiling: {}", names_[entry], e.what()));
+    }
+  }
 }
 
 bool CudaExecutable::capture(std::size_t entry, void** descriptors, std::vector<std::uint64_t> addresses) {

@@ -25,6 +25,7 @@ using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUgraph = struct CUgraph_st*;
 using CUgraphExec = struct CUgraphExec_st*;
+using CUevent = struct CUevent_st*;
 
 // The values of cuda.h's enums that the device uses.
 inline constexpr CUresult CUDA_SUCCESS = 0;

@@ -21,7 +21,8 @@ CUdeviceptr address(const void* pointer) { return reinterpret_cast<CUdeviceptr>(
 
 }  // namespace
 
-LaunchTable::LaunchTable(std::shared_ptr<Context> context) : context_(std::move(context)) {
+LaunchTable::LaunchTable(std::shared_ptr<Context> context, std::map<std::string, std::string> families)
+    : context_(std::move(context)), families_(std::move(families)) {
   api_.version = LINNET_CUDA_API_VERSION;
   api_.device = this;
   api_.load_module = loadModule;
@@ -94,6 +95,8 @@ void* LaunchTable::getFunction(void* device, void* module, const char* name) noe
     CUfunction function = nullptr;
     CUresult result = t.context_->api().cuModuleGetFunction(&function, static_cast<CUmodule>(module), name);
     if (!t.ok(result, fmt::format("cuModuleGetFunction(`{}`)", name ? name : "").c_str())) return nullptr;
+    auto family = t.families_.find(name);
+    t.functions_[function] = {name, family == t.families_.end() ? "unknown" : family->second};
     return function;
   } catch (const std::exception& e) {
     t.fail(e.what());
@@ -114,9 +117,16 @@ int32_t LaunchTable::launch(void* device, void* function, uint64_t grid_x, uint6
                          grid_x, grid_y, grid_z, block_x, block_y, block_z));
       return 1;
     }
+    Profiler* profiler = t.profiling();
+    if (profiler) profiler->before(t.context_->stream());
     CUresult result = t.context_->api().cuLaunchKernel(
         static_cast<CUfunction>(function), unsigned(grid_x), unsigned(grid_y), unsigned(grid_z), unsigned(block_x),
         unsigned(block_y), unsigned(block_z), shared_bytes, t.context_->stream(), params, nullptr);
+    if (profiler && result == CUDA_SUCCESS) {
+      auto named = t.functions_.find(static_cast<CUfunction>(function));
+      if (named == t.functions_.end()) profiler->after(t.context_->stream(), "?", "unknown");
+      else profiler->after(t.context_->stream(), named->second.first, named->second.second);
+    }
     return t.ok(result, "cuLaunchKernel") ? 0 : 1;
   } catch (const std::exception& e) {
     t.fail(e.what());
@@ -153,7 +163,10 @@ int32_t LaunchTable::copy(void* device, void* dst, const void* src, uint64_t byt
   try {
     // cuMemcpyAsync, not DtoD: with unified addressing it also takes a host
     // source (a constant of the host code), outside a graph capture.
+    Profiler* profiler = t.profiling();
+    if (profiler) profiler->before(t.context_->stream());
     CUresult result = t.context_->api().cuMemcpyAsync(address(dst), address(src), bytes, t.context_->stream());
+    if (profiler && result == CUDA_SUCCESS) profiler->after(t.context_->stream(), "copy", "copy");
     return t.ok(result, "cuMemcpyAsync") ? 0 : 1;
   } catch (const std::exception& e) {
     t.fail(e.what());
@@ -165,7 +178,10 @@ int32_t LaunchTable::fill32(void* device, void* dst, uint32_t value, uint64_t co
   LaunchTable& t = self(device);
   if (t.failure_) return 1;
   try {
+    Profiler* profiler = t.profiling();
+    if (profiler) profiler->before(t.context_->stream());
     CUresult result = t.context_->api().cuMemsetD32Async(address(dst), value, count, t.context_->stream());
+    if (profiler && result == CUDA_SUCCESS) profiler->after(t.context_->stream(), "fill", "fill");
     return t.ok(result, "cuMemsetD32Async") ? 0 : 1;
   } catch (const std::exception& e) {
     t.fail(e.what());
@@ -177,7 +193,14 @@ int32_t LaunchTable::gemm(void* device, const LinnetGemm* gemm) noexcept {
   LaunchTable& t = self(device);
   if (t.failure_) return 1;
   try {
+    Profiler* profiler = t.profiling();
+    if (profiler) profiler->before(t.context_->stream());
     t.context_->blas().run(*gemm, t.context_->stream());
+    if (profiler)
+      profiler->after(t.context_->stream(),
+                      fmt::format("gemm {}x{}x{}{}", gemm->m, gemm->n, gemm->k,
+                                  gemm->batch > 1 ? fmt::format(" x{}", gemm->batch) : ""),
+                      "cublaslt");
     return 0;
   } catch (const std::exception& e) {
     t.fail(withoutPrefix(e.what()));

@@ -12,8 +12,12 @@
 // manifest's init) there is no call to outlive, so it is device memory of
 // its own that lives as long as the table, for whatever the code keeps.
 // Modules loaded through the table are unloaded with it.
+//
+// When the context profiles (profiler.h), each launch, copy, fill and
+// product inside an entry is bracketed by the profiler's events.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,7 +30,8 @@ namespace linnet::device::cuda {
 
 class LaunchTable {
  public:
-  explicit LaunchTable(std::shared_ptr<Context> context);
+  // `families`: each kernel's family by name (the manifest's), for profiles.
+  LaunchTable(std::shared_ptr<Context> context, std::map<std::string, std::string> families);
   ~LaunchTable();
   LaunchTable(const LaunchTable&) = delete;
   LaunchTable& operator=(const LaunchTable&) = delete;
@@ -37,6 +42,9 @@ class LaunchTable {
   // Around each call of an entry: the arena is reset at both ends.
   void beginEntry();
   void endEntry();
+  // Whether operations are bracketed by profiling events: inside an entry,
+  // when the context profiles.
+  Profiler* profiling() const { return inEntry_ ? context_->profiler() : nullptr; }
   // The recorded failure, if any, cleared: the table works again.
   std::optional<std::string> takeFailure();
 
@@ -64,6 +72,8 @@ class LaunchTable {
   bool inEntry_ = false;
   std::vector<CUmodule> modules_;
   std::vector<CUdeviceptr> kept_;  // alloc outside an entry
+  std::map<std::string, std::string> families_;  // by kernel name
+  std::map<CUfunction, std::pair<std::string, std::string>> functions_;  // name and family
 };
 
 }  // namespace linnet::device::cuda

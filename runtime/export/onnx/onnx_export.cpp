@@ -244,14 +244,13 @@ OnnxExportResult exportOnnx(const OnnxExportOptions& o, const std::function<void
   if (external) data.open(dataTemp, std::ios::binary);
   uint64_t offset = 0;
   std::vector<onnx::TensorProto> initializers(lowered.params.size());
-  nest::RandomParams random(o.load.seed);
   nest::Progress progress("linnet: writing initializers", params.size());
   for (size_t k = 0; k < params.size(); ++k) {
     progress.step();
     std::optional<nest::Tensor> drawn;
     std::span<const std::byte> bytes;
     if (o.load.randomWeights) {
-      drawn = random.next(params[k]);  // every param draws, so the values are `linnet call`'s
+      drawn = nest::randomParam(params[k], o.load.seed, k);  // `linnet call`'s values
       bytes = drawn->bytes();
     } else {
       bytes = bound[k].bytes;
