@@ -123,6 +123,9 @@ int runBuild(const BuildArgs& args) {
     markParamStorage(module, generated, gen.params(), storage);
     // Read by the targets' lowering of weight products (kernel_calls.cpp).
     if (args.numerics == "fast") module->setAttr("linnet.numerics", mlir::StringAttr::get(&context, "fast"));
+    // Read by the shared pipeline's choice of library products (transforms/pipeline.h).
+    if (args.products == "library")
+      module->setAttr(transforms::kProductsAttr, mlir::StringAttr::get(&context, "library"));
     if (!args.manifestOnly) transforms::lowerToLinalg(module, target->sharedOptions());
     if (args.emit == "linalg") return print(module), 0;
     if (!args.emit.empty()) {

@@ -15,6 +15,7 @@ struct BuildArgs {
   std::vector<std::string> argSpecs;  // NAME=DTYPE:D0xD1 per argument of the one entry
   std::vector<std::string> paramStorage;  // PATH=FORMAT: params the code reads in a storage format
   std::string numerics = "exact";         // or "fast": weight products may quantize activations
+  std::string products = "own";           // or "library": every product a target's library takes goes to it
   bool manifestOnly = false;          // the manifest (params, states, signatures) and no code
   bool debugLocations = false;
   bool keepIR = false;

@@ -188,6 +188,11 @@ int main(int argc, char** argv) {
                        "bits)")
       ->check(CLI::IsMember({"exact", "fast"}))
       ->type_name("MODE");
+  buildCmd->add_option("--products", build.products,
+                       "own (the target's kernels for decode's products, the default) or library (every matrix "
+                       "product the target's library takes goes to it; cuda: cuBLASLt, to compare the two)")
+      ->check(CLI::IsMember({"own", "library"}))
+      ->type_name("MODE");
   buildCmd->add_option("--param-storage", build.paramStorage,
                        "A param held in a storage format (layers.*.mlp.up.weight=q4_1; repeatable)")
       ->type_name("PATH=FORMAT");

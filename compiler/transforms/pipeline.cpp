@@ -97,9 +97,22 @@ std::optional<int64_t> stackedProductRows(ir::MatmulOp matmul) {
 
 }  // namespace
 
+namespace {
+
+// linnetc --products library: the module says every product goes to the
+// library that can take it.
+bool libraryForAll(mlir::Operation* op) {
+  auto module = op->getParentOfType<mlir::ModuleOp>();
+  auto mode = module ? module->getAttrOfType<mlir::StringAttr>(kProductsAttr) : nullptr;
+  return mode && mode.getValue() == "library";
+}
+
+}  // namespace
+
 bool targetKeepsDecodeProduct(mlir::Operation* op, const SharedOptions& options) {
   auto matmul = mlir::dyn_cast<ir::MatmulOp>(op);
   if (!matmul || !options.targetDecodeProducts) return false;
+  if (libraryForAll(op) && targetKeepsLibraryProduct(op, options)) return false;
   std::optional<int64_t> rows = stackedProductRows(matmul);
   // b read as [.., K, N]: only a long reduction is worth splitting.
   auto a = mlir::cast<mlir::RankedTensorType>(matmul.getA().getType());
@@ -111,7 +124,7 @@ bool targetKeepsLibraryProduct(mlir::Operation* op, const SharedOptions& options
   auto matmul = mlir::dyn_cast<ir::MatmulOp>(op);
   if (!matmul || !options.targetLibraryProducts) return false;
   std::optional<int64_t> rows = stackedProductRows(matmul);
-  if (!rows || *rows < SharedOptions::kMinLibraryRows) return false;
+  if (!rows || *rows < (libraryForAll(op) ? 1 : SharedOptions::kMinLibraryRows)) return false;
   // One element type of the three that cuBLASLt takes, x a matrix or more.
   mlir::Type t = matmul.getType().getElementType();
   return (t.isF32() || t.isBF16() || t.isF16()) && matmul.getA().getType().getElementType() == t &&

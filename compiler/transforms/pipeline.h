@@ -63,6 +63,10 @@ struct SharedOptions {
   static constexpr int64_t kMinLibraryRows = kMaxDecodeRows + 1;
 };
 
+// A module attribute: "library" sends every product a target's library
+// takes to it (targetLibraryProducts), decode's too (linnetc --products).
+inline constexpr char kProductsAttr[] = "linnet.products";
+
 // True when `options` leave this attention op to the target.
 bool targetKeepsAttention(mlir::Operation* attention, const SharedOptions& options);
 // True when `options` leave this product to the target (targetDecodeProducts).

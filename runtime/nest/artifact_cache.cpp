@@ -150,6 +150,7 @@ fs::path ArtifactCache::entryPath(const std::string& entry, const std::vector<Te
   for (const auto& [k, v] : generics) key += fmt::format("|{}={}", k, v);
   for (const auto& s : paramStorage_) key += "|storage " + s;
   if (settings_.numerics != "exact") key += "|numerics " + settings_.numerics;
+  if (settings_.products != "own") key += "|products " + settings_.products;
   return settings_.cacheDir / fmt::format("{}-{:016x}", entry, fnv(key));
 }
 
@@ -162,6 +163,7 @@ fs::path ArtifactCache::entryDir(const std::string& entry, const std::vector<Ten
   for (const auto& a : args) extra.insert(extra.end(), {"--arg", argSpec(a)});
   for (const auto& s : paramStorage_) extra.insert(extra.end(), {"--param-storage", s});
   if (settings_.numerics != "exact") extra.insert(extra.end(), {"--numerics", settings_.numerics});
+  if (settings_.products != "own") extra.insert(extra.end(), {"--products", settings_.products});
   // One line, finished with the time taken: "linnet: compiling `decode` for cpu ... 1.9 s".
   auto start = std::chrono::steady_clock::now();
   if (settings_.progress) {

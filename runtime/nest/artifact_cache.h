@@ -24,6 +24,7 @@ struct CacheSettings {
   std::string linnetc;              // empty: $LINNETC, else the build's linnetc
   bool progress = false;            // a line on stderr per entry compiled, with its time
   std::string numerics = "exact";   // linnetc --numerics
+  std::string products = "own";     // linnetc --products (LINNET_PRODUCTS=library)
 };
 
 class ArtifactCache {

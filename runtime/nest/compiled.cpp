@@ -164,6 +164,10 @@ class CompiledBackend : public Backend {
     s.cacheDir = options.cacheDir;
     s.progress = isatty(2) || std::getenv("LINNET_PROGRESS");
     s.numerics = options.numerics;
+    // Every product the target's library takes goes to it (cuda: cuBLASLt
+    // instead of decode's warp kernels), to compare the two.
+    if (const char* products = std::getenv("LINNET_PRODUCTS"); products && std::string_view(products) == "library")
+      s.products = "library";
     return s;
   }
 
