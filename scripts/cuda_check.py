@@ -40,6 +40,9 @@ def read_floats(path):
         return list(struct.unpack("<%df" % (len(body) // 4), body))
     if "'<f2'" in header:
         return list(struct.unpack("<%de" % (len(body) // 2), body))
+    if "'<u2'" in header:  # linnet writes bf16 as its bits
+        bits = struct.unpack("<%dH" % (len(body) // 2), body)
+        return list(struct.unpack("<%df" % len(bits), struct.pack("<%dI" % len(bits), *(b << 16 for b in bits))))
     raise ValueError(f"{path}: unsupported element type in {header.strip()}")
 
 

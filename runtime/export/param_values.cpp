@@ -12,7 +12,7 @@ ParamValues::ParamValues(const ModelFacts& facts, const nest::LoadOptions& load)
 
 std::span<const std::byte> ParamValues::elements(std::size_t k) {
   if (!random_) return bound_.at(k).bytes;
-  current_ = nest::randomParam(facts_.params.at(k), seed_, k);
+  current_ = nest::randomParam(facts_.params.at(k), seed_);
   return current_->bytes();
 }
 

@@ -131,7 +131,7 @@ Opened openCheckpoint(const std::string& path, const std::map<std::string, int64
 std::vector<ParamBytes> randomParams(const std::vector<ParamInfo>& params, uint64_t seed) {
   std::vector<ParamBytes> out;
   for (size_t k = 0; k < params.size(); ++k) {
-    auto t = std::make_shared<Tensor>(randomParam(params[k], seed, k));
+    auto t = std::make_shared<Tensor>(randomParam(params[k], seed));
     out.push_back({t->bytes(), t});
   }
   return out;
@@ -175,10 +175,12 @@ void fillParallel(int64_t n, Store store) {
 
 }  // namespace
 
-Tensor randomParam(const ParamInfo& p, uint64_t seed, std::size_t index) {
+Tensor randomParam(const ParamInfo& p, uint64_t seed) {
   Tensor t = Tensor::zeros(p.dtype, p.shape);
   if (!t.isFloat()) return t;
-  const uint64_t key = mix(mix(seed) ^ (index + 1));
+  uint64_t path = 0xcbf29ce484222325ULL;  // FNV-1a
+  for (unsigned char c : p.path) path = (path ^ c) * 0x100000001b3ULL;
+  const uint64_t key = mix(mix(seed) ^ path);
   const double base = p.shape.size() == 1 ? 1.0 : 0.0, std = 0.02;
   auto value = [&](int64_t e) { return base + std * bell(key, static_cast<uint64_t>(e)); };
   std::byte* data = t.data();

@@ -37,14 +37,15 @@ struct ParamBytes {
 std::vector<ParamBytes> bindParams(const std::string& package, const std::vector<ParamInfo>& params,
                                    const std::map<std::string, int64_t>& dims, const LoadOptions& options);
 
-// The values --random-weights binds: parameter `index` of a model (its
-// place in declaration order) seeded by `seed`, rounded to its dtype. Each
-// element is a function of (seed, index, element) alone, a counter-based
-// generator, so tensors are drawn in any order and on every core: an 8B
-// model's 8 billion values take seconds, not minutes. Scaled like trained
-// weights: bell-shaped (the sum of four uniforms) with std 0.02, 1-D params
-// (norm scales) near 1; integer params zero.
-Tensor randomParam(const ParamInfo& param, uint64_t seed, std::size_t index);
+// The values --random-weights binds for `param`, seeded by `seed`, rounded
+// to its dtype. Each element is a function of (seed, the param's path, the
+// element) alone, a counter-based generator: every backend and export,
+// whatever order it lists params in, binds the same values, and tensors are
+// drawn on every core (an 8B model's 8 billion values take seconds, not
+// minutes). Scaled like trained weights: bell-shaped (the sum of four
+// uniforms) with std 0.02, 1-D params (norm scales) near 1; integer params
+// zero.
+Tensor randomParam(const ParamInfo& param, uint64_t seed);
 
 // A one-line progress bar on stderr while params are bound, only when
 // stderr is a terminal (logs and pipes get nothing).

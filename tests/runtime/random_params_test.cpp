@@ -1,4 +1,4 @@
-// --random-weights' values (nest::randomParam): a function of (seed, index,
+// --random-weights' values (nest::randomParam): a function of (seed, path,
 // element) alone, scaled like trained weights, the same however many cores
 // drew them.
 #include <catch2/catch.hpp>
@@ -41,7 +41,7 @@ bool sameBytes(const Tensor& a, const Tensor& b) {
 
 TEST_CASE("random params are scaled like trained weights", "[random_params]") {
   // 3 Mi values: drawn by several threads where there are cores.
-  Tensor w = randomParam(ParamInfo{"w", {1536, 2048}, DType::F32, std::nullopt}, 7, 3);
+  Tensor w = randomParam(ParamInfo{"w", {1536, 2048}, DType::F32, std::nullopt}, 7);
   Moments m = moments(w);
   CHECK(std::abs(m.mean) < 1e-4);
   CHECK(std::abs(m.std - 0.02) < 2e-4);
@@ -49,27 +49,27 @@ TEST_CASE("random params are scaled like trained weights", "[random_params]") {
   CHECK(m.maxAbs <= 0.02 * 2 * std::sqrt(3.0) + 1e-6);
   CHECK(m.maxAbs > 0.02 * 2.5);
 
-  Tensor norm = randomParam(ParamInfo{"norm", {4096}, DType::F32, std::nullopt}, 7, 4);
+  Tensor norm = randomParam(ParamInfo{"norm", {4096}, DType::F32, std::nullopt}, 7);
   Moments n = moments(norm);
   CHECK(std::abs(n.mean - 1.0) < 2e-3);
   CHECK(std::abs(n.std - 0.02) < 2e-3);
 
-  Tensor ids = randomParam(ParamInfo{"ids", {16}, DType::I32, std::nullopt}, 7, 5);
+  Tensor ids = randomParam(ParamInfo{"ids", {16}, DType::I32, std::nullopt}, 7);
   for (int64_t e = 0; e < ids.size(); ++e) CHECK(ids.asInt(e) == 0);
 }
 
-TEST_CASE("random params depend on the seed, the index and the element only", "[random_params]") {
+TEST_CASE("random params depend on the seed, the path and the element only", "[random_params]") {
   ParamInfo big{"w", {1024, 3000}, DType::F32, std::nullopt};
-  Tensor a = randomParam(big, 1, 2);
-  CHECK(sameBytes(a, randomParam(big, 1, 2)));
-  CHECK_FALSE(sameBytes(a, randomParam(big, 2, 2)));
-  CHECK_FALSE(sameBytes(a, randomParam(big, 1, 3)));
+  Tensor a = randomParam(big, 1);
+  CHECK(sameBytes(a, randomParam(big, 1)));
+  CHECK_FALSE(sameBytes(a, randomParam(big, 2)));
+  CHECK_FALSE(sameBytes(a, randomParam(ParamInfo{"v", {1024, 3000}, DType::F32, std::nullopt}, 1)));
   // A smaller tensor (one thread) is the bigger one's first elements.
-  Tensor small = randomParam(ParamInfo{"w", {7, 5}, DType::F32, std::nullopt}, 1, 2);
+  Tensor small = randomParam(ParamInfo{"w", {7, 5}, DType::F32, std::nullopt}, 1);
   CHECK(std::memcmp(small.data(), a.data(), small.byteSize()) == 0);
   // Other dtypes are the f32 values rounded.
-  Tensor b = randomParam(ParamInfo{"w", {1024, 3000}, DType::BF16, std::nullopt}, 1, 2);
-  Tensor h = randomParam(ParamInfo{"w", {1024, 3000}, DType::F16, std::nullopt}, 1, 2);
+  Tensor b = randomParam(ParamInfo{"w", {1024, 3000}, DType::BF16, std::nullopt}, 1);
+  Tensor h = randomParam(ParamInfo{"w", {1024, 3000}, DType::F16, std::nullopt}, 1);
   const float* f = reinterpret_cast<const float*>(a.data());
   const uint16_t* bb = reinterpret_cast<const uint16_t*>(b.data());
   const uint16_t* hb = reinterpret_cast<const uint16_t*>(h.data());

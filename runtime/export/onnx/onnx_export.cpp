@@ -250,7 +250,7 @@ OnnxExportResult exportOnnx(const OnnxExportOptions& o, const std::function<void
     std::optional<nest::Tensor> drawn;
     std::span<const std::byte> bytes;
     if (o.load.randomWeights) {
-      drawn = nest::randomParam(params[k], o.load.seed, k);  // `linnet call`'s values
+      drawn = nest::randomParam(params[k], o.load.seed);  // `linnet call`'s values
       bytes = drawn->bytes();
     } else {
       bytes = bound[k].bytes;
