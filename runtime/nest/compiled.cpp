@@ -61,6 +61,8 @@ class CompiledBackend : public Backend {
     Footprint footprint{params_, {}, dims_};
     for (const TensorSpec& s : model_.states) footprint.states.push_back({s.name, s.shape, s.dtype});
     checkFootprint(footprint);
+    compileOnly_ = options.compileOnly;
+    if (compileOnly_) return;
     try {
       std::vector<ParamBytes> bytes = bindParams(package, params_, dims_, options);
       for (size_t k = 0; k < params_.size(); ++k) hostParams_.emplace(params_[k].path, bytes[k]);
@@ -73,6 +75,10 @@ class CompiledBackend : public Backend {
 
   std::vector<Tensor> call(const std::string& entry, const std::vector<Tensor>& args,
                            const std::map<std::string, int64_t>& generics) override {
+    if (compileOnly_) {
+      cache_.entryDir(entry, args, generics);
+      return {};
+    }
     Loaded& art = artifactFor(entry, args, generics);
     const artifact::Entry& e = art.manifest.entries[art.entry];
     if (args.size() != e.inputs.size())
@@ -318,6 +324,7 @@ class CompiledBackend : public Backend {
   std::map<std::string, Storage> storage_;           // manifest params read in a storage format
   std::map<std::string, int64_t> dims_;
   int threads_ = 1;
+  bool compileOnly_ = false;  // LoadOptions::compileOnly: calls build artifacts, nothing more
   std::vector<device::BufferPtr> states_;          // in the manifest's order
   std::map<std::string, std::unique_ptr<Loaded>> loaded_;  // by artifact folder
 };

@@ -72,6 +72,11 @@ struct LoadOptions {
   // Bind seeded random parameters instead of a checkpoint (benchmarks, smoke tests).
   bool randomWeights = false;
   uint64_t seed = 0;
+  // Bind nothing and run nothing: each call only builds (or finds) its
+  // entry's artifact in the cache and returns no results. Fills a cache
+  // ahead of time without weights (scripts/cuda-bundle.sh carries one to a
+  // GPU machine); compiled backends only.
+  bool compileOnly = false;
   // The standard library folder; empty: $LINNET_STDLIB, then the installed one, then the build's.
   std::string stdlib;
   // Where entries run: a backend's name (backendNames()); empty: the

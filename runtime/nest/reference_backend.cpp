@@ -53,6 +53,9 @@ class ReferenceBackend : public Backend {
       throw Error(fmt::format("the reference backend computes only the language's exact numerics, not `{}`; run "
                               "`{}` numerics on compiled code (--backend cpu)",
                               options.numerics, options.numerics));
+    if (options.compileOnly)
+      throw Error("the reference backend compiles nothing: --compile-only needs a compiled backend (--backend cpu, "
+                  "cuda)");
     program_ = std::make_unique<sema::Program>(sources_, diags_, stdlibFor(options));
     for (const auto& [k, v] : options.generics) program_->setGeneric(k + "=" + v.str());
     program_->loadPackage(package);

@@ -355,6 +355,12 @@ void printHeader(const Options& o, const nest::Model& model, const Common& c) {
                                 withCommas(c.params.bytes), fmt::join(dtypes, ", ")));
 }
 
+// --compile-only: the calls built their artifacts; nothing was timed.
+void compiledOnly(const Options& o, const nest::Model& model) {
+  fmt::print("linnet bench {}: {}, {} backend: compiled the entries it calls (--compile-only: nothing timed)\n",
+             o.mode, model.name(), model.backend());
+}
+
 void runDecode(const Options& o, nest::Model& model, const Common& c) {
   requireEntry(model, "decode", "(token: Tensor[Batch, 1; i32], pos: i32)");
   bool viaPrefill = hasEntry(model, "prefill");
@@ -399,6 +405,7 @@ void runDecode(const Options& o, nest::Model& model, const Common& c) {
     stepSeconds.push_back(secondsSince(ts));
   }
   double total = secondsSince(t0);
+  if (o.load.compileOnly) return compiledOnly(o, model);
   double tokensPerSecond = static_cast<double>(c.batch * steps) / total;
   double bestStep = *std::min_element(stepSeconds.begin(), stepSeconds.end());
 
@@ -539,6 +546,7 @@ void runPrefill(const Options& o, nest::Model& model, const Common& c) {
   double flopsPerToken = 2.0 * static_cast<double>(c.params.matrixValues);
   double flops = flopsPerToken * tokensPerSecond;
 
+  if (o.load.compileOnly) return compiledOnly(o, model);
   const int gemmN = 512, gemmReps = 5;
   GemmRate g = gemmRate(gemmN, gemmReps);
   double fraction = flops / g.flopsPerSecond;

@@ -380,6 +380,8 @@ Commands defineCommands(CLI::App& app, Args& a, linnet::bench::Options& bench) {
   c.call->footer(kPackageNotes);
   addPackage(c.call, a.package);
   addLoadOptions(c.call, a.load);
+  c.call->add_flag("--compile-only", a.load.compileOnly,
+                   "Only build (or find) each entry's artifact in the cache: no weights, nothing run, no outputs");
   addEntryGroups(c.call, a);
 
   c.generate = app.add_subcommand("generate", "Prefill a prompt, then decode tokens");
@@ -405,6 +407,8 @@ Commands defineCommands(CLI::App& app, Args& a, linnet::bench::Options& bench) {
       ->check(oneOf({"decode", "prefill", "rows", "paged"}));
   addPackage(c.bench, bench.package);
   addLoadOptions(c.bench, bench.load);
+  c.bench->add_flag("--compile-only", bench.load.compileOnly,
+                    "Only build (or find) the artifacts the timed calls need: no weights, nothing run or timed");
   addInt(c.bench, "--steps", bench.steps, "Timed calls (default: decode 32, prefill 3)", 1);
   addInt(c.bench, "--prompt-len", bench.promptLen, "Prompt tokens (default: decode 8, prefill 64)", 0);
   addInt(c.bench, "--warmup", bench.warmup, "Untimed calls first (default 1)", 0);
@@ -481,6 +485,10 @@ int runCall(Args& a) {
       given.push_back(*args[k]);
     }
     std::vector<Tensor> results = model.call(g.entry, given, g.generics);
+    if (a.load.compileOnly) {
+      fmt::print("{}: compiled\n", g.entry);
+      continue;
+    }
     if (g.outputs.size() > results.size())
       throw Usage(fmt::format("entry `{}` returns {} values, but {} --output were given", g.entry,
                               results.size(), g.outputs.size()));
