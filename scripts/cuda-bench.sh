@@ -30,8 +30,10 @@
 #   LINNET_BENCH_TORCH    more arguments of cuda_bench_torch.py ("--device
 #       cpu --no-compile" on a machine without a GPU), or "skip"
 #
-# Internal: `cuda-bench.sh --runs BACKEND DIR` makes linnet's runs alone
-# (the bundle calls it on the fake libcuda to prebuild their artifacts).
+# Internal: `cuda-bench.sh --runs BACKEND DIR [--compile-only]` makes
+# linnet's runs alone; with --compile-only they only build their artifacts
+# (the bundle calls it so, on the fake libcuda, to prebuild them: no 16 GB
+# of weights on the build machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,10 +44,11 @@ PROMPT=${LINNET_BENCH_PROMPT:-128}
 PREFILL=${LINNET_BENCH_PREFILL:-512}
 export LINNET_STDLIB=$PWD/stdlib
 
-# runs BACKEND DIR: every run of linnet the benchmark times, as JSON in DIR.
+# runs BACKEND DIR [--compile-only]: every run of linnet the benchmark
+# times, as JSON in DIR.
 runs() {
   local backend=$1 dir=$2 linnet=${LINNET_BIN:-build/bin/linnet}
-  local common=("$CARD" --random-weights "${SETS[@]}" --backend "$backend")
+  local common=("$CARD" --random-weights "${SETS[@]}" --backend "$backend" ${3:+"$3"})
   local decode=(bench decode "${common[@]}" --prompt-len "$PROMPT" --warmup 2 --json)
   local prefill=(bench prefill "${common[@]}" --prompt-len "$PREFILL" --json)
   mkdir -p "$dir"
@@ -70,7 +73,7 @@ runs() {
 }
 
 if [[ "${1:-}" == --runs ]]; then
-  runs "$2" "$3"
+  runs "$2" "$3" "${4:-}"
   exit 0
 fi
 

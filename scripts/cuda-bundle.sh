@@ -10,7 +10,8 @@
 #   DIR/cache          the check's cuda artifacts, prebuilt here by running
 #                      the check's calls on the fake libcuda and cuBLASLt of
 #                      the tests (they compute nothing: only the artifacts
-#                      are kept)
+#                      are kept), and the benchmark's for the 8B card
+#                      (scripts/cuda-bench.sh, its runs with --compile-only)
 #   DIR/expected       the check's outputs on the CPU backend
 #
 # Needs a release build with the cuda target (ptxas found at configure time).
@@ -39,7 +40,12 @@ echo "cuda-bundle: cuda artifacts, built through the runtime on the fake libcuda
 LINNETC=$PWD/$DIR/bin/linnetc LINNET_CACHE=$PWD/$DIR/cache LINNET_BIN=$DIR/bin/linnet LD_LIBRARY_PATH=$DIR/lib \
   LINNET_CUDA_DRIVER=$PWD/$FAKE LINNET_CUBLASLT=$PWD/$FAKE_BLAS FAKE_CUDA_ANY_KERNEL=1 \
   bash scripts/cuda-check.sh --outputs cuda "$DIR/fake" > "$DIR/fake.log" 2>&1 || { cat "$DIR/fake.log"; exit 1; }
-rm -rf "$DIR/fake" "$DIR/fake.log" "$DIR"/cache/.tmp-*
+echo "cuda-bundle: the benchmark's 8B artifacts (linnet --compile-only on the fake libcuda: no weights)"
+LINNETC=$PWD/$DIR/bin/linnetc LINNET_CACHE=$PWD/$DIR/cache LINNET_BIN=$DIR/bin/linnet LD_LIBRARY_PATH=$DIR/lib \
+  LINNET_CUDA_DRIVER=$PWD/$FAKE LINNET_CUBLASLT=$PWD/$FAKE_BLAS FAKE_CUDA_ANY_KERNEL=1 LINNET_BENCH_STEPS=2 \
+  bash scripts/cuda-bench.sh --runs cuda "$DIR/fake-bench" --compile-only > "$DIR/fake-bench.log" 2>&1 ||
+  { cat "$DIR/fake-bench.log"; exit 1; }
+rm -rf "$DIR/fake" "$DIR/fake.log" "$DIR/fake-bench" "$DIR/fake-bench.log" "$DIR"/cache/.tmp-*
 bytes=$(du -sb "$DIR" | cut -f1)
 echo "cuda-bundle: $DIR, $((bytes / 1048576)) MiB ($(ls "$DIR/cache" | wc -l) cached artifacts)"
 if ((bytes > 64 * 1048576)); then

@@ -13,7 +13,9 @@
 # and 8 decode steps (relative 1e-5), the
 # same calls with CUDA graphs off (bit-identical), greedy ids over 32 steps
 # in f32 and bf16 (equal). Results go to $OUT (else BUNDLE/results) as
-# results.jsonl, ending with a table; the exit status is 1 if a check failed.
+# results.jsonl, ending with a table. Then the 8B benchmark,
+# scripts/cuda-bench.sh (LINNET_CHECK_BENCH=0 leaves it out), into
+# bench/ there. The exit status is 1 if a check failed.
 #
 # `LINNET_CHECK_BACKEND=cuda-emulated` runs the same checks on this machine
 # (the cuda target's host/device split on the CPU, compiled on first use),
@@ -123,4 +125,10 @@ for f in forward prefill prefill20 decode1 decode2 decode3 decode4 decode5 decod
 done
 python3 $HELP equal "f32 greedy ids (32)" "$EXPECTED/ids_f32.txt" "$GOT/ids_f32.txt" "$RESULTS"
 python3 $HELP equal "bf16 greedy ids (32)" "$EXPECTED/ids_bf16.txt" "$GOT/ids_bf16.txt" "$RESULTS"
-python3 $HELP report "$RESULTS"
+status=0
+python3 $HELP report "$RESULTS" || status=1
+# The 8B benchmark (scripts/cuda-bench.sh), unless LINNET_CHECK_BENCH=0.
+if [[ "${LINNET_CHECK_BENCH:-1}" != 0 ]]; then
+  bash scripts/cuda-bench.sh "$BUNDLE" || status=1
+fi
+exit $status
