@@ -91,8 +91,11 @@ else
 fi
 LINNET=${LINNET_BIN:-build/bin/linnet}
 
+# Bounded, so that a hang cannot spend a lent GPU's time: linnet's runs take
+# about two minutes on an H200 (each binds 16 GB of random weights first),
+# transformers' about three (loading, then compiling two shapes).
 start=$SECONDS
-if runs "$BACKEND" "$DIR" > "$DIR/runs.log" 2>&1; then
+if timeout "${LINNET_BENCH_TIMEOUT:-420}" bash scripts/cuda-bench.sh --runs "$BACKEND" "$DIR" > "$DIR/runs.log" 2>&1; then
   python3 scripts/cuda_check.py note "bench: linnet's runs" pass "in $((SECONDS - start)) s" "$RESULTS"
 else
   tail -5 "$DIR/runs.log"
@@ -110,7 +113,7 @@ if [[ "${LINNET_BENCH_TORCH:-}" != skip ]]; then
   start=$SECONDS
   read -r -a TORCH_ARGS <<< "${LINNET_BENCH_TORCH:-}"
   if "$LINNET" export hf "$CARD" --random-weights "${SETS[@]}" -o "$weights" > "$DIR/torch.log" 2>&1 &&
-    python3 scripts/cuda_bench_torch.py --model "$weights" --json "$DIR/torch.json" --prompt-len "$PROMPT" \
+    timeout "${LINNET_BENCH_TORCH_TIMEOUT:-420}" python3 scripts/cuda_bench_torch.py --model "$weights" --json "$DIR/torch.json" --prompt-len "$PROMPT" \
       --steps "$STEPS" --logits-ids "$DIR/logit_ids.npy" --logits-out "$DIR/torch_logits.npy" "${TORCH_ARGS[@]}" \
       >> "$DIR/torch.log" 2>&1; then
     python3 scripts/cuda_check.py note "bench: transformers' runs" pass "in $((SECONDS - start)) s" "$RESULTS"
