@@ -69,6 +69,12 @@ struct ComputeExtractedElement : OpRewritePattern<tensor::ExtractOp> {
     // repeat, wherever the extract runs.
     bool free = body.getOperations().size() == 1;
     int64_t produced = iterations(producer);
+    // A body of a few ops (rope's negated half: a read, extend, negate,
+    // truncate; its indices are free) may be computed twice over: a
+    // concat's select reads both sides.
+    int64_t work = 0;
+    for (Operation& op : body.without_terminator()) work += isa<linalg::IndexOp>(op) ? 0 : 1;
+    if (produced >= 0 && work <= 4) produced *= 2;
     if (!free && (produced < 0 || !cheaperThanWhole(extract, produced))) return failure();
 
     ValueRange at = extract.getIndices();
@@ -143,14 +149,109 @@ struct ExtractThroughInsertSlice : OpRewritePattern<tensor::ExtractOp> {
   }
 };
 
+// `tensor.extract` of a `tensor.extract_slice` with unit strides and the
+// source's rank: the source's element at the slice's offset plus the index.
+struct ExtractThroughExtractSlice : OpRewritePattern<tensor::ExtractOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(tensor::ExtractOp extract, PatternRewriter& rw) const override {
+    auto slice = extract.getTensor().getDefiningOp<tensor::ExtractSliceOp>();
+    if (!slice || !slice.hasUnitStride() || slice.getSourceType().getRank() != slice.getResultType().getRank())
+      return failure();
+    Location loc = extract.getLoc();
+    SmallVector<Value> at;
+    for (auto [k, index] : llvm::enumerate(extract.getIndices())) {
+      OpFoldResult offset = slice.getMixedOffsets()[k];
+      Value base = isa<Value>(offset) ? cast<Value>(offset)
+                                      : Value(arith::ConstantIndexOp::create(
+                                            rw, loc, cast<IntegerAttr>(cast<Attribute>(offset)).getInt()));
+      at.push_back(arith::AddIOp::create(rw, loc, base, index));
+    }
+    rw.replaceOpWithNewOp<tensor::ExtractOp>(extract, slice.getSource(), at);
+    return success();
+  }
+};
+
+// An input of a plain elementwise generic that a slice op made (a concat's
+// `tensor.insert_slice`, rotate-half's `tensor.extract_slice`), read through
+// a projection of the loops, becomes a `tensor.extract` in the body at those
+// loops' indices: the patterns above then read through the slices to where
+// the values were computed, and the copies the slice ops would bufferize to
+// (a launch each) are gone. rope's half rotation of q and k is then part of
+// the rotation's kernel.
+struct SliceInputToExtract : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp generic, PatternRewriter& rw) const override {
+    if (!plainElementwise(generic) || generic.getNumDpsInits() != 1) return failure();
+    OpOperand* picked = nullptr;
+    for (OpOperand* input : generic.getDpsInputOperands()) {
+      Operation* def = input->get().getDefiningOp();
+      if (isa_and_nonnull<tensor::InsertSliceOp, tensor::ExtractSliceOp>(def) &&
+          generic.getMatchingIndexingMap(input).isProjectedPermutation()) {
+        picked = input;
+        break;
+      }
+    }
+    if (!picked) return failure();
+    Location loc = generic.getLoc();
+    SmallVector<Value> inputs;
+    SmallVector<AffineMap> maps;
+    for (OpOperand* input : generic.getDpsInputOperands())
+      if (input != picked) {
+        inputs.push_back(input->get());
+        maps.push_back(generic.getMatchingIndexingMap(input));
+      }
+    OpOperand* init = generic.getDpsInitOperand(0);
+    maps.push_back(generic.getMatchingIndexingMap(init));
+    AffineMap pickedMap = generic.getMatchingIndexingMap(picked);
+    auto fused = linalg::GenericOp::create(
+        rw, loc, generic.getResultTypes(), inputs, ValueRange{init->get()}, maps, generic.getIteratorTypesArray(),
+        [&](OpBuilder& b, Location l, ValueRange args) {
+          IRMapping map;
+          Block& body = generic.getRegion().front();
+          size_t next = 0;
+          for (OpOperand* input : generic.getDpsInputOperands()) {
+            BlockArgument arg = generic.getMatchingBlockArgument(input);
+            if (input == picked) {
+              SmallVector<Value> at;
+              for (AffineExpr e : pickedMap.getResults())
+                at.push_back(linalg::IndexOp::create(b, l, cast<AffineDimExpr>(e).getPosition()));
+              map.map(arg, tensor::ExtractOp::create(b, l, picked->get(), at).getResult());
+            } else {
+              map.map(arg, args[next++]);
+            }
+          }
+          map.map(generic.getMatchingBlockArgument(init), args.back());
+          for (Operation& op : body) b.clone(op, map);
+        });
+    rw.replaceOp(generic, fused.getResults());
+    return success();
+  }
+};
+
 }  // namespace
 
 void fuseElementwise(ModuleOp module) {
+  // Transposes (a head split) as generics, so that they fuse into the ops
+  // that read them like any elementwise producer instead of each being a
+  // copy of its own.
+  {
+    SmallVector<linalg::TransposeOp> transposes;
+    module.walk([&](linalg::TransposeOp t) { transposes.push_back(t); });
+    IRRewriter rw(module.getContext());
+    for (linalg::TransposeOp t : transposes) {
+      rw.setInsertionPoint(t);
+      if (failed(linalg::generalizeNamedOp(rw, t)))
+        throw transforms::PipelineError("internal compiler error: a transpose could not be made a generic");
+    }
+  }
   RewritePatternSet patterns(module.getContext());
   linalg::populateElementwiseOpsFusionPatterns(patterns, [](OpOperand* operand) {
     return plainElementwise(operand->get().getDefiningOp()) && plainElementwise(operand->getOwner());
   });
-  patterns.add<ComputeExtractedElement, ExtractThroughInsertSlice>(module.getContext());
+  patterns.add<ComputeExtractedElement, ExtractThroughInsertSlice, ExtractThroughExtractSlice, SliceInputToExtract>(
+      module.getContext());
   if (failed(applyPatternsGreedily(module, std::move(patterns))))
     throw transforms::PipelineError("internal compiler error: fusing elementwise ops did not converge");
 }
