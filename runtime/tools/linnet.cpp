@@ -85,8 +85,8 @@ constexpr int64_t kChatMaxNew = 512;
 // conversion would take 010 for octal), with errors that name the flag.
 
 const char* kSynopsis = R"(
-  linnet call PACKAGE (--weights PATH | --random-weights) [--generics-from-config] [--set K=V]... [--convert]
-      (--entry NAME [--generic K=V]... [--input NAME=@file.npy | NAME=VALUE]... [--output @file.npy]...)...
+  linnet call PACKAGE (--weights PATH | --random-weights | --compile-only) [--generics-from-config] [--set K=V]...
+      [--convert] (--entry NAME [--generic K=V]... [--input NAME=@file.npy | NAME=VALUE]... [--output @file.npy]...)...
   linnet generate PACKAGE (--weights PATH | --random-weights) [--generics-from-config] [--set K=V]...
       (--prompt-ids 1,2,3 | --prompt TEXT [--tokenizer PATH]) [--max-new N] [sampling]
   linnet chat PACKAGE --weights PATH [--tokenizer PATH] [--generics-from-config] [--set K=V]...
@@ -97,7 +97,7 @@ const char* kSynopsis = R"(
   linnet export hf PACKAGE (--weights PATH | --random-weights) [--set K=V]... [--dtype bf16|f16|f32]
       [--shard-size 5GB] [--tokenizer PATH] [--force] -o DIR
   linnet bench decode|prefill PACKAGE (--weights PATH | --random-weights) [--set K=V]...
-      [--backend NAME] [--steps N] [--prompt-len S] [--warmup N] [--json]
+      [--backend NAME] [--steps N] [--prompt-len S] [--warmup N] [--json] [--compile-only]
   linnet --version | --help
 )";
 
