@@ -95,10 +95,6 @@ std::optional<int64_t> stackedProductRows(ir::MatmulOp matmul) {
   return a.getShape()[a.getRank() - 2];
 }
 
-}  // namespace
-
-namespace {
-
 // linnetc --products library: the module says every product goes to the
 // library that can take it.
 bool libraryForAll(mlir::Operation* op) {

@@ -372,11 +372,10 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
       w.writeTensor(std::as_bytes(std::span<const float>(*ropeFactors)));
       continue;
     }
-    const nest::ParamInfo& p = facts.params[t.param];
-    // The param's elements, in the model's (Hugging Face) layout (drawn
-    // even for the omitted head, so random values stay those of linnet call).
-    std::span<const std::byte> elements = paramValues.elements(t.param);
     if (t.omitted) continue;
+    const nest::ParamInfo& p = facts.params[t.param];
+    // The param's elements, in the model's (Hugging Face) layout.
+    std::span<const std::byte> elements = paramValues.elements(t.param);
     const std::int64_t rows = t.shape[0];
     std::int64_t permuteHeads = 0;
     if (!t.name.permuteBy.empty()) permuteHeads = facts.dims.at(t.name.permuteBy);

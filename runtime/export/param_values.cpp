@@ -1,8 +1,5 @@
 #include "export/param_values.h"
 
-#include <fmt/format.h>
-
-
 namespace linnet::exporter {
 
 ParamValues::ParamValues(const ModelFacts& facts, const nest::LoadOptions& load)

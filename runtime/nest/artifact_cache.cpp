@@ -16,6 +16,7 @@
 #include <toml++/toml.h>
 
 #include "artifact/manifest.h"
+#include "common/hash.h"
 #include "common/install.h"
 #include "common/process.h"
 #include "nest/nest.h"
@@ -33,13 +34,7 @@ std::string readFile(const fs::path& p) {
   return s.str();
 }
 
-// FNV-1a, 64-bit: a stable key for the cache (std::hash is not stable across builds).
-uint64_t fnv(const std::string& s, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
-// fnv of the compiler's bytes, remembered per (path, size, mtime): hashing
+// FNV-1a of the compiler's bytes, remembered per (path, size, mtime): hashing
 // a few MB once per process is cheap; 0 when it cannot be read.
 uint64_t compilerIdentity(const fs::path& linnetc) {
   static std::mutex mutex;
@@ -51,7 +46,7 @@ uint64_t compilerIdentity(const fs::path& linnetc) {
   std::string at = fmt::format("{}|{}|{}", linnetc.string(), size, ec ? 0 : stamp.time_since_epoch().count());
   std::lock_guard<std::mutex> lock(mutex);
   auto it = known.find(at);
-  if (it == known.end()) it = known.emplace(at, fnv(readFile(linnetc))).first;
+  if (it == known.end()) it = known.emplace(at, fnv1a(readFile(linnetc))).first;
   return it->second;
 }
 
@@ -111,7 +106,7 @@ ArtifactCache::ArtifactCache(CacheSettings settings) : settings_(std::move(setti
   for (const fs::path& dir : packageDirs(settings_.package)) key += sourcesOf(dir);
   key += sourcesOf(settings_.stdlib);
   for (const auto& s : settings_.sets) key += "\nset " + s;
-  key_ = fmt::format("{:016x}", fnv(key));
+  key_ = fmt::format("{:016x}", fnv1a(key));
 }
 
 void ArtifactCache::build(const fs::path& dir, std::vector<std::string> extra, const std::string& what) {
@@ -151,7 +146,7 @@ fs::path ArtifactCache::entryPath(const std::string& entry, const std::vector<Te
   for (const auto& s : paramStorage_) key += "|storage " + s;
   if (settings_.numerics != "exact") key += "|numerics " + settings_.numerics;
   if (settings_.products != "own") key += "|products " + settings_.products;
-  return settings_.cacheDir / fmt::format("{}-{:016x}", entry, fnv(key));
+  return settings_.cacheDir / fmt::format("{}-{:016x}", entry, fnv1a(key));
 }
 
 fs::path ArtifactCache::entryDir(const std::string& entry, const std::vector<Tensor>& args,

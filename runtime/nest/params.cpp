@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "base/half.h"
+#include "common/hash.h"
 #include "nest/conventions.h"
 #include "weights/bindings.h"
 #include "weights/safetensors.h"
@@ -130,25 +131,17 @@ Opened openCheckpoint(const std::string& path, const std::map<std::string, int64
 
 std::vector<ParamBytes> randomParams(const std::vector<ParamInfo>& params, uint64_t seed) {
   std::vector<ParamBytes> out;
-  for (size_t k = 0; k < params.size(); ++k) {
-    auto t = std::make_shared<Tensor>(randomParam(params[k], seed));
+  for (const ParamInfo& p : params) {
+    auto t = std::make_shared<Tensor>(randomParam(p, seed));
     out.push_back({t->bytes(), t});
   }
   return out;
 }
 
-// splitmix64's finalizer: a bijection on 64 bits whose outputs pass as
-// independent uniforms for consecutive inputs.
-uint64_t mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 // Element `e` of a tensor keyed `key`: the sum of the hash's four 16-bit
 // quarters, each uniform on [0, 1), centred; its std is sqrt(4/12).
 double bell(uint64_t key, uint64_t e) {
-  uint64_t h = mix(key + e);
+  uint64_t h = splitmix64(key + e);
   double sum = static_cast<double>(h & 0xffff) + static_cast<double>((h >> 16) & 0xffff) +
                static_cast<double>((h >> 32) & 0xffff) + static_cast<double>(h >> 48);
   return (sum / 65536.0 - 2.0) * std::sqrt(3.0);
@@ -178,9 +171,7 @@ void fillParallel(int64_t n, Store store) {
 Tensor randomParam(const ParamInfo& p, uint64_t seed) {
   Tensor t = Tensor::zeros(p.dtype, p.shape);
   if (!t.isFloat()) return t;
-  uint64_t path = 0xcbf29ce484222325ULL;  // FNV-1a
-  for (unsigned char c : p.path) path = (path ^ c) * 0x100000001b3ULL;
-  const uint64_t key = mix(mix(seed) ^ path);
+  const uint64_t key = splitmix64(splitmix64(seed) ^ fnv1a(p.path));
   const double base = p.shape.size() == 1 ? 1.0 : 0.0, std = 0.02;
   auto value = [&](int64_t e) { return base + std * bell(key, static_cast<uint64_t>(e)); };
   std::byte* data = t.data();

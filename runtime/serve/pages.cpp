@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/hash.h"
+
 namespace linnet::serve {
 
 PagePool::PagePool(int64_t pages, int64_t pageSize)
@@ -48,20 +50,9 @@ void PagePool::release(int32_t page) {
 uint64_t PagePool::chain(uint64_t parent, std::span<const int64_t> tokens) {
   // FNV-1a over the parent hash and the ids, then a final mix (splitmix64):
   // collisions would share a wrong page, so 64 well-mixed bits.
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&](uint64_t v) {
-    for (int b = 0; b < 8; ++b) {
-      h ^= (v >> (8 * b)) & 0xff;
-      h *= 0x100000001b3ull;
-    }
-  };
-  mix(parent);
-  for (int64_t t : tokens) mix(static_cast<uint64_t>(t));
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebull;
-  return h ^ (h >> 31);
+  uint64_t h = fnv1a(parent, kFnvOffset);
+  for (int64_t t : tokens) h = fnv1a(static_cast<uint64_t>(t), h);
+  return splitmix64(h);
 }
 
 std::optional<int32_t> PagePool::take(uint64_t hash) {

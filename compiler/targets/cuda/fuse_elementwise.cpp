@@ -1,6 +1,7 @@
 #include "targets/cuda/fuse_elementwise.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -160,13 +161,8 @@ struct ExtractThroughExtractSlice : OpRewritePattern<tensor::ExtractOp> {
       return failure();
     Location loc = extract.getLoc();
     SmallVector<Value> at;
-    for (auto [k, index] : llvm::enumerate(extract.getIndices())) {
-      OpFoldResult offset = slice.getMixedOffsets()[k];
-      Value base = isa<Value>(offset) ? cast<Value>(offset)
-                                      : Value(arith::ConstantIndexOp::create(
-                                            rw, loc, cast<IntegerAttr>(cast<Attribute>(offset)).getInt()));
-      at.push_back(arith::AddIOp::create(rw, loc, base, index));
-    }
+    for (auto [offset, index] : llvm::zip_equal(slice.getMixedOffsets(), extract.getIndices()))
+      at.push_back(arith::AddIOp::create(rw, loc, getValueOrCreateConstantIndexOp(rw, loc, offset), index));
     rw.replaceOpWithNewOp<tensor::ExtractOp>(extract, slice.getSource(), at);
     return success();
   }
