@@ -75,7 +75,9 @@ struct LoadOptions {
   // Bind nothing and run nothing: each call only builds (or finds) its
   // entry's artifact in the cache and returns no results. Fills a cache
   // ahead of time without weights (scripts/cuda-bundle.sh carries one to a
-  // GPU machine); compiled backends only.
+  // GPU machine); compiled backends only. Nothing being bound, the
+  // artifacts are those of weights held as plain elements: a GGUF whose
+  // quantized rows compiled code reads as stored keys other ones.
   bool compileOnly = false;
   // The standard library folder; empty: $LINNET_STDLIB, then the installed one, then the build's.
   std::string stdlib;
