@@ -77,7 +77,7 @@ if [[ "${1:-}" == --runs ]]; then
   exit 0
 fi
 
-BUNDLE=$(realpath "${1:-.cache/cuda-bundle}")
+BUNDLE=$(realpath -m "${1:-.cache/cuda-bundle}")
 BACKEND=${LINNET_CHECK_BACKEND:-cuda}
 DIR=${OUT:-$BUNDLE/results}/bench
 RESULTS=$DIR/results.jsonl

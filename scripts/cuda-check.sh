@@ -76,7 +76,11 @@ if [[ "${1:-}" == --outputs ]]; then
   exit 0
 fi
 
-BUNDLE=$(realpath "${1:-.cache/cuda-bundle}")
+BUNDLE=$(realpath -m "${1:-.cache/cuda-bundle}")
+if [[ ! -d "$BUNDLE/expected" ]]; then
+  echo "cuda-check: no bundle at $BUNDLE: build one with bash scripts/cuda-bundle.sh" >&2
+  exit 2
+fi
 BACKEND=${LINNET_CHECK_BACKEND:-cuda}
 RESULTS_DIR=${OUT:-$BUNDLE/results}
 mkdir -p "$RESULTS_DIR"

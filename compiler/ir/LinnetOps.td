@@ -52,11 +52,24 @@ def Linnet_MatmulOp : Linnet_Op<"matmul", [Pure]> {
     type. With `transpose_b`, `b` is a [.., N, K] weight read row by row:
     canonicalization gives `matmul(x, permute(w))` this form when the
     permute swaps exactly the last two axes, so the transpose is never formed.
+
+    Two promises let a product skip work that cannot change what its user
+    reads (attention's keys past the last one its mask allows; only a
+    target's own product kernel takes them, see expand_attention.cpp):
+    `keep_columns` (i1 `[R, N]`): result column n is the product where some
+    `keep_columns[r, n]` is set, and 0 where none is. `skip_zero_terms`: a
+    term whose `a` is exactly zero adds nothing, even where `b` is infinite
+    or NaN.
   }];
-  let arguments = (ins AnyRankedTensor_:$a, AnyRankedTensor_:$b, UnitAttr:$transpose_b);
+  let arguments = (ins AnyRankedTensor_:$a, AnyRankedTensor_:$b, Optional<AnyRankedTensor_>:$keep_columns,
+                       UnitAttr:$transpose_b, UnitAttr:$skip_zero_terms);
   let results = (outs AnyRankedTensor_:$result);
-  let assemblyFormat = "$a `,` $b attr-dict `:` type($a) `,` type($b) `->` type($result)";
+  let assemblyFormat = [{
+    $a `,` $b (`keep_columns` $keep_columns^ `:` type($keep_columns))? attr-dict `:` type($a) `,` type($b) `->`
+    type($result)
+  }];
   let hasCanonicalizer = 1;
+  let hasVerifier = 1;
 }
 
 def Linnet_ReduceOp : Linnet_Op<"reduce", [Pure]> {
@@ -133,7 +146,10 @@ def Linnet_AttentionOp : Linnet_Op<"attention", [Pure]> {
     the keys in f32; probabilities rounded to T; their product with v.
     A target may keep it instead (transforms::SharedOptions): the CPU
     target computes those ops per query row in one kernel, over the keys
-    that row sees (a masked key's probability is exactly 0).
+    that row sees (a masked key's probability is exactly 0). Compiled code
+    skips keys no query sees; that differs from the definition only where
+    such a key's value is infinite or NaN, which a cache the model wrote
+    never holds.
   }];
   let arguments = (ins AnyRankedTensor_:$q, AnyRankedTensor_:$k, AnyRankedTensor_:$v, AnyRankedTensor_:$scale,
                        AnyRankedTensor_:$mask);

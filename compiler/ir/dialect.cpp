@@ -46,6 +46,16 @@ mlir::LogicalResult BinaryOp::verify() {
   return mlir::success();
 }
 
+mlir::LogicalResult MatmulOp::verify() {
+  if (!getKeepColumns()) return mlir::success();
+  auto keep = mlir::cast<mlir::RankedTensorType>(getKeepColumns().getType());
+  auto out = getResult().getType();
+  if (keep.getRank() != 2 || !keep.getElementType().isInteger(1) || out.getRank() < 1 ||
+      keep.getShape()[1] != out.getShape().back())
+    return emitOpError("keep_columns must be i1 [R, N], N the result's last dimension");
+  return mlir::success();
+}
+
 mlir::LogicalResult AttentionOp::verify() {
   auto q = getQ().getType(), k = getK().getType(), v = getV().getType(), mask = getMask().getType();
   int64_t r = k.getRank();

@@ -172,7 +172,7 @@ Val MLIRGen::Impl::eval(Frame& f, const elab::Expr& e) {
     case ExprKind::Matmul: {
       mlir::Value x = tensor(f, e, 0), w = tensor(f, e, 1);
       at();
-      return Val::of(MatmulOp::create(b, loc, type(), x, w, nullptr));
+      return Val::of(MatmulOp::create(b, loc, type(), x, w, /*keep_columns=*/mlir::Value(), nullptr, nullptr));
     }
     case ExprKind::Reduce: {
       mlir::Value x = tensor(f, e, 0);

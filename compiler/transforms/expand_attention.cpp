@@ -11,6 +11,13 @@
 // values past the prefix are finite, which a cache written by a model
 // holds; a mask with a row that sees no key (its softmax is uniform over
 // all K) takes the whole length.
+//
+// A target whose host cannot read the mask (cuda: SharedOptions::
+// attentionKeyPrefix off) runs the whole length, and its own product
+// kernels skip the same keys on the device instead: the scores compute
+// only the keys some query sees (keep_columns) and the values product
+// skips keys whose probability is exactly 0 (skip_zero_terms), under the
+// same condition on the values.
 #include "ir/dialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -34,10 +41,10 @@ struct Expander {
   int64_t r;                    // k's rank: [..L, K, D]
   SmallVector<int64_t> lead;    // ..L
   Type t;                       // q, k and v's element type
-  bool prefixes;                // choose a key prefix at run time (SharedOptions::attentionKeyPrefix)
+  const SharedOptions& options;
 
-  Expander(OpBuilder& builder, ir::AttentionOp attention, bool prefixes)
-      : b(builder), loc(attention.getLoc()), op(attention), prefixes(prefixes) {
+  Expander(OpBuilder& builder, ir::AttentionOp attention, const SharedOptions& options)
+      : b(builder), loc(attention.getLoc()), op(attention), options(options) {
     auto k = op.getK().getType();
     r = k.getRank();
     lead.assign(k.getShape().begin(), k.getShape().end() - 2);
@@ -87,12 +94,13 @@ struct Expander {
     Value k = prefix(op.getK(), r - 2, n), v = prefix(op.getV(), r - 2, n);
     auto mt = op.getMask().getType();
     Value mask = mt.getShape().back() == keys() ? prefix(op.getMask(), mt.getRank() - 1, n) : op.getMask();
-    SmallVector<int64_t> swap;
-    for (int64_t i = 0; i < r; ++i) swap.push_back(i);
-    std::swap(swap[r - 2], swap[r - 1]);
-    Value kt = ir::PermuteOp::create(b, loc, type({D, n}, t), k, b.getDenseI64ArrayAttr(swap));
-    Value scores = ir::MatmulOp::create(b, loc, type({G * Q, n}, t), reshape(op.getQ(), type({G * Q, D}, t)), kt,
-                                        nullptr);
+    // q k^T with k read row by row (transpose_b, canonicalization's form).
+    Value keep = n == keys() ? keptKeys() : Value();
+    auto scoresOp = ir::MatmulOp::create(b, loc, type({G * Q, n}, t), reshape(op.getQ(), type({G * Q, D}, t)), k,
+                                         Value(), b.getUnitAttr(), nullptr);
+    if (keep && targetKeepsDecodeProduct(scoresOp, options)) scoresOp.getKeepColumnsMutable().assign(keep);
+    else if (keep && keep.use_empty()) keep.getDefiningOp()->erase();  // the reshape keptKeys made
+    Value scores = scoresOp;
     scores = binary(ir::BinaryKind::Mul, castTo(scores, f32), op.getScale(), type({G * Q, n}, f32));
     scores = reshape(castTo(castTo(scores, t), f32), type({G, Q, n}, f32));
     Value masked = scalar(f32, b.getF32FloatAttr(static_cast<float>(sema::kAttentionMasked)));
@@ -103,8 +111,26 @@ struct Expander {
     Value total = reduce(ir::ReduceKind::Sum, e, {r}, true, type({G, Q, 1}, f32));
     Value probs = binary(ir::BinaryKind::Div, e, total, type({G, Q, n}, f32));
     Value weights = reshape(castTo(probs, t), type({G * Q, n}, t));
-    Value mixed = ir::MatmulOp::create(b, loc, type({G * Q, E}, t), weights, v, nullptr);
+    auto mixed = ir::MatmulOp::create(b, loc, type({G * Q, E}, t), weights, v, Value(), nullptr, nullptr);
+    if (targetKeepsDecodeProduct(mixed, options)) mixed.setSkipZeroTerms(true);
     return reshape(mixed, type({G, Q, E}, t));
+  }
+
+  // The mask as [R, K] when it is the same for every ..L and head (its
+  // leading axes are 1): the scores' keep_columns, so a target's product
+  // computes only the keys some query sees. A key no query sees has
+  // probability exactly 0 everywhere, and the values product skips it
+  // (skip_zero_terms): a decode step at position p reads about p keys of
+  // the cache, not MaxSeq. Null for any other mask.
+  Value keptKeys() {
+    auto mt = op.getMask().getType();
+    int64_t mr = mt.getRank();
+    if (mr < 1 || mt.getShape().back() != keys()) return Value();
+    for (int64_t i = 0; i + 2 < mr; ++i)
+      if (mt.getShape()[i] != 1) return Value();
+    int64_t rows = mr >= 2 ? mt.getShape()[mr - 2] : 1;
+    auto to = RankedTensorType::get({rows, keys()}, mt.getElementType());
+    return mt == to ? op.getMask() : reshape(op.getMask(), to);
   }
 
   // How many keys the ops must cover (i64): one past the last key any
@@ -139,7 +165,7 @@ struct Expander {
     int64_t K = keys();
     auto mt = op.getMask().getType();
     SmallVector<int64_t> lengths;
-    if (prefixes)
+    if (options.attentionKeyPrefix)
       for (int64_t n = kShortestPrefix; n < K && mt.getShape().back() == K; n *= 2) lengths.push_back(n);
     lengths.push_back(K);
     b.setInsertionPoint(op);
@@ -191,7 +217,7 @@ struct ExpandAttentionPass : PassWrapper<ExpandAttentionPass, OperationPass<Modu
       if (!targetKeepsAttention(op, options)) ops.push_back(op);
     });
     OpBuilder b(&getContext());
-    for (ir::AttentionOp op : ops) Expander(b, op, options.attentionKeyPrefix).run();
+    for (ir::AttentionOp op : ops) Expander(b, op, options).run();
   }
 };
 

@@ -151,6 +151,11 @@ Value rowsMatmul(OpBuilder& b, Location loc, ir::MatmulOp op, Value a, Value w) 
 struct LowerMatmul : OpConversionPattern<ir::MatmulOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(ir::MatmulOp op, OpAdaptor ad, ConversionPatternRewriter& rw) const override {
+    // Only a target's own kernel takes the promises (expand_attention.cpp
+    // gives them to no other product).
+    if (op.getKeepColumns() || op.getSkipZeroTerms())
+      return op.emitError("internal compiler error: a product with keep_columns or skip_zero_terms reached the "
+                          "generic lowering");
     Value a = ad.getA(), w = ad.getB();
     bool rows = !op.getTransposeB() && typeOf(a).getRank() >= 1 && (typeOf(w).getRank() == 2 || typeOf(a).getRank() >= 2);
     rw.replaceOp(op, rows ? rowsMatmul(rw, op.getLoc(), op, a, w) : dotMatmul(rw, op.getLoc(), op, a, w));

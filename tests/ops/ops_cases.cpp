@@ -1078,13 +1078,15 @@ struct Builder {
           return floats(d, shape, v);
         };
         Shape maskShape = a.rowMask ? Shape{a.Q, a.K} : Shape{a.K};
-        // Each reach r: the first r keys seen (by every row, or by row i the first r - i; row 1 none).
+        // Each reach r: the first r keys seen (by every row, or by row i of
+        // Q the first r - (Q - 1 - i), at least 1: the last row sees the most;
+        // row 1 none).
         std::vector<int64_t> reaches = {1, 63, 64, 65, 130, a.K};
         for (int64_t reach : reaches) {
           if (reach > a.K) continue;
           std::vector<int64_t> m;
           for (int64_t i = 0; i < (a.rowMask ? a.Q : 1); ++i)
-            for (int64_t j = 0; j < a.K; ++j) m.push_back(a.rowMask && i == 1 ? 0 : j < reach - i);
+            for (int64_t j = 0; j < a.K; ++j) m.push_back(a.rowMask && i == 1 ? 0 : j < std::max<int64_t>(1, reach - (a.Q - 1 - i)));
           c.runs.push_back({values({1, 2, a.G, a.Q, D}), values({1, 2, a.K, D}), values({1, 2, a.K, E}),
                             floats(F32, {}, {0.35355339}), ints(Bool, maskShape, m)});
         }

@@ -149,8 +149,22 @@ void emitWarpColumn(OpBuilder& b, Location l, const WarpProduct& p, int64_t rows
   }
 }
 
+// True when some keep[r, col] is set (keep: i1 [R, N]).
+Value anyKept(OpBuilder& b, Location l, Value keep, Value col) {
+  int64_t r = cast<MemRefType>(keep.getType()).getShape()[0];
+  Value none = arith::ConstantIntOp::create(b, l, b.getI1Type(), 0);
+  auto loop = scf::ForOp::create(b, l, cIndex(b, l, 0), cIndex(b, l, r), cIndex(b, l, 1), ValueRange{none},
+                                 [&](OpBuilder& lb, Location ll, Value row, ValueRange seen) {
+    Value kept = memref::LoadOp::create(lb, ll, keep, ValueRange{row, col});
+    scf::YieldOp::create(lb, ll, Value(arith::OrIOp::create(lb, ll, seen[0], kept)));
+  });
+  return loop.getResult(0);
+}
+
 // a [.., K] x w [N, K] (transpose_b), or batched a [..L, M, K] x
-// w [..L, N, K]: a warp per (matrix, column n).
+// w [..L, N, K]: a warp per (matrix, column n). With keep_columns, a
+// column no row keeps is stored as 0 without reading w's row: attention's
+// scores for the keys past the position (the whole warp branches alike).
 void lowerProduct(ir::MatmulOp op) {
   OpBuilder b(op);
   Location l = op.getLoc();
@@ -158,12 +172,32 @@ void lowerProduct(ir::MatmulOp op) {
   ProductShape shape = shapeOf(op);
   auto [batched, batch, rows, k, n] = shape;
   auto [x, w] = stackOperands(b, l, op, shape);
+  Value keep;
+  if (Value kept = op.getKeepColumns()) {
+    auto kt = cast<RankedTensorType>(kept.getType());
+    auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, {ShapedType::kDynamic, 1});
+    keep = bufferization::ToBufferOp::create(b, l, MemRefType::get(kt.getShape(), kt.getElementType(), layout), kept,
+                                             /*read_only=*/true);
+  }
   Value result = memref::AllocOp::create(b, l, MemRefType::get({batch, rows, n}, out.getElementType()));
   {
     OpBuilder::InsertionGuard guard(b);
     auto par = parallelLoop(b, l, {batch, n, kWarpSize}, batched ? "attention" : "gemv");
-    emitWarpColumn(b, l, {x, w, par.getInductionVars()[0], par.getInductionVars()[1], par.getInductionVars()[2]}, rows,
-                   k, result);
+    WarpProduct p{x, w, par.getInductionVars()[0], par.getInductionVars()[1], par.getInductionVars()[2]};
+    if (!keep) {
+      emitWarpColumn(b, l, p, rows, k, result);
+    } else {
+      auto branch = scf::IfOp::create(b, l, anyKept(b, l, keep, p.col), /*withElseRegion=*/true);
+      b.setInsertionPoint(branch.thenBlock()->getTerminator());
+      emitWarpColumn(b, l, p, rows, k, result);
+      b.setInsertionPoint(branch.elseBlock()->getTerminator());
+      Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, p.lane, cIndex(b, l, 0));
+      auto store = scf::IfOp::create(b, l, first, /*withElseRegion=*/false);
+      b.setInsertionPoint(store.thenBlock()->getTerminator());
+      Value zero = arith::ConstantOp::create(b, l, b.getZeroAttr(out.getElementType()));
+      for (int64_t r = 0; r < rows; ++r)
+        memref::StoreOp::create(b, l, zero, result, ValueRange{p.batch, cIndex(b, l, r), p.col});
+    }
   }
   op.getResult().replaceAllUsesWith(resultTensor(b, l, result, batched, out));
   op.erase();
@@ -222,7 +256,7 @@ void lowerFusedProducts(SmallVector<ir::MatmulOp> ops, Operation* at) {
 SmallVector<std::pair<SmallVector<ir::MatmulOp>, Operation*>> fusibleGroups(ArrayRef<ir::MatmulOp> products) {
   llvm::MapVector<std::pair<Value, Block*>, SmallVector<ir::MatmulOp>> byInput;
   for (ir::MatmulOp op : products)
-    if (op.getTransposeB() && !shapeOf(op).batched) byInput[{op.getA(), op->getBlock()}].push_back(op);
+    if (op.getTransposeB() && !shapeOf(op).batched && !op.getKeepColumns()) byInput[{op.getA(), op->getBlock()}].push_back(op);
   SmallVector<std::pair<SmallVector<ir::MatmulOp>, Operation*>> groups;
   for (auto& [key, ops] : byInput) {
     if (ops.size() < 2) continue;
@@ -257,7 +291,8 @@ constexpr int64_t kSplitChunk = 128;
 // of kSplitChunk, a thread per (matrix, chunk, n) summing its chunk for
 // every row of a in f32 (neighbouring threads read neighbouring values of
 // b's rows), then a thread per output adding the chunks' sums in order and
-// rounding once. One chunk is rounded and stored by its thread.
+// rounding once. One chunk is rounded and stored by its thread. With
+// skip_zero_terms, a k whose a is 0 in every row is not read from b.
 void lowerSplitProduct(ir::MatmulOp op) {
   OpBuilder b(op);
   Location l = op.getLoc();
@@ -280,15 +315,41 @@ void lowerSplitProduct(ir::MatmulOp op) {
     Value mat = par.getInductionVars()[0], split = par.getInductionVars()[1], col = par.getInductionVars()[2];
     Value from = arith::MulIOp::create(b, l, split, cIndex(b, l, kSplitChunk));
     Value to = arith::MinUIOp::create(b, l, arith::AddIOp::create(b, l, from, cIndex(b, l, kSplitChunk)), cIndex(b, l, k));
+    bool skipZeros = op.getSkipZeroTerms();
     auto loop = scf::ForOp::create(b, l, from, to, cIndex(b, l, 1), SmallVector<Value>(rows, zero),
                                    [&](OpBuilder& lb, Location ll, Value at, ValueRange acc) {
-      Value wv = toF32(lb, ll, memref::LoadOp::create(lb, ll, w, ValueRange{mat, at, col}));
-      SmallVector<Value> next;
-      for (int64_t r = 0; r < rows; ++r) {
-        Value xv = toF32(lb, ll, memref::LoadOp::create(lb, ll, x, ValueRange{mat, cIndex(lb, ll, r), at}));
-        next.push_back(math::FmaOp::create(lb, ll, xv, wv, acc[r]));
+      SmallVector<Value> xs;
+      for (int64_t r = 0; r < rows; ++r)
+        xs.push_back(toF32(lb, ll, memref::LoadOp::create(lb, ll, x, ValueRange{mat, cIndex(lb, ll, r), at})));
+      // Every row's term at `at`, a zero term (skip_zero_terms) leaving its sum as it was.
+      auto terms = [&](OpBuilder& tb, ArrayRef<Value> nonzero) {
+        Value wv = toF32(tb, ll, memref::LoadOp::create(tb, ll, w, ValueRange{mat, at, col}));
+        SmallVector<Value> next;
+        for (int64_t r = 0; r < rows; ++r) {
+          Value sum = math::FmaOp::create(tb, ll, xs[r], wv, acc[r]);
+          next.push_back(nonzero.empty() || rows == 1 ? sum : arith::SelectOp::create(tb, ll, nonzero[r], sum, acc[r]));
+        }
+        return next;
+      };
+      if (!skipZeros) {
+        scf::YieldOp::create(lb, ll, terms(lb, {}));
+        return;
       }
-      scf::YieldOp::create(lb, ll, next);
+      // A key every row weighs exactly 0 (attention's keys past the
+      // position): w's row is not read. Threads of a warp differ only in
+      // `col`, so the whole warp branches alike.
+      SmallVector<Value> nonzero;
+      Value any;
+      for (int64_t r = 0; r < rows; ++r) {
+        nonzero.push_back(arith::CmpFOp::create(lb, ll, arith::CmpFPredicate::UNE, xs[r], zero));
+        any = any ? Value(arith::OrIOp::create(lb, ll, any, nonzero.back())) : nonzero.back();
+      }
+      auto branch = scf::IfOp::create(lb, ll, SmallVector<Type>(rows, lb.getF32Type()), any, /*withElse=*/true);
+      OpBuilder tb = OpBuilder::atBlockEnd(branch.thenBlock());
+      scf::YieldOp::create(tb, ll, terms(tb, nonzero));
+      OpBuilder eb = OpBuilder::atBlockEnd(branch.elseBlock());
+      scf::YieldOp::create(eb, ll, acc);
+      scf::YieldOp::create(lb, ll, branch.getResults());
     });
     for (int64_t r = 0; r < rows; ++r) {
       if (partial) memref::StoreOp::create(b, l, loop.getResult(r), partial, ValueRange{mat, split, cIndex(b, l, r), col});
