@@ -686,6 +686,40 @@ struct Builder {
         c.oracle = [to](const std::vector<Values>& in) { Values v = in[0]; v.shape = to; return Outputs{v}; };
         add(std::move(c));
       }
+    // A reshaped tensor computed from indices alone (iota, or a grid of
+    // two), read by an elementwise op: the cuda target computes its elements
+    // where they are read, through the reshapes (expand and collapse),
+    // instead of storing it.
+    for (Scalar d : {F32, I32})
+      for (const R& r : {R{"r1_r3", {24}, {2, 3, 4}}, R{"r2_r1", {6, 4}, {24}}, R{"r2_r3", {6, 4}, {2, 3, 4}},
+                         R{"r2_r2", {2, 12}, {4, 6}}}) {
+        Case c = shapeCase("reshape_iota", r.tag, d, "shape");
+        c.params = "x: " + ty(d, r.to);
+        c.result = ty(d, r.to);
+        std::string g = r.from.size() == 1
+                            ? fmt::format("let g = iota<i64>({})", r.from[0])
+                            : fmt::format("let rows = iota<i64>({})\n    let cols = iota<i64>({})\n"
+                                          "    let g[i, j] = rows[i] * {} + cols[j]",
+                                          r.from[0], r.from[1], r.from[1]);
+        c.body = fmt::format("{}\n    return x + cast<{}>(reshape(g, [{}]))", g, d == F32 ? "f32" : "i32",
+                             fmt::join(r.to, ", "));
+        Rng rng(c.name);
+        Values x = zeros(d, r.to);
+        for (int64_t k = 0; k < x.size(); ++k) {
+          if (d == F32) x.f[k] = roundTo(F32, rng.uniform(-4, 4));
+          else x.i[k] = static_cast<int64_t>(rng.uniform(-100, 100));
+        }
+        c.runs.push_back({x});
+        c.oracle = [d](const std::vector<Values>& in) {
+          Values v = in[0];
+          for (int64_t k = 0; k < v.size(); ++k) {  // reshapes keep row-major order: element k is k
+            if (d == F32) v.f[k] = roundTo(F32, v.f[k] + static_cast<double>(k));
+            else v.i[k] += k;
+          }
+          return Outputs{v};
+        };
+        add(std::move(c));
+      }
   }
 
   void permute() {

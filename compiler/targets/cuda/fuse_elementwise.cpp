@@ -49,6 +49,26 @@ bool cheaperThanWhole(tensor::ExtractOp extract, int64_t elements) {
   return count * extracts <= elements;
 }
 
+// A plain elementwise generic that reads nothing but scalars (0-d tensors:
+// a position) and its own indices: rope's frequencies, and the cos and sin
+// rows computed from them at `pos`. Computing its element where it is read
+// costs arithmetic only, no memory, so it is computed there instead of
+// being a launch and a buffer of its own, while the reads times its body's
+// ops stay within kGeneratorWork (decode's rows, read by q's and k's rope:
+// a few million operations; prefill's [S, D] tables are read S times more
+// and stay kernels of their own).
+constexpr int64_t kGeneratorWork = int64_t{1} << 24;
+
+bool generator(Operation* op) {
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
+  if (!generic || !plainElementwise(generic)) return false;
+  for (OpOperand* input : generic.getDpsInputOperands())
+    if (auto t = dyn_cast<RankedTensorType>(input->get().getType()); t && t.getRank() != 0) return false;
+  for (Operation& inner : generic.getRegion().front())
+    if (auto read = dyn_cast<tensor::ExtractOp>(inner); read && read.getTensor().getType().getRank() != 0) return false;
+  return true;
+}
+
 // `tensor.extract %t[i..]` of a plain elementwise generic's result, as the
 // generic's body computed at i.. alone: an index comprehension such as
 // `rows[i] = table[pos + i, d]` then computes the rows it reads, not the
@@ -76,6 +96,7 @@ struct ComputeExtractedElement : OpRewritePattern<tensor::ExtractOp> {
     int64_t work = 0;
     for (Operation& op : body.without_terminator()) work += isa<linalg::IndexOp>(op) ? 0 : 1;
     if (produced >= 0 && work <= 4) produced *= 2;
+    if (generator(producer)) produced = std::max<int64_t>(produced, kGeneratorWork / std::max<int64_t>(work, 1));
     if (!free && (produced < 0 || !cheaperThanWhole(extract, produced))) return failure();
 
     ValueRange at = extract.getIndices();
@@ -168,6 +189,51 @@ struct ExtractThroughExtractSlice : OpRewritePattern<tensor::ExtractOp> {
   }
 };
 
+// `tensor.extract` of a reshape (`expand_shape`, `collapse_shape`, static
+// shapes) of a plain elementwise generic: the source's element at the
+// same position in row-major order, so that ComputeExtractedElement can
+// compute it (decode's cos row is made [1, D] from [D] before rope reads it).
+struct ExtractThroughReshape : OpRewritePattern<tensor::ExtractOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(tensor::ExtractOp extract, PatternRewriter& rw) const override {
+    Operation* def = extract.getTensor().getDefiningOp();
+    if (!isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def) ||
+        !plainElementwise(def->getOperand(0).getDefiningOp()))
+      return failure();
+    auto source = cast<RankedTensorType>(def->getOperand(0).getType());
+    auto result = cast<RankedTensorType>(extract.getTensor().getType());
+    if (!source.hasStaticShape() || !result.hasStaticShape()) return failure();
+    Location loc = extract.getLoc();
+    auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(rw, loc, v).getResult(); };
+    ValueRange at = extract.getIndices();
+    SmallVector<Value> from;
+    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def)) {
+      // Each source axis is a group of result axes: their row-major offset.
+      for (const ReassociationIndices& group : expand.getReassociationIndices()) {
+        Value index = c(0);
+        for (int64_t axis : group)
+          index = arith::AddIOp::create(rw, loc, arith::MulIOp::create(rw, loc, index, c(result.getDimSize(axis))),
+                                        at[axis]);
+        from.push_back(index);
+      }
+    } else {
+      // Each result axis is a group of source axes: its index split over them.
+      for (auto [k, group] : llvm::enumerate(cast<tensor::CollapseShapeOp>(def).getReassociationIndices())) {
+        int64_t inner = 1;
+        for (int64_t axis : group) inner *= source.getDimSize(axis);
+        for (int64_t axis : group) {
+          inner /= source.getDimSize(axis);
+          Value q = arith::DivUIOp::create(rw, loc, at[k], c(inner));
+          from.push_back(arith::RemUIOp::create(rw, loc, q, c(source.getDimSize(axis))));
+        }
+      }
+    }
+    rw.replaceOpWithNewOp<tensor::ExtractOp>(extract, def->getOperand(0), from);
+    return success();
+  }
+};
+
 // An input of a plain elementwise generic that a slice op made (a concat's
 // `tensor.insert_slice`, rotate-half's `tensor.extract_slice`), read through
 // a projection of the loops, becomes a `tensor.extract` in the body at those
@@ -183,8 +249,12 @@ struct SliceInputToExtract : OpRewritePattern<linalg::GenericOp> {
     OpOperand* picked = nullptr;
     for (OpOperand* input : generic.getDpsInputOperands()) {
       Operation* def = input->get().getDefiningOp();
-      if (isa_and_nonnull<tensor::InsertSliceOp, tensor::ExtractSliceOp>(def) &&
-          generic.getMatchingIndexingMap(input).isProjectedPermutation()) {
+      bool slice = isa_and_nonnull<tensor::InsertSliceOp, tensor::ExtractSliceOp>(def);
+      // A reshaped generator (rope's cos row made [1, D]) is computed where it is read.
+      bool reshapedGenerator =
+          isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def) && generator(def->getOperand(0).getDefiningOp());
+      if ((slice || reshapedGenerator) &&
+          generic.getMatchingIndexingMap(input).isProjectedPermutation(/*allowZeroInResults=*/true)) {
         picked = input;
         break;
       }
@@ -211,8 +281,10 @@ struct SliceInputToExtract : OpRewritePattern<linalg::GenericOp> {
             BlockArgument arg = generic.getMatchingBlockArgument(input);
             if (input == picked) {
               SmallVector<Value> at;
-              for (AffineExpr e : pickedMap.getResults())
-                at.push_back(linalg::IndexOp::create(b, l, cast<AffineDimExpr>(e).getPosition()));
+              for (AffineExpr e : pickedMap.getResults()) {
+                if (auto d = dyn_cast<AffineDimExpr>(e)) at.push_back(linalg::IndexOp::create(b, l, d.getPosition()));
+                else at.push_back(arith::ConstantIndexOp::create(b, l, 0));  // a broadcast axis
+              }
               map.map(arg, tensor::ExtractOp::create(b, l, picked->get(), at).getResult());
             } else {
               map.map(arg, args[next++]);
@@ -246,10 +318,16 @@ void fuseElementwise(ModuleOp module) {
   linalg::populateElementwiseOpsFusionPatterns(patterns, [](OpOperand* operand) {
     return plainElementwise(operand->get().getDefiningOp()) && plainElementwise(operand->getOwner());
   });
-  patterns.add<ComputeExtractedElement, ExtractThroughInsertSlice, ExtractThroughExtractSlice, SliceInputToExtract>(
-      module.getContext());
-  if (failed(applyPatternsGreedily(module, std::move(patterns))))
-    throw transforms::PipelineError("internal compiler error: fusing elementwise ops did not converge");
+  patterns.add<ComputeExtractedElement, ExtractThroughInsertSlice, ExtractThroughExtractSlice, ExtractThroughReshape,
+               SliceInputToExtract>(module.getContext());
+  // Rounds until nothing changes: the driver revisits an op only when it or
+  // its operands change, and a generic becomes a generator when a read in
+  // its body is computed in place, which its readers do not see.
+  FrozenRewritePatternSet frozen(std::move(patterns));
+  bool changed = true;
+  for (int round = 0; changed && round < 4; ++round)
+    if (failed(applyPatternsGreedily(module, frozen, GreedyRewriteConfig(), &changed)))
+      throw transforms::PipelineError("internal compiler error: fusing elementwise ops did not converge");
 }
 
 }  // namespace linnet::cuda
