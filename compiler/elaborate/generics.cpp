@@ -16,27 +16,27 @@ std::string Env::key() const {
   return k;
 }
 
-int64_t evalDim(const Env& env, const StaticInts& statics, const Expr& e) {
+int64_t evalDim(const Env& env, const StaticInts& statics, const syntax::Expr& e) {
   switch (e.kind) {
-    case ExprKind::IntLiteral: return static_cast<const IntLiteralExpr&>(e).value;
-    case ExprKind::Name: {
+    case syntax::ExprKind::IntLiteral: return static_cast<const IntLiteralExpr&>(e).value;
+    case syntax::ExprKind::Name: {
       const std::string& n = static_cast<const NameExpr&>(e).name;
       if (statics)
         if (auto v = statics(n)) return *v;
       if (auto it = env.dims.find(n); it != env.dims.end()) return it->second;
       throw GenericError(e.range, fmt::format("`{}` has no value here", n));
     }
-    case ExprKind::Unary: {
+    case syntax::ExprKind::Unary: {
       int64_t v = evalDim(env, statics, *static_cast<const UnaryExpr&>(e).operand), neg = 0;
       if (__builtin_sub_overflow(int64_t{0}, v, &neg))
         throw GenericError(e.range, fmt::format("dimension arithmetic overflows: -({}) leaves int64", v));
       return neg;
     }
-    case ExprKind::Binary: {
+    case syntax::ExprKind::Binary: {
       // A left-leaning chain by a loop down its left spine, not recursion;
       // each step checked: a value that leaves int64 is an error, not UB.
       std::vector<const BinaryExpr*> spine{static_cast<const BinaryExpr*>(&e)};
-      while (spine.back()->lhs->kind == ExprKind::Binary)
+      while (spine.back()->lhs->kind == syntax::ExprKind::Binary)
         spine.push_back(static_cast<const BinaryExpr*>(spine.back()->lhs.get()));
       int64_t l = evalDim(env, statics, *spine.back()->lhs);
       for (auto it = spine.rbegin(); it != spine.rend(); ++it) {
@@ -73,7 +73,7 @@ int64_t evalDim(const Env& env, const StaticInts& statics, const Expr& e) {
 std::vector<int64_t> evalShape(const Env& env, const StaticInts& statics, const std::vector<ExprPtr>& dims) {
   std::vector<int64_t> out;
   for (const ExprPtr& d : dims) {
-    if (d->kind == ExprKind::Spread) {
+    if (d->kind == syntax::ExprKind::Spread) {
       const auto& p = env.packs.at(static_cast<const SpreadExpr&>(*d).pack.name);
       out.insert(out.end(), p.begin(), p.end());
     } else {
@@ -89,14 +89,14 @@ Scalar evalDType(const Env& env, const std::string& n, SourceRange at) {
   throw GenericError(at, fmt::format("unknown element type `{}`", n));
 }
 
-Scalar evalDType(const Env& env, const Expr& e) {
-  if (e.kind != ExprKind::Name) throw GenericError(e.range, "expected an element type");
+Scalar evalDType(const Env& env, const syntax::Expr& e) {
+  if (e.kind != syntax::ExprKind::Name) throw GenericError(e.range, "expected an element type");
   return evalDType(env, static_cast<const NameExpr&>(e).name, e.range);
 }
 
 Env bindCallGenerics(const FnDecl& fn, Env env, const std::map<std::string, int64_t>& given, const CallExpr* call,
-                     const std::vector<ArgType>& args, const std::function<int64_t(const Expr&)>& explicitDim,
-                     const std::function<Scalar(const Expr&)>& explicitDType) {
+                     const std::vector<ArgType>& args, const std::function<int64_t(const syntax::Expr&)>& explicitDim,
+                     const std::function<Scalar(const syntax::Expr&)>& explicitDType) {
   for (const auto& [n, v] : given) env.dims[n] = v;
   for (size_t i = 0; call && i < call->generics.size(); ++i) {
     const GenericParam& g = fn.generics[i];
@@ -116,10 +116,10 @@ Env bindCallGenerics(const FnDecl& fn, Env env, const std::map<std::string, int6
     if (!sema::scalarNamed(dn) && !env.dtypes.count(dn) && !a.weak) env.dtypes[dn] = a.dtype;
     size_t packAt = t.dims.size();
     for (size_t i = 0; i < t.dims.size(); ++i)
-      if (t.dims[i]->kind == ExprKind::Spread) packAt = i;
+      if (t.dims[i]->kind == syntax::ExprKind::Spread) packAt = i;
     size_t suffix = packAt == t.dims.size() ? 0 : t.dims.size() - packAt - 1;
-    auto bindDim = [&](const Expr& d, int64_t v) {
-      if (d.kind != ExprKind::Name) return;
+    auto bindDim = [&](const syntax::Expr& d, int64_t v) {
+      if (d.kind != syntax::ExprKind::Name) return;
       const std::string& n = static_cast<const NameExpr&>(d).name;
       if (!env.dims.count(n)) env.dims[n] = v;
     };
@@ -173,17 +173,17 @@ std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t>& a, con
   return out;
 }
 
-void forEachChild(const Expr& e, const std::function<void(const Expr&)>& fn) {
+void forEachChild(const syntax::Expr& e, const std::function<void(const syntax::Expr&)>& fn) {
   switch (e.kind) {
-    case ExprKind::Unary: fn(*static_cast<const UnaryExpr&>(e).operand); break;
-    case ExprKind::Binary:
+    case syntax::ExprKind::Unary: fn(*static_cast<const UnaryExpr&>(e).operand); break;
+    case syntax::ExprKind::Binary:
       fn(*static_cast<const BinaryExpr&>(e).lhs);
       fn(*static_cast<const BinaryExpr&>(e).rhs);
       break;
-    case ExprKind::Call:
+    case syntax::ExprKind::Call:
       for (const Argument& a : static_cast<const CallExpr&>(e).args) fn(*a.value);
       break;
-    case ExprKind::Index: {
+    case syntax::ExprKind::Index: {
       const auto& ix = static_cast<const IndexExpr&>(e);
       fn(*ix.base);
       for (const IndexItem& it : ix.items) {
@@ -193,8 +193,8 @@ void forEachChild(const Expr& e, const std::function<void(const Expr&)>& fn) {
       }
       break;
     }
-    case ExprKind::Reduce: fn(*static_cast<const ReduceExpr&>(e).body); break;
-    case ExprKind::Tuple:
+    case syntax::ExprKind::Reduce: fn(*static_cast<const ReduceExpr&>(e).body); break;
+    case syntax::ExprKind::Tuple:
       for (const auto& x : static_cast<const TupleExpr&>(e).elems) fn(*x);
       break;
     default: break;

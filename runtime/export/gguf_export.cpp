@@ -17,6 +17,7 @@
 #include "export/gguf_writer.h"
 #include "export/model_facts.h"
 #include "export/param_values.h"
+#include "common/units.h"
 #include "export/quantize.h"
 #include "export/rope_scaling.h"
 #include "export/tokenizer_source.h"
@@ -66,12 +67,6 @@ std::optional<std::uint32_t> fileTypeOf(GgmlType t) {
     case GgmlType::BF16: return 32;
     default: return std::nullopt;
   }
-}
-
-std::string bytesText(std::uint64_t n) {
-  if (n >= (1ull << 30)) return fmt::format("{:.2f} GiB", n / double(1ull << 30));
-  if (n >= (1ull << 20)) return fmt::format("{:.1f} MiB", n / double(1ull << 20));
-  return fmt::format("{} bytes", n);
 }
 
 std::string shapeText(const std::vector<std::int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }

@@ -11,6 +11,7 @@
 #include "export/hf_output_folder.h"
 #include "export/hf_safetensors.h"
 #include "export/hf_tokenizer.h"
+#include "common/units.h"
 #include "export/model_facts.h"
 #include "export/param_values.h"
 #include "export/rope_scaling.h"
@@ -26,12 +27,6 @@ namespace fs = std::filesystem;
 using nest::Error;
 
 namespace {
-
-std::string bytesText(std::uint64_t n) {
-  if (n >= (1ull << 30)) return fmt::format("{:.2f} GiB", n / double(1ull << 30));
-  if (n >= (1ull << 20)) return fmt::format("{:.1f} MiB", n / double(1ull << 20));
-  return fmt::format("{} bytes", n);
-}
 
 // A GGUF source storing some tensor in a block format: its values are
 // dequantized, so the default is f32 rather than an already rounded dtype.

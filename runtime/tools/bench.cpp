@@ -20,6 +20,7 @@
 #include <toml++/toml.h>
 #include <vector>
 
+#include "common/units.h"
 #include "nest/model_config.h"
 
 namespace linnet::bench {
@@ -31,9 +32,6 @@ using nest::DType;
 using nest::Tensor;
 using Clock = std::chrono::steady_clock;
 
-double secondsSince(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // A computed value the optimizer must keep.
 volatile float gSink = 0;

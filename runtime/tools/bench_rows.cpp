@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/units.h"
 #include "tools/bench.h"
 
 namespace linnet::bench {
@@ -22,7 +23,6 @@ using nest::DType;
 using nest::Error;
 using nest::Tensor;
 
-double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 int64_t generic(const nest::Model& model, const std::string& name) {
   auto it = model.dims().find(name);

@@ -12,6 +12,7 @@
 #include <thread>
 #include <toml++/toml.h>
 
+#include "common/units.h"
 #include "nest/conventions.h"
 #include "nest/text.h"
 #include "tools/arguments.h"
@@ -19,10 +20,6 @@
 namespace linnet::tools {
 
 namespace {
-
-double secondsSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 int64_t genericOr(const nest::LoadOptions& load, const std::string& name, int64_t fallback) {
   auto it = load.generics.find(name);

@@ -18,7 +18,7 @@ namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr std::size_t kMagicLen = 6;
-constexpr std::size_t kMaxHeader = 1 << 20;
+constexpr std::size_t kMaxNpyHeader = 1 << 20;
 
 // A tiny reader for the Python literal in the header:
 // {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
@@ -221,7 +221,7 @@ NpyArray parseNpy(std::span<const std::byte> bytes, std::string_view label, NpyR
   if (bytes.size() < prefix)
     throw Error(fmt::format("{}: .npy file is truncated inside its header ({} bytes)", label, bytes.size()));
   std::size_t hlen = readLe(bytes.data() + 8, lenBytes);
-  if (hlen > kMaxHeader || hlen > bytes.size() - prefix)
+  if (hlen > kMaxNpyHeader || hlen > bytes.size() - prefix)
     throw Error(fmt::format("{}: .npy header length {} runs past the end of the file ({} bytes); the file is "
                             "truncated",
                             label, hlen, bytes.size()));

@@ -21,7 +21,7 @@ std::int64_t TensorInfo::elementCount() const { return weights::elementCount(sha
 namespace {
 
 // The reference implementation refuses headers above 100 MB as well.
-constexpr std::uint64_t kMaxHeader = 100'000'000;
+constexpr std::uint64_t kMaxSafetensorsHeader = 100'000'000;
 
 std::string_view asText(std::span<const std::byte> b) {
   return {reinterpret_cast<const char*>(b.data()), b.size()};
@@ -119,10 +119,10 @@ SafetensorsHeader parseSafetensors(std::span<const std::byte> file, std::string_
                             label, file.size(), guessOtherFormat(file)));
   std::uint64_t headerLen = readLe64(file.data());
   std::uint64_t available = file.size() - 8;
-  if (headerLen > kMaxHeader || headerLen > available)
+  if (headerLen > kMaxSafetensorsHeader || headerLen > available)
     throw Error(fmt::format("{}: header length {} {} ({} bytes follow the length field); the file is truncated or "
                             "not a safetensors file.{}",
-                            label, headerLen, headerLen > kMaxHeader ? "exceeds the 100 MB limit" : "is past the end",
+                            label, headerLen, headerLen > kMaxSafetensorsHeader ? "exceeds the 100 MB limit" : "is past the end",
                             available, guessOtherFormat(file)));
   if (headerLen < 2)
     throw Error(fmt::format("{}: header length {} is too small for a JSON object; the file is corrupt", label,

@@ -41,7 +41,7 @@ namespace {
 
 const std::string kSmolLM2 = std::string(LINNET_SOURCE_DIR) + "/nest/smollm2-135m-instruct";
 
-ex::HfExportOptions gqa2(const fs::path& out) {
+ex::HfExportOptions hfGqa2(const fs::path& out) {
   return test::gqa2Export<ex::HfExportOptions>(out.string());
 }
 
@@ -62,7 +62,7 @@ TEST_CASE("an f32 Hugging Face export reads back as the checkpoint it came from"
   TempDir dir;
   auto out = dir / "gqa2";
   std::vector<std::string> log;
-  ex::HfExportResult r = ex::exportHf(gqa2(out), [&](const std::string& s) { log.push_back(s); });
+  ex::HfExportResult r = ex::exportHf(hfGqa2(out), [&](const std::string& s) { log.push_back(s); });
   REQUIRE(log.size() == 1);
   CHECK_THAT(log[0], Contains("no tokenizer"));
   CHECK(r.shards == 1);
@@ -116,7 +116,7 @@ TEST_CASE("an f32 Hugging Face export reads back as the checkpoint it came from"
 
 TEST_CASE("small shards: every tensor in one shard, the index covering each once", "[export][hf]") {
   TempDir dir;
-  auto o = gqa2(dir / "sharded");
+  auto o = hfGqa2(dir / "sharded");
   o.shardBytes = 40000;  // an embedding is 16384 bytes, an mlp matrix 24576
   ex::HfExportResult r = ex::exportHf(o);
   REQUIRE(r.shards > 2);
@@ -152,7 +152,7 @@ TEST_CASE("bf16 and f16 exports are the project's round-to-nearest-even of the v
   for (DType d : {DType::BF16, DType::F16}) {
     INFO(name(d));
     TempDir dir;
-    auto o = gqa2(dir / "half");
+    auto o = hfGqa2(dir / "half");
     o.dtype = d;
     ex::exportHf(o);
     weights::Checkpoint back = weights::Checkpoint::open(dir / "half/model.safetensors");
@@ -180,7 +180,7 @@ TEST_CASE("a GGUF source exports as the checkpoint, its tokenizer rebuilt", "[ex
   g.tokenizer = kTokenizer;
   g.output = (dir / "gqa2.gguf").string();
   ex::exportGguf(g);
-  auto o = gqa2(dir / "from-gguf");
+  auto o = hfGqa2(dir / "from-gguf");
   o.load.weights = g.output;
   ex::HfExportResult r = ex::exportHf(o);
   CHECK(r.dtype == DType::F32);
@@ -204,7 +204,7 @@ TEST_CASE("a GGUF source exports as the checkpoint, its tokenizer rebuilt", "[ex
 
 TEST_CASE("a tokenizer.json's folder is copied as it is", "[export][hf][tokenizer]") {
   TempDir dir;
-  auto o = gqa2(dir / "tok");
+  auto o = hfGqa2(dir / "tok");
   o.tokenizer = kTokenizer;
   ex::exportHf(o);
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
@@ -279,7 +279,7 @@ TEST_CASE("Hugging Face export refusals come before anything is written", "[expo
   TempDir dir;
   fs::create_directories(dir / "out");
   dir.write("out/keep", std::as_bytes(std::span("keep", 4)));
-  auto o = gqa2(dir / "out");
+  auto o = hfGqa2(dir / "out");
   CHECK_THROWS_WITH(ex::exportHf(o), Contains("exists; pass --force"));
   o.load.generics.insert_or_assign("Layers", 3);  // the checkpoint has 2
   o.force = true;
@@ -296,7 +296,7 @@ TEST_CASE("Hugging Face export refusals come before anything is written", "[expo
 
   // A family without a Hugging Face architecture, a parameter without a binding.
   fs::copy(kCard, dir / "card", fs::copy_options::recursive);
-  auto card = gqa2(dir / "x");
+  auto card = hfGqa2(dir / "x");
   card.package = (dir / "card").string();
   {
     std::ifstream in(dir / "card/nest.toml");

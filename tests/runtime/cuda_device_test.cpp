@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "cuda_test_artifact.h"
 #include "device/cuda/arena.h"
 #include "device/cuda/block_pool.h"
 #include "device/cuda/cuda_device.h"
@@ -18,6 +19,7 @@
 #include "device/cuda/graph_policy.h"
 
 using namespace linnet::device::cuda;
+using linnet::cuda_test::messageOf;
 
 namespace {
 
@@ -27,15 +29,6 @@ struct ScopedEnv {
   ScopedEnv(std::string n, const char* value) : name(std::move(n)) { setenv(name.c_str(), value, 1); }
   ~ScopedEnv() { unsetenv(name.c_str()); }
 };
-
-std::string messageOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
 
 }  // namespace
 

@@ -17,6 +17,8 @@
 
 using namespace linnet;
 using namespace linnet::device::cuda;
+using cuda_test::messageOf;
+using cuda_test::readFloats;
 using cuda_test::Runner;
 
 namespace {
@@ -58,21 +60,6 @@ struct Warnings {
   }
 };
 
-std::string messageOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
-
-std::vector<float> read(device::Device& d, const device::Buffer& b, std::size_t n) {
-  std::vector<float> out(n);
-  d.read(b, std::as_writable_bytes(std::span(out)));
-  return out;
-}
-
 std::vector<float> iota(std::size_t n, float scale = 1.0f) {
   std::vector<float> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>(i);
@@ -105,21 +92,21 @@ TEST_CASE("CUDA buffers on the fake driver", "[cuda][fake]") {
     device::BufferPtr b = d->allocate(1000);
     CHECK(reinterpret_cast<std::uintptr_t>(b->address()) % 256 == 0);
     CHECK(b->size() == 1000);
-    CHECK(read(*d, *b, 250) == std::vector<float>(250, 0.0f));
+    CHECK(readFloats(*d, *b, 250) == std::vector<float>(250, 0.0f));
 
     std::vector<float> two = {1.5f, -2.0f};
     d->write(*b, 8, cuda_test::bytesOf(two));
     std::vector<float> expected(250, 0.0f);
     expected[2] = 1.5f;
     expected[3] = -2.0f;
-    CHECK(read(*d, *b, 250) == expected);
+    CHECK(readFloats(*d, *b, 250) == expected);
     CHECK_THROWS_AS(d->write(*b, 996, cuda_test::bytesOf(two)), std::out_of_range);
     d->zero(*b);
-    CHECK(read(*d, *b, 250) == std::vector<float>(250, 0.0f));
+    CHECK(readFloats(*d, *b, 250) == std::vector<float>(250, 0.0f));
 
     std::vector<float> values = iota(300, 0.25f);
     device::BufferPtr in = d->import(cuda_test::bytesOf(values), nullptr, 4);
-    CHECK(read(*d, *in, 300) == values);
+    CHECK(readFloats(*d, *in, 300) == values);
     std::vector<float> host(300, 7.0f);
     device::BufferPtr out = d->importOutput(std::as_writable_bytes(std::span(host)));
     CHECK(out->address() != host.data());  // device memory, copied back by read()

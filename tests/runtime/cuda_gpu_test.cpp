@@ -11,6 +11,7 @@
 
 using namespace linnet;
 using namespace linnet::device::cuda;
+using cuda_test::readFloats;
 
 namespace {
 
@@ -18,12 +19,6 @@ std::vector<float> ramp(std::size_t n, float scale) {
   std::vector<float> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>(i);
   return v;
-}
-
-std::vector<float> read(device::Device& d, const device::Buffer& b, std::size_t n) {
-  std::vector<float> out(n);
-  d.read(b, std::as_writable_bytes(std::span(out)));
-  return out;
 }
 
 // Every entry of the test artifact three times (plain, captured, replayed).
@@ -49,14 +44,14 @@ TEST_CASE("CUDA buffers on the GPU", "[gpu]") {
   constexpr std::size_t n = 1 << 20;  // 4 MiB
   device::BufferPtr b = d->allocate(n * 4);
   CHECK(reinterpret_cast<std::uintptr_t>(b->address()) % 256 == 0);
-  CHECK(read(*d, *b, n) == std::vector<float>(n, 0.0f));
+  CHECK(readFloats(*d, *b, n) == std::vector<float>(n, 0.0f));
   std::vector<float> values = ramp(n, 0.25f);
   d->write(*b, 0, cuda_test::bytesOf(values));
-  CHECK(read(*d, *b, n) == values);
+  CHECK(readFloats(*d, *b, n) == values);
   d->zero(*b);
-  CHECK(read(*d, *b, n) == std::vector<float>(n, 0.0f));
+  CHECK(readFloats(*d, *b, n) == std::vector<float>(n, 0.0f));
   device::BufferPtr in = d->import(cuda_test::bytesOf(values), nullptr, 4);
-  CHECK(read(*d, *in, n) == values);
+  CHECK(readFloats(*d, *in, n) == values);
 }
 
 TEST_CASE("the test artifact on the GPU, with graphs and without", "[gpu]") {

@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -17,6 +19,23 @@ namespace linnet::cuda_test {
 
 // Entries in the manifest's order; each takes x (input), acc (state), y (output), all f32[n].
 enum Entry : std::size_t { Twice, Accumulate, Fill, Constant, FromInit, Missing };
+
+// What `f` throws, or "(no exception)".
+inline std::string messageOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
+
+// `n` floats of `b`, read back from the device.
+inline std::vector<float> readFloats(device::Device& d, const device::Buffer& b, std::size_t n) {
+  std::vector<float> out(n);
+  d.read(b, std::as_writable_bytes(std::span(out)));
+  return out;
+}
 
 inline std::filesystem::path artifactDir() { return std::filesystem::path(LINNET_TEST_CUDA_MODEL).parent_path(); }
 

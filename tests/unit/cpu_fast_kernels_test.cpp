@@ -27,6 +27,7 @@
 #include "compiler/targets/cpu/kernels/linnet_kernels.h"
 #include "base/half.h"
 #include "gguf/types.h"
+#include "storage_blocks.h"
 
 #ifdef LINNET_KERNELS_TEST_OPENMP
 #include <omp.h>
@@ -44,6 +45,7 @@ void linnet_portable_mlir_ciface_linnet_kernel_matmul_packed_fast(linnet_memref2
 namespace {
 
 using linnet::gguf::GgmlType;
+using namespace linnet::storage_test;
 using Fn = void (*)(linnet_memref2*, linnet_memref2*, linnet_memref2*, int64_t, int64_t);
 
 struct Kernel {
@@ -57,87 +59,6 @@ std::vector<Kernel> fastKernels() {
   ks.push_back({"portable", linnet_portable_mlir_ciface_linnet_kernel_matmul_packed_fast});
 #endif
   return ks;
-}
-
-struct Format {
-  int64_t id;
-  const char* name;
-  GgmlType ggml;
-  bool integer;  // has the integer path
-};
-
-const Format kFormats[] = {
-    {LINNET_STORAGE_F32, "f32", GgmlType::F32, false},    {LINNET_STORAGE_F16, "f16", GgmlType::F16, false},
-    {LINNET_STORAGE_BF16, "bf16", GgmlType::BF16, false}, {LINNET_STORAGE_Q8_0, "q8_0", GgmlType::Q8_0, true},
-    {LINNET_STORAGE_Q4_0, "q4_0", GgmlType::Q4_0, true},  {LINNET_STORAGE_Q4_1, "q4_1", GgmlType::Q4_1, true},
-    {LINNET_STORAGE_Q4_K, "q4_k", GgmlType::Q4_K, true},  {LINNET_STORAGE_Q5_K, "q5_k", GgmlType::Q5_K, true},
-    {LINNET_STORAGE_Q6_K, "q6_k", GgmlType::Q6_K, true},
-};
-
-int64_t blockElements(const Format& f) { return linnet_storage_block_elements[f.id]; }
-int64_t blockBytes(const Format& f) { return linnet_storage_block_bytes[f.id]; }
-int64_t rowBytes(const Format& f, int64_t k) { return linnet_storage_row_bytes(f.id, k); }
-
-void putU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
-
-// A finite f16 scale of either sign, magnitude in [2^-12, 2^-2].
-uint16_t randomScale(std::mt19937& rng) {
-  std::uniform_real_distribution<float> mag(-12.0f, -2.0f);
-  float v = std::exp2(mag(rng));
-  if (rng() & 1) v = -v;
-  return linnet::gguf::f32ToF16(v);
-}
-
-// One random, valid block of `f` (every byte random, scales finite), as
-// tests/unit/cpu_kernels_test.cpp makes them.
-void randomBlock(const Format& f, std::mt19937& rng, uint8_t* b) {
-  for (int64_t i = 0; i < blockBytes(f); ++i) b[i] = static_cast<uint8_t>(rng());
-  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
-  switch (f.id) {
-    case LINNET_STORAGE_F32: {
-      float v = u(rng);
-      std::memcpy(b, &v, 4);
-      break;
-    }
-    case LINNET_STORAGE_F16: putU16(b, linnet::gguf::f32ToF16(u(rng))); break;
-    case LINNET_STORAGE_BF16: putU16(b, linnet::gguf::f32ToBf16(u(rng))); break;
-    case LINNET_STORAGE_Q8_0:
-    case LINNET_STORAGE_Q4_0: putU16(b, randomScale(rng)); break;
-    case LINNET_STORAGE_Q4_1:
-    case LINNET_STORAGE_Q4_K:
-    case LINNET_STORAGE_Q5_K:
-      putU16(b, randomScale(rng));
-      putU16(b + 2, randomScale(rng));
-      break;
-    case LINNET_STORAGE_Q6_K: putU16(b + 208, randomScale(rng)); break;
-    default: FAIL("no random block for format " << f.name);
-  }
-}
-
-// W [N, K], row i at `offset + i * rowStride` bytes (the gaps hold junk).
-struct Weights {
-  std::vector<uint8_t> bytes;
-  int64_t n, k, offset, rowStride;
-  const uint8_t* row(int64_t i) const { return bytes.data() + offset + i * rowStride; }
-  linnet_memref2 memref() { return {bytes.data(), bytes.data(), offset, {n, rowStride}, {rowStride, 1}}; }
-};
-
-Weights randomWeights(const Format& f, int64_t n, int64_t k, std::mt19937& rng, int64_t offset = 0,
-                      int64_t pad = 0) {
-  const int64_t rb = rowBytes(f, k);
-  Weights w{std::vector<uint8_t>(static_cast<size_t>(offset + n * (rb + pad) + 1)), n, k, offset, rb + pad};
-  for (auto& b : w.bytes) b = static_cast<uint8_t>(rng());
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < k / blockElements(f); ++j)
-      randomBlock(f, rng, const_cast<uint8_t*>(w.row(i)) + j * blockBytes(f));
-  return w;
-}
-
-std::vector<float> dequantRow(const Format& f, const uint8_t* row, int64_t k) {
-  std::vector<float> out(static_cast<size_t>(k));
-  const auto* src = reinterpret_cast<const std::byte*>(row);
-  linnet::gguf::dequantize(f.ggml, std::span<const std::byte>(src, static_cast<size_t>(rowBytes(f, k))), out);
-  return out;
 }
 
 // The exactly dequantized row w and each value's magnitude before
@@ -166,23 +87,9 @@ DeqRow dequantWithMagnitudes(const Format& f, const uint8_t* row, int64_t k) {
   return r;
 }
 
-struct Matrix {
-  std::vector<float> data;
-  int64_t rows, cols, offset, rowStride, colStride;
-  float& at(int64_t i, int64_t j) { return data[static_cast<size_t>(offset + i * rowStride + j * colStride)]; }
-  linnet_memref2 memref() { return {data.data(), data.data(), offset, {rows, cols}, {rowStride, colStride}}; }
-};
-
-Matrix makeMatrix(int64_t rows, int64_t cols, int64_t offset = 0, int64_t rowPad = 0, int64_t colStride = 1,
-                  float fill = NAN) {
-  const int64_t rowStride = cols * colStride + rowPad;
-  return {std::vector<float>(static_cast<size_t>(offset + rows * rowStride + 1), fill), rows, cols, offset,
-          rowStride, colStride};
-}
-
 // Random x whose blocks of 32 have magnitudes 2^-8 .. 2^8 (some all zero),
 // so that each block's scale matters.
-void fillRandom(Matrix& m, std::mt19937& rng) {
+void fillBlockScaled(Matrix& m, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f), e(-8.0f, 8.0f);
   for (int64_t i = 0; i < m.rows; ++i)
     for (int64_t j0 = 0; j0 < m.cols; j0 += 32) {
@@ -254,7 +161,7 @@ void checkFast(const Format& f, Matrix& x, const Weights& w, Matrix& out) {
   CHECK(worst <= 1.0);
 }
 
-std::vector<int64_t> testKs(const Format& f) {
+std::vector<int64_t> fastTestKs(const Format& f) {
   const int64_t be = blockElements(f);
   if (be == 1) return {32, 96, 576};
   if (be == 32) return {32, 96, 288, 576, 1088};
@@ -268,13 +175,13 @@ TEST_CASE("matmul_packed_fast within its documented error bound", "[cpu_kernels]
   const int64_t shapes[][2] = {{1, 1}, {1, 37}, {2, 5}, {3, 9}, {4, 33}, {5, 17}, {8, 19}, {9, 7}, {20, 33}};
   for (const Kernel& ks : fastKernels())
     for (const Format& f : kFormats)
-      for (int64_t k : testKs(f))
+      for (int64_t k : fastTestKs(f))
         for (const auto& mn : shapes) {
           const int64_t m = mn[0], n = mn[1];
           INFO(ks.name << " " << f.name << " M=" << m << " N=" << n << " K=" << k);
           Weights w = randomWeights(f, n, k, rng, 7, 13);
           Matrix x = makeMatrix(m, k, 5, 3);
-          fillRandom(x, rng);
+          fillBlockScaled(x, rng);
           Matrix out = makeMatrix(m, n, 2, 6);
           linnet_memref2 xm = x.memref(), wm = w.memref(), om = out.memref();
           ks.fast(&xm, &wm, &om, f.id, k);
@@ -288,14 +195,14 @@ TEST_CASE("matmul_packed_fast through views with inner strides", "[cpu_kernels][
     for (const Format& f : kFormats)
       for (int64_t m : {1, 3, 8, 12}) {
         INFO(ks.name << " " << f.name << " M=" << m);
-        const int64_t n = 19, k = testKs(f)[1], rb = rowBytes(f, k);
+        const int64_t n = 19, k = fastTestKs(f)[1], rb = rowBytes(f, k);
         Weights w = randomWeights(f, n, k, rng);
         std::vector<uint8_t> wide(static_cast<size_t>(2 * n * rb + 3), 0x7F);
         for (int64_t i = 0; i < n; ++i)
           for (int64_t j = 0; j < rb; ++j) wide[static_cast<size_t>(3 + i * 2 * rb + 2 * j)] = w.row(i)[j];
         linnet_memref2 wm = {wide.data(), wide.data(), 3, {n, rb}, {2 * rb, 2}};
         Matrix x = makeMatrix(m, k, 1, 1, 2);
-        fillRandom(x, rng);
+        fillBlockScaled(x, rng);
         Matrix out = makeMatrix(m, n, 3, 1, 2);
         linnet_memref2 xm = x.memref(), om = out.memref();
         ks.fast(&xm, &wm, &om, f.id, k);
@@ -314,7 +221,7 @@ TEST_CASE("matmul_packed_fast with a large K (scratch on the heap)", "[cpu_kerne
         INFO(ks.name << " " << f.name << " M=" << m << " K=" << k);
         Weights w = randomWeights(f, n, k, rng, 1, 1);
         Matrix x = makeMatrix(m, k);
-        fillRandom(x, rng);
+        fillBlockScaled(x, rng);
         Matrix out = makeMatrix(m, n);
         linnet_memref2 xm = x.memref(), wm = w.memref(), om = out.memref();
         ks.fast(&xm, &wm, &om, f.id, k);
@@ -343,7 +250,7 @@ TEST_CASE("matmul_packed_fast edge cases", "[cpu_kernels][fast]") {
     const Format& f = kFormats[3];
     Weights w = randomWeights(f, 4, 64, rng);
     Matrix xi = makeMatrix(1, 64);
-    fillRandom(xi, rng);
+    fillBlockScaled(xi, rng);
     xi.at(0, 40) = INFINITY;
     Matrix oi = makeMatrix(1, 4);
     linnet_memref2 xim = xi.memref(), wim = w.memref(), oim = oi.memref();
@@ -363,7 +270,7 @@ TEST_CASE("matmul_packed_fast: the same bits on 1 and 2 threads", "[cpu_kernels]
         const int64_t n = 300, k = 512;
         Weights w = randomWeights(f, n, k, rng);
         Matrix x = makeMatrix(m, k);
-        fillRandom(x, rng);
+        fillBlockScaled(x, rng);
         Matrix out1 = makeMatrix(m, n), out2 = makeMatrix(m, n);
         linnet_memref2 xm = x.memref(), wm = w.memref(), om1 = out1.memref(), om2 = out2.memref();
         omp_set_num_threads(1);

@@ -17,47 +17,47 @@ using dims::Rel;
 
 namespace {
 
-Expr v(const std::string& name) { return Expr::var(name); }
-Expr c(int64_t value) { return Expr::constant(value); }
+Expr var(const std::string& name) { return Expr::var(name); }
+Expr constant(int64_t value) { return Expr::constant(value); }
 
 Facts shardFacts() {
   Facts f;
-  f.add({v("Shards"), Rel::Gt, c(0)});                                   // 0
-  f.add({Expr::mod(v("Heads"), v("Shards")), Rel::Eq, c(0)});            // 1
-  f.add({Expr::mod(v("KvHeads"), v("Shards")), Rel::Eq, c(0)});          // 2
-  f.add({Expr::mod(v("Heads"), v("KvHeads")), Rel::Eq, c(0)});           // 3
-  f.add({v("KvHeads"), Rel::Gt, c(0)});                                  // 4
-  f.add({v("N"), Rel::Ge, v("M")});                                      // 5
-  f.add({v("M"), Rel::Ge, c(2)});                                        // 6
+  f.add({var("Shards"), Rel::Gt, constant(0)});                                   // 0
+  f.add({Expr::mod(var("Heads"), var("Shards")), Rel::Eq, constant(0)});            // 1
+  f.add({Expr::mod(var("KvHeads"), var("Shards")), Rel::Eq, constant(0)});          // 2
+  f.add({Expr::mod(var("Heads"), var("KvHeads")), Rel::Eq, constant(0)});           // 3
+  f.add({var("KvHeads"), Rel::Gt, constant(0)});                                  // 4
+  f.add({var("N"), Rel::Ge, var("M")});                                      // 5
+  f.add({var("M"), Rel::Ge, constant(2)});                                        // 6
   return f;
 }
 
 }  // namespace
 
 TEST_CASE("usedBy: a fact that states the goal is kept over a chain that implies it") {
-  auto used = shardFacts().usedBy({Expr::mod(v("Heads"), v("Shards")), Rel::Eq, c(0)});
+  auto used = shardFacts().usedBy({Expr::mod(var("Heads"), var("Shards")), Rel::Eq, constant(0)});
   REQUIRE(used);
   CHECK(*used == std::vector<size_t>{1});
 }
 
 TEST_CASE("usedBy: the divisibility fact a cancellation needs") {
-  Expr product = Expr::floorDiv(v("Heads"), v("KvHeads")) * v("KvHeads");
-  auto used = shardFacts().usedBy({product, Rel::Eq, v("Heads")});
+  Expr product = Expr::floorDiv(var("Heads"), var("KvHeads")) * var("KvHeads");
+  auto used = shardFacts().usedBy({product, Rel::Eq, var("Heads")});
   REQUIRE(used);
   CHECK(*used == std::vector<size_t>{3});
 }
 
 TEST_CASE("usedBy: two facts chained, none of the unrelated ones") {
-  auto used = shardFacts().usedBy({v("N"), Rel::Ge, c(2)});
+  auto used = shardFacts().usedBy({var("N"), Rel::Ge, constant(2)});
   REQUIRE(used);
   CHECK(*used == std::vector<size_t>{5, 6});
 }
 
 TEST_CASE("usedBy: no fact for what holds of every nonnegative dimension; nullopt when unproven") {
-  auto none = shardFacts().usedBy({v("H") * v("Heads"), Rel::Ge, c(0)});
+  auto none = shardFacts().usedBy({var("H") * var("Heads"), Rel::Ge, constant(0)});
   REQUIRE(none);
   CHECK(none->empty());
-  CHECK_FALSE(shardFacts().usedBy({v("H"), Rel::Gt, c(0)}));
+  CHECK_FALSE(shardFacts().usedBy({var("H"), Rel::Gt, constant(0)}));
 }
 
 TEST_CASE("the checker records obligations, proven and not, with the facts' origins") {

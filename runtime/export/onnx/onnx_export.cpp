@@ -12,6 +12,7 @@
 #include "elaborate/program.h"
 #include "export/checked_package.h"
 #include "export/model_facts.h"
+#include "common/units.h"
 #include "nest/backend.h"
 #include "export/onnx/onnx_check.h"
 #include "export/onnx/onnx_dynamic.h"
@@ -32,12 +33,6 @@ namespace {
 constexpr uint64_t kExternalAbove = 1ull << 30;  // auto: initializers past 1 GiB go beside the model
 // protobuf refuses messages of 2 GiB; keep room for the graph itself.
 constexpr uint64_t kProtobufLimit = (2ull << 30) - (64ull << 20);
-
-std::string bytesText(uint64_t n) {
-  if (n >= (1ull << 30)) return fmt::format("{:.2f} GiB", n / double(1ull << 30));
-  if (n >= (1ull << 20)) return fmt::format("{:.1f} MiB", n / double(1ull << 20));
-  return fmt::format("{} bytes", n);
-}
 
 uint64_t elementBytes(DType dtype, const std::vector<int64_t>& shape) {
   uint64_t n = byteSize(dtype);
