@@ -250,10 +250,12 @@ struct SliceInputToExtract : OpRewritePattern<linalg::GenericOp> {
     for (OpOperand* input : generic.getDpsInputOperands()) {
       Operation* def = input->get().getDefiningOp();
       bool slice = isa_and_nonnull<tensor::InsertSliceOp, tensor::ExtractSliceOp>(def);
-      // A reshaped generator (rope's cos row made [1, D]) is computed where it is read.
-      bool reshapedGenerator =
-          isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def) && generator(def->getOperand(0).getDefiningOp());
-      if ((slice || reshapedGenerator) &&
+      // A reshaped elementwise result (rope's cos row made [1, D]; the
+      // scores widened to f32, then given softmax's query axis) is read
+      // through the reshape, where the patterns above may compute it.
+      bool reshaped = isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def) &&
+                      plainElementwise(def->getOperand(0).getDefiningOp());
+      if ((slice || reshaped) &&
           generic.getMatchingIndexingMap(input).isProjectedPermutation(/*allowZeroInResults=*/true)) {
         picked = input;
         break;
