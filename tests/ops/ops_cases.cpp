@@ -1002,20 +1002,30 @@ struct Builder {
     for (Scalar d : kAll)
       for (Scalar sd : kInts)
         for (const W& w : {W{"r3_axis1", {2, 6, 4}, {2, 3, 4}, 1}, W{"r1", {5}, {2}, 0},
-                           W{"r3_axis_neg1", {2, 3, 6}, {2, 3, 2}, -1}, W{"r2_whole", {3, 4}, {3, 4}, 1}}) {
-          Case c = shapeCase("write_slice", fmt::format("{}_{}", w.tag, dtypeName(sd)), d, "index");
+                           W{"r3_axis_neg1", {2, 3, 6}, {2, 3, 2}, -1}, W{"r2_whole", {3, 4}, {3, 4}, 1}})
+          // Computed: the slice written is x + x, which the cuda target
+          // computes in the write itself, clipped where start is outside.
+          for (bool computed : {false, true}) {
+          if (computed && (sd != I32 || d == Bool)) continue;
+          Case c = shapeCase("write_slice", fmt::format("{}_{}{}", w.tag, dtypeName(sd), computed ? "_computed" : ""), d,
+                             "index");
           Rng rng(c.name);
           Values dest = edgeFill(d, w.dest, rng), x = edgeFill(d, w.x, rng);
+          Values written = x;
+          for (int64_t k = 0; computed && k < x.size(); ++k) {
+            if (x.isFloat()) written.f[k] = roundTo(d, 2 * x.f[k]);
+            else written.i[k] = wrapTo(d, 2 * x.i[k]);
+          }
           int64_t m = w.dest[w.axis < 0 ? w.axis + w.dest.size() : w.axis];
           for (int64_t start : {int64_t{0}, int64_t{1}, m - 2, m - 1, m, int64_t{-1}, int64_t{-2}, int64_t{-100}, maxOf(sd), minOf(sd)})
             c.runs.push_back({dest, x, ints(sd, {}, {start})});
           c.params = fmt::format("dest: {}, x: {}, start: {}", ty(d, w.dest), ty(d, w.x), dtypeName(sd));
           c.result = ty(d, w.dest);
-          c.body = fmt::format("return write_slice(dest, x, start, axis = {})", w.axis);
+          c.body = fmt::format("return write_slice(dest, {}, start, axis = {})", computed ? "x + x" : "x", w.axis);
           int axis = w.axis < 0 ? w.axis + static_cast<int>(w.dest.size()) : w.axis;
-          c.oracle = [axis](const std::vector<Values>& in) {
+          c.oracle = [axis, written](const std::vector<Values>& in) {
             Values out = in[0];
-            const Values& x = in[1];
+            const Values& x = written;
             int64_t start = in[2].i[0];
             // Element k of x, at coordinates (outer, p, inner) around the axis,
             // lands on dest position start + p when that is inside dest.
@@ -1031,7 +1041,7 @@ struct Builder {
             return Outputs{out};
           };
           add(std::move(c));
-        }
+          }
     // A start per row (axis 0), each row its own case of the above.
     for (Scalar d : kFloats)
       for (Scalar sd : kInts) {

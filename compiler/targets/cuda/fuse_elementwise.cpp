@@ -69,6 +69,47 @@ bool generator(Operation* op) {
   return true;
 }
 
+// True when every tensor input of `g` is read at dimensions and constants
+// of its loops (computeAt can read it at an element's indices).
+bool projectedInputs(linalg::GenericOp g) {
+  for (OpOperand* input : g.getDpsInputOperands()) {
+    if (!isa<RankedTensorType>(input->get().getType())) continue;
+    for (AffineExpr e : g.getMatchingIndexingMap(input).getResults())
+      if (!isa<AffineDimExpr, AffineConstantExpr>(e)) return false;
+  }
+  return true;
+}
+
+// Result `r` of plain elementwise `producer` at the indices `at`: its body
+// cloned at b's insertion point, its inputs read with tensor.extract
+// (projectedInputs must hold).
+Value computeAt(OpBuilder& b, Location loc, linalg::GenericOp producer, unsigned r, ValueRange at) {
+  IRMapping map;
+  for (OpOperand* input : producer.getDpsInputOperands()) {
+    Value v = input->get();
+    BlockArgument arg = producer.getMatchingBlockArgument(input);
+    if (!isa<RankedTensorType>(v.getType())) {
+      map.map(arg, v);
+      continue;
+    }
+    SmallVector<Value> indices;
+    for (AffineExpr e : producer.getMatchingIndexingMap(input).getResults()) {
+      if (auto d = dyn_cast<AffineDimExpr>(e)) indices.push_back(at[d.getPosition()]);
+      else indices.push_back(arith::ConstantIndexOp::create(b, loc, cast<AffineConstantExpr>(e).getValue()));
+    }
+    map.map(arg, tensor::ExtractOp::create(b, loc, v, indices).getResult());
+  }
+  Block& body = producer.getRegion().front();
+  for (Operation& op : body.without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+      map.map(index.getResult(), at[index.getDim()]);
+      continue;
+    }
+    b.clone(op, map);
+  }
+  return map.lookupOrDefault(body.getTerminator()->getOperand(r));
+}
+
 // `tensor.extract %t[i..]` of a plain elementwise generic's result, as the
 // generic's body computed at i.. alone: an index comprehension such as
 // `rows[i] = table[pos + i, d]` then computes the rows it reads, not the
@@ -99,32 +140,8 @@ struct ComputeExtractedElement : OpRewritePattern<tensor::ExtractOp> {
     if (generator(producer)) produced = std::max<int64_t>(produced, kGeneratorWork / std::max<int64_t>(work, 1));
     if (!free && (produced < 0 || !cheaperThanWhole(extract, produced))) return failure();
 
-    ValueRange at = extract.getIndices();
-    Location loc = extract.getLoc();
-    IRMapping map;
-    for (OpOperand* input : producer.getDpsInputOperands()) {
-      Value v = input->get();
-      BlockArgument arg = producer.getMatchingBlockArgument(input);
-      if (!isa<RankedTensorType>(v.getType())) {
-        map.map(arg, v);
-        continue;
-      }
-      SmallVector<Value> indices;
-      for (AffineExpr e : producer.getMatchingIndexingMap(input).getResults()) {
-        if (auto d = dyn_cast<AffineDimExpr>(e)) indices.push_back(at[d.getPosition()]);
-        else if (auto c = dyn_cast<AffineConstantExpr>(e)) indices.push_back(arith::ConstantIndexOp::create(rw, loc, c.getValue()));
-        else return failure();
-      }
-      map.map(arg, tensor::ExtractOp::create(rw, loc, v, indices).getResult());
-    }
-    for (Operation& op : body.without_terminator()) {
-      if (auto index = dyn_cast<linalg::IndexOp>(op)) {
-        map.map(index.getResult(), at[index.getDim()]);
-        continue;
-      }
-      rw.clone(op, map);
-    }
-    rw.replaceOp(extract, map.lookupOrDefault(body.getTerminator()->getOperand(r)));
+    if (!projectedInputs(producer)) return failure();
+    rw.replaceOp(extract, computeAt(rw, extract.getLoc(), producer, r, extract.getIndices()));
     return success();
   }
 };
@@ -234,6 +251,73 @@ struct ExtractThroughReshape : OpRewritePattern<tensor::ExtractOp> {
   }
 };
 
+// A slice written into a tensor the function was given (a state: decode's
+// cache write `insert_slice(extract_slice(k, ..), cache[.., pos, ..])`)
+// whose value is a plain elementwise generic's result, or a unit-stride
+// slice of it, that nothing else reads: the write computes the generic's
+// body at the slice's elements, into the destination's own slice, which
+// bufferizes in place. k's rope and v's head split then write the caches
+// themselves, without a launch and a buffer of their own; each element is
+// computed once.
+constexpr char kWritesSlice[] = "linnet.writes_slice";
+
+// The write must bufferize in place: otherwise the destination's slice,
+// whose size may be computed from device data (a position), would be a new
+// buffer of that size, allocated by the host. So the destination is a
+// function's tensor argument (a state; an entry's arguments are read-only
+// buffers) or a slice of one, and nothing else reads it.
+bool stateView(Value v) {
+  if (!v.hasOneUse()) return false;
+  while (auto slice = v.getDefiningOp<tensor::ExtractSliceOp>()) v = slice.getSource();
+  return isa<BlockArgument>(v);
+}
+
+struct ComputeWrittenSlice : OpRewritePattern<tensor::InsertSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(tensor::InsertSliceOp insert, PatternRewriter& rw) const override {
+    auto type = insert.getSourceType();
+    if (!insert.hasUnitStride() || type.getRank() != insert.getDestType().getRank() || !stateView(insert.getDest()))
+      return failure();
+    Value source = insert.getSource();
+    auto slice = source.getDefiningOp<tensor::ExtractSliceOp>();
+    if (slice) {
+      if (!slice.hasUnitStride() || slice.getSourceType().getRank() != type.getRank() || !slice->hasOneUse())
+        return failure();
+      source = slice.getSource();
+    }
+    auto result = dyn_cast<OpResult>(source);
+    auto producer = result ? dyn_cast<linalg::GenericOp>(result.getOwner()) : nullptr;
+    if (!producer || !plainElementwise(producer) || producer->hasAttr(kWritesSlice) || !source.hasOneUse() ||
+        !projectedInputs(producer))
+      return failure();
+    unsigned r = result.getResultNumber();
+    OpOperand* init = producer.getDpsInitOperand(r);
+    if (!producer.getMatchingIndexingMap(init).isIdentity() || !producer.getMatchingBlockArgument(init).use_empty())
+      return failure();
+    Location loc = insert.getLoc();
+    SmallVector<OpFoldResult> offsets = slice ? slice.getMixedOffsets() : SmallVector<OpFoldResult>();
+    Value into = tensor::ExtractSliceOp::create(rw, loc, type, insert.getDest(), insert.getMixedOffsets(),
+                                                insert.getMixedSizes(), insert.getMixedStrides());
+    int64_t rank = type.getRank();
+    auto write = linalg::GenericOp::create(
+        rw, loc, TypeRange{type}, ValueRange{}, ValueRange{into}, ArrayRef<AffineMap>{rw.getMultiDimIdentityMap(rank)},
+        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+        [&](OpBuilder& b, Location l, ValueRange) {
+          SmallVector<Value> at;
+          for (int64_t k = 0; k < rank; ++k) {
+            Value i = linalg::IndexOp::create(b, l, k);
+            if (slice) i = arith::AddIOp::create(b, l, getValueOrCreateConstantIndexOp(b, l, offsets[k]), i);
+            at.push_back(i);
+          }
+          linalg::YieldOp::create(b, l, computeAt(b, l, producer, r, at));
+        });
+    write->setAttr(kWritesSlice, rw.getUnitAttr());
+    rw.modifyOpInPlace(insert, [&] { insert.getSourceMutable().assign(write.getResult(0)); });
+    return success();
+  }
+};
+
 // An input of a plain elementwise generic that a slice op made (a concat's
 // `tensor.insert_slice`, rotate-half's `tensor.extract_slice`), read through
 // a projection of the loops, becomes a `tensor.extract` in the body at those
@@ -330,6 +414,13 @@ void fuseElementwise(ModuleOp module) {
   for (int round = 0; changed && round < 4; ++round)
     if (failed(applyPatternsGreedily(module, frozen, GreedyRewriteConfig(), &changed)))
       throw transforms::PipelineError("internal compiler error: fusing elementwise ops did not converge");
+  // Writes into states last, and apart: elementwise fusion would replace
+  // the write's unread destination slice with an empty tensor, and the
+  // write would no longer bufferize in place.
+  RewritePatternSet writes(module.getContext());
+  writes.add<ComputeWrittenSlice>(module.getContext());
+  if (failed(applyPatternsGreedily(module, std::move(writes))))
+    throw transforms::PipelineError("internal compiler error: computing writes into states did not converge");
 }
 
 }  // namespace linnet::cuda
