@@ -14,7 +14,11 @@
 // producer's arithmetic at that index, where that is no more work than the
 // producer itself (always, for a producer that only yields a constant).
 // Decode's rotary rows then compute the one row they read instead of a
-// [MaxSeq, D] table per layer.
+// [MaxSeq, D] table per layer. A producer that reads only scalars and its
+// indices (a generator: rope's frequencies, decode's cos and sin rows) is
+// computed wherever it is read, through slices and reshapes, within a work
+// budget. Last, a write of such a producer into a state (decode's cache
+// write) computes it into the state's slice in place.
 #pragma once
 
 #include "mlir/IR/BuiltinOps.h"
