@@ -1014,7 +1014,7 @@ struct Builder {
           Values written = x;
           for (int64_t k = 0; computed && k < x.size(); ++k) {
             if (x.isFloat()) written.f[k] = roundTo(d, 2 * x.f[k]);
-            else written.i[k] = wrapTo(d, 2 * x.i[k]);
+            else written.i[k] = wrapTo(d, static_cast<int64_t>(static_cast<uint64_t>(x.i[k]) * 2u));  // wraps, no UB
           }
           int64_t m = w.dest[w.axis < 0 ? w.axis + w.dest.size() : w.axis];
           for (int64_t start : {int64_t{0}, int64_t{1}, m - 2, m - 1, m, int64_t{-1}, int64_t{-2}, int64_t{-100}, maxOf(sd), minOf(sd)})
