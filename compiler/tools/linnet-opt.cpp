@@ -7,6 +7,9 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "transforms/passes.h"
+#ifdef LINNET_OPT_CUDA
+#include "targets/cuda/fuse_elementwise.h"
+#endif
 
 int main(int argc, char** argv) {
   mlir::DialectRegistry registry;
@@ -15,5 +18,8 @@ int main(int argc, char** argv) {
   registry.insert<linnet::ir::LinnetDialect>();
   mlir::registerAllPasses();
   linnet::transforms::registerPasses();
+#ifdef LINNET_OPT_CUDA
+  linnet::cuda::registerFuseElementwisePass();
+#endif
   return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "linnet-opt: the linnet dialect's passes\n", registry));
 }

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "transforms/pipeline.h"
 
@@ -422,5 +423,27 @@ void fuseElementwise(ModuleOp module) {
   if (failed(applyPatternsGreedily(module, std::move(writes))))
     throw transforms::PipelineError("internal compiler error: computing writes into states did not converge");
 }
+
+namespace {
+
+struct FuseElementwisePass : mlir::PassWrapper<FuseElementwisePass, mlir::OperationPass<mlir::ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FuseElementwisePass)
+  mlir::StringRef getArgument() const final { return "linnet-cuda-fuse-elementwise"; }
+  mlir::StringRef getDescription() const final {
+    return "The cuda target's elementwise fusion (targets/cuda/fuse_elementwise.h)";
+  }
+  void runOnOperation() override {
+    try {
+      fuseElementwise(getOperation());
+    } catch (const transforms::PipelineError& e) {
+      getOperation().emitError(e.what());
+      signalPassFailure();
+    }
+  }
+};
+
+}  // namespace
+
+void registerFuseElementwisePass() { mlir::PassRegistration<FuseElementwisePass>(); }
 
 }  // namespace linnet::cuda

@@ -28,6 +28,10 @@ namespace linnet::cuda {
 // Before bufferization.
 void fuseElementwise(mlir::ModuleOp module);
 
+// fuseElementwise as the pass `linnet-cuda-fuse-elementwise`, for
+// linnet-opt's lit tests (tests/ir/cuda).
+void registerFuseElementwisePass();
+
 // A linalg.generic of parallel loops whose body holds no region (no loop,
 // no branch): cheap to compute again inside each consumer.
 bool plainElementwise(mlir::Operation* op);
