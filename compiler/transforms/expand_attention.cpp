@@ -95,11 +95,13 @@ struct Expander {
     auto mt = op.getMask().getType();
     Value mask = mt.getShape().back() == keys() ? prefix(op.getMask(), mt.getRank() - 1, n) : op.getMask();
     // q k^T with k read row by row (transpose_b, canonicalization's form).
-    Value keep = n == keys() ? keptKeys() : Value();
     auto scoresOp = ir::MatmulOp::create(b, loc, type({G * Q, n}, t), reshape(op.getQ(), type({G * Q, D}, t)), k,
                                          Value(), b.getUnitAttr(), nullptr);
-    if (keep && targetKeepsDecodeProduct(scoresOp, options)) scoresOp.getKeepColumnsMutable().assign(keep);
-    else if (keep && keep.use_empty()) keep.getDefiningOp()->erase();  // the reshape keptKeys made
+    if (n == keys() && targetKeepsDecodeProduct(scoresOp, options)) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(scoresOp);
+      if (Value keep = keptKeys()) scoresOp.getKeepColumnsMutable().assign(keep);
+    }
     Value scores = scoresOp;
     scores = binary(ir::BinaryKind::Mul, castTo(scores, f32), op.getScale(), type({G * Q, n}, f32));
     scores = reshape(castTo(castTo(scores, t), f32), type({G, Q, n}, f32));

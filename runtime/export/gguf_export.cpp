@@ -13,11 +13,11 @@
 #include <stdexcept>
 #include <thread>
 
+#include "common/units.h"
 #include "export/gguf_names.h"
 #include "export/gguf_writer.h"
 #include "export/model_facts.h"
 #include "export/param_values.h"
-#include "common/units.h"
 #include "export/quantize.h"
 #include "export/rope_scaling.h"
 #include "export/tokenizer_source.h"

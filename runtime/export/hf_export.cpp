@@ -7,11 +7,11 @@
 #include <filesystem>
 #include <map>
 
+#include "common/units.h"
 #include "export/hf_config.h"
 #include "export/hf_output_folder.h"
 #include "export/hf_safetensors.h"
 #include "export/hf_tokenizer.h"
-#include "common/units.h"
 #include "export/model_facts.h"
 #include "export/param_values.h"
 #include "export/rope_scaling.h"

@@ -32,7 +32,6 @@ using nest::DType;
 using nest::Tensor;
 using Clock = std::chrono::steady_clock;
 
-
 // A computed value the optimizer must keep.
 volatile float gSink = 0;
 

@@ -23,7 +23,6 @@ using nest::DType;
 using nest::Error;
 using nest::Tensor;
 
-
 int64_t generic(const nest::Model& model, const std::string& name) {
   auto it = model.dims().find(name);
   if (it == model.dims().end())

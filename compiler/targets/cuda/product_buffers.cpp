@@ -43,6 +43,14 @@ Value stackBuffer(OpBuilder& b, Location l, Value t, bool batched, int64_t batch
                                            /*read_only=*/true);
 }
 
+Value readBuffer(OpBuilder& b, Location l, Value t) {
+  auto type = cast<RankedTensorType>(t.getType());
+  SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);
+  auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides);
+  return bufferization::ToBufferOp::create(b, l, MemRefType::get(type.getShape(), type.getElementType(), layout), t,
+                                           /*read_only=*/true);
+}
+
 Value resultTensor(OpBuilder& b, Location l, Value buffer, bool batched, RankedTensorType result) {
   auto type = cast<MemRefType>(buffer.getType());
   Value t = bufferization::ToTensorOp::create(b, l, RankedTensorType::get(type.getShape(), type.getElementType()),

@@ -38,6 +38,9 @@ mlir::Value stackBuffer(mlir::OpBuilder& b, mlir::Location l, mlir::Value t, boo
 std::pair<mlir::Value, mlir::Value> stackOperands(mlir::OpBuilder& b, mlir::Location l, ir::MatmulOp op,
                                                   const ProductShape& s);
 
+// `t`'s buffer, any layout, read only: a tensor a kernel reads in place.
+mlir::Value readBuffer(mlir::OpBuilder& b, mlir::Location l, mlir::Value t);
+
 // A [batch, rows, n] buffer as a tensor of `result`'s shape ([..L, rows, n]
 // when batched, else [.., n] with `rows` rows in all).
 mlir::Value resultTensor(mlir::OpBuilder& b, mlir::Location l, mlir::Value buffer, bool batched,

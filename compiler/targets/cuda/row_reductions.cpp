@@ -41,15 +41,6 @@ bool computableAtIndex(linalg::GenericOp g) {
   return true;
 }
 
-// A tensor read in place by a kernel: its buffer, any layout, read only.
-Value readBuffer(OpBuilder& b, Location l, Value t) {
-  auto type = cast<RankedTensorType>(t.getType());
-  SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);
-  auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides);
-  return bufferization::ToBufferOp::create(b, l, MemRefType::get(type.getShape(), type.getElementType(), layout), t,
-                                           /*read_only=*/true);
-}
-
 // Where a kernel reads a fused generic's inputs: their buffers, made before
 // the kernel; a scalar input is its value.
 using Buffers = llvm::DenseMap<Value, Value>;

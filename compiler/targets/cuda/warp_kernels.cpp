@@ -113,11 +113,24 @@ int64_t loadWidth(Type weight, int64_t k) {
   return width;
 }
 
+// Lane 0's stores of `values` (one per row) into column p.col of `result`
+// [batch, rows, N], each rounded once to the result's type.
+void storeColumn(OpBuilder& b, Location l, const WarpProduct& p, ArrayRef<Value> values, Value result) {
+  Type out = cast<MemRefType>(result.getType()).getElementType();
+  Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, p.lane, cIndex(b, l, 0));
+  auto store = scf::IfOp::create(b, l, first, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(store.thenBlock()->getTerminator());
+  for (auto [r, v] : llvm::enumerate(values)) {
+    Value stored = v.getType() == out ? v : Value(arith::TruncFOp::create(b, l, out, v));
+    memref::StoreOp::create(b, l, stored, result, ValueRange{p.batch, cIndex(b, l, static_cast<int64_t>(r)), p.col});
+  }
+}
+
 // One warp's output column p.col of every row: the lanes' sums, the
 // butterfly, lane 0's rounded stores into `result` [batch, rows, N].
 void emitWarpColumn(OpBuilder& b, Location l, const WarpProduct& p, int64_t rows, int64_t k, Value result) {
   Type weight = cast<MemRefType>(p.w.getType()).getElementType();
-  Type out = cast<MemRefType>(result.getType()).getElementType();
   int64_t width = loadWidth(weight, k);
   Value zero = arith::ConstantOp::create(b, l, b.getF32FloatAttr(0.0f));
   SmallVector<Value> sums;
@@ -138,15 +151,7 @@ void emitWarpColumn(OpBuilder& b, Location l, const WarpProduct& p, int64_t rows
   SmallVector<Value> totals;
   for (Value s : sums)
     totals.push_back(gpu::SubgroupReduceOp::create(b, l, s, gpu::AllReduceOperation::ADD, /*uniform=*/true));
-  Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, p.lane, cIndex(b, l, 0));
-  auto store = scf::IfOp::create(b, l, first, /*withElseRegion=*/false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(store.thenBlock()->getTerminator());
-  for (int64_t r = 0; r < rows; ++r) {
-    Value t = totals[r];
-    if (!out.isF32()) t = arith::TruncFOp::create(b, l, out, t);
-    memref::StoreOp::create(b, l, t, result, ValueRange{p.batch, cIndex(b, l, r), p.col});
-  }
+  storeColumn(b, l, p, totals, result);
 }
 
 // True when some keep[r, col] is set (keep: i1 [R, N]).
@@ -172,13 +177,7 @@ void lowerProduct(ir::MatmulOp op) {
   ProductShape shape = shapeOf(op);
   auto [batched, batch, rows, k, n] = shape;
   auto [x, w] = stackOperands(b, l, op, shape);
-  Value keep;
-  if (Value kept = op.getKeepColumns()) {
-    auto kt = cast<RankedTensorType>(kept.getType());
-    auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, {ShapedType::kDynamic, 1});
-    keep = bufferization::ToBufferOp::create(b, l, MemRefType::get(kt.getShape(), kt.getElementType(), layout), kept,
-                                             /*read_only=*/true);
-  }
+  Value keep = op.getKeepColumns() ? readBuffer(b, l, op.getKeepColumns()) : Value();
   Value result = memref::AllocOp::create(b, l, MemRefType::get({batch, rows, n}, out.getElementType()));
   {
     OpBuilder::InsertionGuard guard(b);
@@ -191,12 +190,8 @@ void lowerProduct(ir::MatmulOp op) {
       b.setInsertionPoint(branch.thenBlock()->getTerminator());
       emitWarpColumn(b, l, p, rows, k, result);
       b.setInsertionPoint(branch.elseBlock()->getTerminator());
-      Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, p.lane, cIndex(b, l, 0));
-      auto store = scf::IfOp::create(b, l, first, /*withElseRegion=*/false);
-      b.setInsertionPoint(store.thenBlock()->getTerminator());
       Value zero = arith::ConstantOp::create(b, l, b.getZeroAttr(out.getElementType()));
-      for (int64_t r = 0; r < rows; ++r)
-        memref::StoreOp::create(b, l, zero, result, ValueRange{p.batch, cIndex(b, l, r), p.col});
+      storeColumn(b, l, p, SmallVector<Value>(rows, zero), result);
     }
   }
   op.getResult().replaceAllUsesWith(resultTensor(b, l, result, batched, out));

@@ -9,10 +9,10 @@
 #include <fstream>
 #include <set>
 
+#include "common/units.h"
 #include "elaborate/program.h"
 #include "export/checked_package.h"
 #include "export/model_facts.h"
-#include "common/units.h"
 #include "nest/backend.h"
 #include "export/onnx/onnx_check.h"
 #include "export/onnx/onnx_dynamic.h"
