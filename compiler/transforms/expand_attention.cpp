@@ -12,12 +12,14 @@
 // holds; a mask with a row that sees no key (its softmax is uniform over
 // all K) takes the whole length.
 //
-// A target whose host cannot read the mask (cuda: SharedOptions::
-// attentionKeyPrefix off) runs the whole length, and its own product
-// kernels skip the same keys on the device instead: the scores compute
-// only the keys some query sees (keep_columns) and the values product
-// skips keys whose probability is exactly 0 (skip_zero_terms), under the
-// same condition on the values.
+// The branch needs the length on the host. The cuda target
+// (SharedOptions::KeyPrefix::LibraryProducts) reads it back from the
+// device only where the scores go to its library (a prefill's, whose sizes
+// the host sets); elsewhere it runs the whole length, so a CUDA graph can
+// hold the call, and its own product kernels skip the same keys on the
+// device instead: the scores compute only the keys some query sees
+// (keep_columns) and the values product skips keys whose probability is
+// exactly 0 (skip_zero_terms), under the same condition on the values.
 #include "ir/dialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -33,6 +35,8 @@ namespace {
 using namespace mlir;
 
 constexpr int64_t kShortestPrefix = 64;
+// needed() counts keys in f32, exactly below this.
+constexpr int64_t kCountedKeys = int64_t(1) << 24;
 
 struct Expander {
   OpBuilder& b;
@@ -136,41 +140,67 @@ struct Expander {
   }
 
   // How many keys the ops must cover (i64): one past the last key any
-  // query sees, or all of them when some query sees none.
+  // query sees, or all of them when some query sees none. Two max
+  // reductions over rows, which a target's row kernels take (cuda: a warp a
+  // row): each row's end (one past its last key seen, K for a row that sees
+  // none), then the largest. Counted in f32: exact, since run() asks only
+  // for fewer than 2^24 keys.
   Value needed() {
-    Value mask = op.getMask();
     auto mt = op.getMask().getType();
     int64_t mr = mt.getRank(), K = keys();
-    Type i1 = b.getI1Type(), i64 = b.getI64Type();
-    SmallVector<int64_t> rows(mt.getShape().begin(), mt.getShape().end() - 1);
-    SmallVector<int64_t> leading;
-    for (int64_t i = 0; i + 1 < mr; ++i) leading.push_back(i);
-    auto vec = [&](Type e) { return RankedTensorType::get({K}, e); };
-    auto one = [&](Type e) { return RankedTensorType::get({}, e); };
-    Value seenKey = mr == 1 ? mask : reduce(ir::ReduceKind::Any, mask, leading, false, vec(i1));
-    Value ends = binary(ir::BinaryKind::Add, ir::IotaOp::create(b, loc, vec(i64), b.getI64IntegerAttr(0)),
-                        scalar(i64, b.getI64IntegerAttr(1)), vec(i64));
-    Value reach = reduce(ir::ReduceKind::Max,
-                         ir::SelectOp::create(b, loc, vec(i64), seenKey, ends, scalar(i64, b.getI64IntegerAttr(0))),
-                         {0}, false, one(i64));
-    Value rowSees = reduce(ir::ReduceKind::Any, mask, {mr - 1}, false, RankedTensorType::get(rows, i1));
-    SmallVector<int64_t> all;
-    for (int64_t i = 0; i < static_cast<int64_t>(rows.size()); ++i) all.push_back(i);
-    Value everyRow = rows.empty() ? rowSees : reduce(ir::ReduceKind::All, rowSees, all, false, one(i1));
-    Value reachV = tensor::ExtractOp::create(b, loc, reach, ValueRange{});
-    Value everyV = tensor::ExtractOp::create(b, loc, everyRow, ValueRange{});
-    Value whole = arith::ConstantIntOp::create(b, loc, i64, K);
-    return arith::SelectOp::create(b, loc, everyV, reachV, whole);
+    Type f32 = b.getF32Type(), i64 = b.getI64Type();
+    auto like = [&](ArrayRef<int64_t> shape, Type e) { return RankedTensorType::get(shape, e); };
+    SmallVector<int64_t> rows(mt.getShape().drop_back());
+    Value keyEnds =
+        castTo(binary(ir::BinaryKind::Add, ir::IotaOp::create(b, loc, like({K}, i64), b.getI64IntegerAttr(0)),
+                      scalar(i64, b.getI64IntegerAttr(1)), like({K}, i64)),
+               f32);
+    Value seen = ir::SelectOp::create(b, loc, like(mt.getShape(), f32), op.getMask(), keyEnds,
+                                      scalar(f32, b.getF32FloatAttr(0)));
+    Value rowEnd = reduce(ir::ReduceKind::Max, seen, {mr - 1}, false, like(rows, f32));
+    Value none = binary(ir::BinaryKind::Eq, rowEnd, scalar(f32, b.getF32FloatAttr(0)), like(rows, b.getI1Type()));
+    Value need = ir::SelectOp::create(b, loc, like(rows, f32), none,
+                                      scalar(f32, b.getF32FloatAttr(static_cast<float>(K))), rowEnd);
+    if (!rows.empty()) {
+      int64_t count = 1;
+      for (int64_t d : rows) count *= d;
+      if (rows.size() > 1) need = reshape(need, like({count}, f32));
+      need = reduce(ir::ReduceKind::Max, need, {0}, false, like({}, f32));
+    }
+    Value value = tensor::ExtractOp::create(b, loc, need, ValueRange{});
+    return arith::FPToSIOp::create(b, loc, i64, value);
+  }
+
+  // Whether the scores over every key would be a product the target leaves
+  // to its library with more rows than decode's (a prefill's).
+  bool scoresGoToLibrary() {
+    auto qt = op.getQ().getType();
+    int64_t G = qt.getShape()[r - 2], Q = qt.getShape()[r - 1], D = qt.getShape()[r];
+    if (G * Q < SharedOptions::kMinLibraryRows) return false;
+    Value q = reshape(op.getQ(), type({G * Q, D}, t));
+    auto probe =
+        ir::MatmulOp::create(b, loc, type({G * Q, keys()}, t), q, op.getK(), Value(), b.getUnitAttr(), nullptr);
+    bool library = targetKeepsLibraryProduct(probe, options);
+    probe.erase();
+    q.getDefiningOp()->erase();
+    return library;
+  }
+
+  bool wantsPrefix() {
+    using P = SharedOptions::KeyPrefix;
+    auto mt = op.getMask().getType();
+    if (options.attentionKeyPrefix == P::Never || mt.getShape().back() != keys() || keys() >= kCountedKeys)
+      return false;
+    return options.attentionKeyPrefix == P::Always || scoresGoToLibrary();
   }
 
   void run() {
     int64_t K = keys();
-    auto mt = op.getMask().getType();
     SmallVector<int64_t> lengths;
-    if (options.attentionKeyPrefix)
-      for (int64_t n = kShortestPrefix; n < K && mt.getShape().back() == K; n *= 2) lengths.push_back(n);
-    lengths.push_back(K);
     b.setInsertionPoint(op);
+    if (wantsPrefix())
+      for (int64_t n = kShortestPrefix; n < K; n *= 2) lengths.push_back(n);
+    lengths.push_back(K);
     if (lengths.size() == 1) {
       op.replaceAllUsesWith(over(K));
       op.erase();

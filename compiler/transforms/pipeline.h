@@ -30,9 +30,14 @@ struct SharedOptions {
   // is for the target's own kernel (targetKeepsAttention).
   bool targetAttentionF32 = false;
   // linnet-expand-attention picks, at run time, the shortest key prefix the
-  // mask reaches (a branch on the mask's values). A target whose host code
-  // cannot read device data (cuda) turns it off: every key, no branch.
-  bool attentionKeyPrefix = true;
+  // mask reaches (a branch on the mask's values): for every attention
+  // (Always: the CPU, whose host reads the mask where it lies), only where
+  // the scores product goes to the target's library (LibraryProducts: cuda,
+  // whose host waits for the device to read the prefix's length, which a
+  // CUDA graph cannot hold; decode's own kernels skip the unseen keys on the
+  // device instead), or never (every key, no branch).
+  enum class KeyPrefix { Never, LibraryProducts, Always };
+  KeyPrefix attentionKeyPrefix = KeyPrefix::Always;
   // linnet-hoist-constants: argument-independent tensors computed once by
   // @linnet_init into host globals; off, they are computed in every call.
   bool hoistConstants = true;

@@ -22,7 +22,8 @@
    `release` inside an entry hands a buffer back once no later launch uses
    it (stream order makes its reuse safe); outside an entry it may do
    nothing. The compiler's code never copies from host
-   memory inside an entry (a capture could not take it). */
+   memory inside an entry (a capture could not take it); it reads device
+   memory only through `read`. */
 #ifndef LINNET_CUDA_API_H
 #define LINNET_CUDA_API_H
 
@@ -34,7 +35,7 @@ extern "C" {
 
 /* Raised whenever the table or its meaning changes; linnet_cuda_bind refuses
    another version, so an old artifact fails to load instead of misbehaving. */
-#define LINNET_CUDA_API_VERSION 2
+#define LINNET_CUDA_API_VERSION 3
 
 /* Element types of a library product. */
 #define LINNET_CUDA_F32 0
@@ -78,6 +79,11 @@ typedef struct LinnetCudaApi {
   int32_t (*fill32)(void* device, void* dst, uint32_t value, uint64_t count);
   /* A library product (cuBLASLt) on the device's stream. */
   int32_t (*gemm)(void* device, const LinnetGemm* gemm);
+  /* A device value the host code branches on: waits for the stream, then
+     copies `bytes` from device memory to host memory. A graph cannot hold
+     it, so inside a capture it fails (the device then runs the entry
+     without a graph). */
+  int32_t (*read)(void* device, void* host, const void* source, uint64_t bytes);
 } LinnetCudaApi;
 
 /* Exported by model.so: takes the table (kept by pointer: it must outlive the

@@ -214,6 +214,24 @@ TEST_CASE("a CUDA artifact runs on the fake driver, replayed as a graph from the
   CHECK(c.contexts_retained == 0);
 }
 
+TEST_CASE("an entry that reads a device value on the host runs plainly every call, without a warning", "[cuda][fake]") {
+  Fake fake;
+  Warnings w;
+  Loaded l(w.options());
+  Runner run = l.runner();
+  for (int call = 1; call <= 4; ++call) {
+    // The value read is the kernel's result for this call's x.
+    std::vector<float> x(kN, float(call));
+    CHECK(run.call(cuda_test::ReadFirst, x) == std::vector<float>(kN, 2.0f * float(call) + 1.0f));
+  }
+  FakeCudaCounters c = fake.counters();
+  CHECK(c.captures == 1);  // tried once, at the second call; the read ended it
+  CHECK(c.graph_launches == 0);
+  CHECK(c.execs_live == 0);
+  CHECK(c.kernels_run == 4);
+  CHECK(w.seen.empty());
+}
+
 TEST_CASE("LINNET_CUDA_GRAPHS=0: no capture, the same bits", "[cuda][fake]") {
   Fake fake;
   Warnings w;

@@ -31,8 +31,8 @@ std::vector<std::vector<float>> runAll(const Options& options, std::vector<std::
   cuda_test::Runner run{*d, *e, d->allocate(n * 4), {n}};
   std::vector<float> x = ramp(n, 0.5f);
   std::vector<std::vector<float>> out;
-  for (auto entry :
-       {cuda_test::Twice, cuda_test::Accumulate, cuda_test::Fill, cuda_test::Constant, cuda_test::FromInit})
+  for (auto entry : {cuda_test::Twice, cuda_test::Accumulate, cuda_test::Fill, cuda_test::Constant, cuda_test::FromInit,
+                     cuda_test::ReadFirst})
     for (int call = 0; call < 3; ++call) out.push_back(run.call(entry, x));
   return out;
 }
@@ -72,6 +72,7 @@ TEST_CASE("the test artifact on the GPU, with graphs and without", "[gpu]") {
     CHECK(graphs[6 + call] == std::vector<float>(n, 3.0f));
     CHECK(graphs[9 + call] == ramp(n, 0.5f));  // the host constant i / 2
     CHECK(graphs[12 + call] == plusFive);
+    CHECK(graphs[15 + call] == std::vector<float>(n, 1.0f));  // read_first: 2 x[0] + 1, never a graph
   }
   std::vector<std::string> none;
   CHECK(runAll(off, none) == graphs);  // bit for bit

@@ -18,7 +18,7 @@
 namespace linnet::cuda_test {
 
 // Entries in the manifest's order; each takes x (input), acc (state), y (output), all f32[n].
-enum Entry : std::size_t { Twice, Accumulate, Fill, Constant, FromInit, Missing };
+enum Entry : std::size_t { Twice, Accumulate, Fill, Constant, FromInit, Missing, ReadFirst };
 
 // What `f` throws, or "(no exception)".
 inline std::string messageOf(const std::function<void()>& f) {
@@ -54,7 +54,7 @@ inline artifact::Manifest manifest(int64_t n) {
   m.library = std::filesystem::path(LINNET_TEST_CUDA_MODEL).filename().string();
   m.init = "linnet_test_init";
   m.states = {f32("acc", n)};
-  for (const char* name : {"twice", "accumulate", "fill", "constant", "from_init", "missing"}) {
+  for (const char* name : {"twice", "accumulate", "fill", "constant", "from_init", "missing", "read_first"}) {
     artifact::Entry e;
     e.name = name;
     e.symbol = std::string("linnet_call_") + name;

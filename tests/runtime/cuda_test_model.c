@@ -14,6 +14,7 @@
    drivers from CUDA 12.0 on take it (ptxas -arch=sm_90 accepts it). */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cuda_api.h"
 
@@ -162,6 +163,24 @@ void linnet_call_from_init(void** a) {
   void* y = data(a[2]);
   void* params[] = {&y, &x, &five, &n};
   launch(add_fn, n, params);
+}
+
+/* y = 2 x[0] + 1 everywhere: x doubled by a kernel, then the first value
+   read on the host (as the cuda target's code reads a key prefix's length
+   to branch on) and filled in. It must wait for the kernel; a graph cannot
+   hold it, so it runs plainly every call. */
+void linnet_call_read_first(void** a) {
+  uint32_t n = count(a[0]);
+  void* x = data(a[0]);
+  void* scratch = api->alloc(api->device, sizeof(float) * n);
+  float factor = 2.0f, first = 0.0f;
+  void* params[] = {&scratch, &x, &factor, &n};
+  launch(scale_fn, n, params);
+  if (api->read(api->device, &first, scratch, sizeof first) != 0) return;
+  first += 1.0f;
+  uint32_t bits;
+  memcpy(&bits, &first, sizeof bits);
+  api->fill32(api->device, data(a[2]), bits, n);
 }
 
 /* Launches a kernel that is not there: the lookup fails, then everything after it does nothing. */

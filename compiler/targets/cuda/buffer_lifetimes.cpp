@@ -4,6 +4,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
+#include "targets/cuda/host_reads.h"
 #include "targets/cuda/library_products.h"
 #include "targets/cuda/map_to_gpu.h"
 
@@ -34,12 +35,13 @@ Operation* lastUse(gpu::AllocOp alloc) {
       // A kernel's body (a gpu.launch captures the buffer) cannot let it
       // escape: a device op only reads or writes its elements.
       if (user->getParentOfType<gpu::LaunchOp>()) continue;
-      // On the host: launches, copies, fills, library products and sizes use it; views (the
+      // On the host: launches, copies, fills, library products, host reads and sizes use it; views (the
       // base buffer of extract_strided_metadata among them) alias it, and
       // their uses count too. Anything else may keep it: it lives on.
       bool view = isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp, memref::CastOp,
                       memref::ReinterpretCastOp, memref::ViewOp, memref::ExtractStridedMetadataOp>(user);
-      if (!view && !isa<gpu::LaunchFuncOp, gpu::MemcpyOp, gpu::MemsetOp, memref::DimOp>(user) && !isLibraryCall(user))
+      if (!view && !isa<gpu::LaunchFuncOp, gpu::MemcpyOp, gpu::MemsetOp, memref::DimOp>(user) && !isLibraryCall(user) &&
+          !isHostRead(user))
         return nullptr;
       for (Value result : user->getResults())
         if (isa<BaseMemRefType>(result.getType())) values.push_back(result);

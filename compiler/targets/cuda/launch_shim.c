@@ -117,6 +117,12 @@ static void linnet_run_gemm(const LinnetGemm* gemm) {
   if (api) api->gemm(api->device, gemm);
 }
 
+/* A device value the host code branches on (host_read.c, compiled after
+   this file) through the device. */
+static void linnet_run_read(void* host, const void* device, uint64_t bytes) {
+  if (api) api->read(api->device, host, device, bytes);
+}
+
 void mgpuMemset32(void* dst, uint32_t value, size_t count, void* stream) {
   (void)stream;
   if (api && count) api->fill32(api->device, dst, value, count);

@@ -17,6 +17,7 @@
 #include "targets/cuda/library_products.h"
 #include "targets/cuda/buffer_lifetimes.h"
 #include "targets/cuda/fuse_elementwise.h"
+#include "targets/cuda/host_reads.h"
 #include "targets/cuda/map_to_gpu.h"
 #include "targets/cuda/read_only_arguments.h"
 #include "targets/cuda/warp_kernels.h"
@@ -28,8 +29,12 @@ using transforms::addPipeline;
 using transforms::PipelineError;
 
 transforms::SharedOptions sharedOptions() {
-  return {.attentionKeyPrefix = false, .hoistConstants = false, .f32WeightProducts = false,
-          .targetDecodeProducts = true, .targetRowReductions = true, .targetLibraryProducts = true};
+  return {.attentionKeyPrefix = transforms::SharedOptions::KeyPrefix::LibraryProducts,
+          .hoistConstants = false,
+          .f32WeightProducts = false,
+          .targetDecodeProducts = true,
+          .targetRowReductions = true,
+          .targetLibraryProducts = true};
 }
 
 void registerDialects(mlir::DialectRegistry& registry) {
@@ -83,6 +88,7 @@ void lower(mlir::ModuleOp module, Stage stage) {
 }
 
 void bufferize(mlir::ModuleOp module) {
+  readScalarsOnHost(module);
   lowerLibraryProducts(module, sharedOptions());
   lowerWarpKernels(module, sharedOptions());
   fuseElementwise(module);
@@ -135,6 +141,9 @@ constexpr const char* kLaunchShim =
 constexpr const char* kLibraryGemmText =
 #include "library_gemm.inc"
     ;
+constexpr const char* kHostReadText =
+#include "host_read.inc"
+    ;
 constexpr const char* kEmulatedGemmText =
 #include "emulated_gemm.inc"
     ;
@@ -145,7 +154,9 @@ const char* const kCudaApiText =
 #include "cuda_api.inc"
     ;
 
-std::string emulatedLibraryText() { return std::string(kCudaApiText) + kEmulatedGemmText + kLibraryGemmText; }
+std::string emulatedLibraryText() {
+  return std::string(kCudaApiText) + kEmulatedGemmText + kLibraryGemmText + kHostReadText;
+}
 
 void compileHostLibrary(const std::string& llvmIR, const std::string& entries, const std::filesystem::path& soPath) {
   namespace fs = std::filesystem;
@@ -155,7 +166,7 @@ void compileHostLibrary(const std::string& llvmIR, const std::string& entries, c
            api = dir / "cuda_api.h";
   std::ofstream(ll) << llvmIR;
   std::ofstream(entriesC) << entries;
-  std::ofstream(shim) << kLaunchShim << kLibraryGemmText;
+  std::ofstream(shim) << kLaunchShim << kLibraryGemmText << kHostReadText;
   std::ofstream(api) << kCudaApiText;
   const char* clang = std::getenv("LINNET_CLANG");
   ProcessResult r = runProcess({clang ? clang : LINNET_CLANG, "-O2", "-fPIC", "-shared", "-w", "-o", soPath.string(),

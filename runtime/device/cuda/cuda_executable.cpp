@@ -127,7 +127,7 @@ bool CudaExecutable::capture(std::size_t entry, void** descriptors, std::vector<
   const DriverApi& api = context_->api();
   std::string problem;
   CUgraph graph = nullptr;
-  table_->beginEntry();
+  table_->beginEntry(/*capturing=*/true);
   CUresult begun = api.cuStreamBeginCapture(context_->stream(), CU_STREAM_CAPTURE_MODE_RELAXED);
   if (begun != CUDA_SUCCESS) {
     problem = api.describe(begun, "cuStreamBeginCapture");
@@ -138,7 +138,15 @@ bool CudaExecutable::capture(std::size_t entry, void** descriptors, std::vector<
     if (std::optional<std::string> failure = table_->takeFailure()) problem = *failure;
     else if (ended != CUDA_SUCCESS) problem = api.describe(ended, "cuStreamEndCapture");
   }
+  bool readOnHost = table_->readOnHost();
   table_->endEntry();
+  if (readOnHost) {
+    // Not a failure: the entry branches on a device value on the host
+    // (host_reads.h), which no graph can replay; it always runs plainly.
+    if (graph) api.cuGraphDestroy(graph);
+    policies_[entry].giveUp();
+    return false;
+  }
   CUgraphExec exec = nullptr;
   if (problem.empty()) {
     CUresult made = api.cuGraphInstantiateWithFlags(&exec, graph, 0);

@@ -33,6 +33,7 @@ LaunchTable::LaunchTable(std::shared_ptr<Context> context, std::map<std::string,
   api_.copy = copy;
   api_.fill32 = fill32;
   api_.gemm = gemm;
+  api_.read = read;
 }
 
 LaunchTable::~LaunchTable() {
@@ -46,13 +47,16 @@ LaunchTable::~LaunchTable() {
   for (CUdeviceptr a : kept_) api.cuMemFree(a);
 }
 
-void LaunchTable::beginEntry() {
+void LaunchTable::beginEntry(bool capturing) {
   context_->arena().reset();
   inEntry_ = true;
+  capturing_ = capturing;
+  readOnHost_ = false;
 }
 
 void LaunchTable::endEntry() {
   inEntry_ = false;
+  capturing_ = false;
   context_->arena().reset();
 }
 
@@ -204,6 +208,27 @@ int32_t LaunchTable::gemm(void* device, const LinnetGemm* gemm) noexcept {
     return 0;
   } catch (const std::exception& e) {
     t.fail(withoutPrefix(e.what()));
+    return 1;
+  }
+}
+
+int32_t LaunchTable::read(void* device, void* host, const void* source, uint64_t bytes) noexcept {
+  LaunchTable& t = self(device);
+  t.readOnHost_ = true;
+  if (t.failure_) return 1;
+  if (t.capturing_) {
+    // A graph would replay the value read now; the executable runs this
+    // entry plainly instead (readOnHost).
+    t.fail("the host code reads a device value (a key prefix's length), which a CUDA graph cannot hold");
+    return 1;
+  }
+  try {
+    const DriverApi& api = t.context_->api();
+    // The value is written by the work queued so far.
+    if (!t.ok(api.cuStreamSynchronize(t.context_->stream()), "cuStreamSynchronize")) return 1;
+    return t.ok(api.cuMemcpyDtoH(host, address(source), bytes), "cuMemcpyDtoH") ? 0 : 1;
+  } catch (const std::exception& e) {
+    t.fail(e.what());
     return 1;
   }
 }

@@ -40,8 +40,13 @@ class LaunchTable {
   const LinnetCudaApi* api() const { return &api_; }
 
   // Around each call of an entry: the arena is reset at both ends.
-  void beginEntry();
+  // `capturing`: the stream records a CUDA graph, so `read` is refused.
+  void beginEntry(bool capturing = false);
   void endEntry();
+  // Whether the code read a device value on the host (cuda_api.h's `read`)
+  // since beginEntry: in a capture, the read was refused and the capture
+  // is of no use.
+  bool readOnHost() const { return readOnHost_; }
   // Whether operations are bracketed by profiling events: inside an entry,
   // when the context profiles.
   Profiler* profiling() const { return inEntry_ ? context_->profiler() : nullptr; }
@@ -65,11 +70,14 @@ class LaunchTable {
   static int32_t copy(void* device, void* dst, const void* src, uint64_t bytes) noexcept;
   static int32_t fill32(void* device, void* dst, uint32_t value, uint64_t count) noexcept;
   static int32_t gemm(void* device, const LinnetGemm* gemm) noexcept;
+  static int32_t read(void* device, void* host, const void* source, uint64_t bytes) noexcept;
 
   std::shared_ptr<Context> context_;
   LinnetCudaApi api_{};
   std::optional<std::string> failure_;
   bool inEntry_ = false;
+  bool capturing_ = false;
+  bool readOnHost_ = false;
   std::vector<CUmodule> modules_;
   std::vector<CUdeviceptr> kept_;  // alloc outside an entry
   std::map<std::string, std::string> families_;  // by kernel name

@@ -2,17 +2,19 @@
 
 // 200 keys: the ops run on 64, 128 or all 200 of them, chosen from the
 // mask: one past the last key any query sees, or all keys when a query
-// sees none.
+// sees none. Each row's end (one past its last key seen, 0 for none) is a
+// max over its keys; a row with none asks for all 200; the length is the
+// largest.
 // CHECK-LABEL: func.func @decode_like
-// CHECK: %[[SEEN:.*]] = linnet.reduce any %{{.*}} {axes = array<i64: 0>} : tensor<2x200xi1> -> tensor<200xi1>
 // CHECK: linnet.iota {axis = 0 : i64} : tensor<200xi64>
-// CHECK: linnet.select %[[SEEN]]
-// CHECK: %[[REACH:.*]] = linnet.reduce max {{.*}} -> tensor<i64>
-// CHECK: %[[ROWS:.*]] = linnet.reduce any %{{.*}} {axes = array<i64: 1>} : tensor<2x200xi1> -> tensor<2xi1>
-// CHECK: %[[EVERY:.*]] = linnet.reduce all %[[ROWS]]
-// CHECK: %[[R:.*]] = tensor.extract %[[REACH]][] : tensor<i64>
-// CHECK: %[[E:.*]] = tensor.extract %[[EVERY]][] : tensor<i1>
-// CHECK: %[[NEED:.*]] = arith.select %[[E]], %[[R]], %{{.*}} : i64
+// CHECK: %[[ENDS:.*]] = linnet.cast {{.*}} : tensor<200xi64> -> tensor<200xf32>
+// CHECK: %[[SEEN:.*]] = linnet.select %arg4, %[[ENDS]], %{{.*}} : tensor<2x200xi1>, tensor<200xf32>, tensor<f32> -> tensor<2x200xf32>
+// CHECK: %[[ROW:.*]] = linnet.reduce max %[[SEEN]] {axes = array<i64: 1>} : tensor<2x200xf32> -> tensor<2xf32>
+// CHECK: %[[NONE:.*]] = linnet.binary eq %[[ROW]], %{{.*}} -> tensor<2xi1>
+// CHECK: %[[ROWNEED:.*]] = linnet.select %[[NONE]], %{{.*}}, %[[ROW]] : tensor<2xi1>, tensor<f32>, tensor<2xf32> -> tensor<2xf32>
+// CHECK: %[[ALL:.*]] = linnet.reduce max %[[ROWNEED]] {axes = array<i64: 0>} : tensor<2xf32> -> tensor<f32>
+// CHECK: %[[N:.*]] = tensor.extract %[[ALL]][] : tensor<f32>
+// CHECK: %[[NEED:.*]] = arith.fptosi %[[N]] : f32 to i64
 // CHECK: arith.cmpi sgt, %[[NEED]], %{{.*}} : i64
 // CHECK: arith.cmpi sgt, %[[NEED]], %{{.*}} : i64
 // CHECK: scf.index_switch

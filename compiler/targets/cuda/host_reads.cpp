@@ -1,0 +1,85 @@
+#include "targets/cuda/host_reads.h"
+
+#include <fmt/format.h>
+
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "targets/cuda/product_buffers.h"
+#include "transforms/pipeline.h"
+
+namespace linnet::cuda {
+
+namespace {
+
+using namespace mlir;
+
+std::string readName(Type t) {
+  std::string name = std::string(kHostRead) + "_";
+  llvm::raw_string_ostream(name) << t;
+  return name;
+}
+
+// The private declaration of linnet_cuda_read_<t>: x as an unranked memref
+// of t, returning its value.
+func::FuncOp declareRead(ModuleOp module, Type t) {
+  std::string name = readName(t);
+  if (auto fn = module.lookupSymbol<func::FuncOp>(name)) return fn;
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  auto fn = func::FuncOp::create(b, module.getLoc(), name, b.getFunctionType({UnrankedMemRefType::get(t, 0)}, {t}));
+  fn.setPrivate();
+  return fn;
+}
+
+bool readable(Type t) { return t.isInteger(64) || t.isInteger(32) || t.isF32(); }
+
+}  // namespace
+
+void readScalarsOnHost(ModuleOp module) {
+  // The extracts a host branch's condition is computed from; any other
+  // extract outside a kernel (a cache write's position) goes into the
+  // kernels that use it when the loops become launches.
+  SetVector<Operation*> slice;
+  module.walk([&](Operation* op) {
+    Value condition;
+    if (auto sw = dyn_cast<scf::IndexSwitchOp>(op)) condition = sw.getArg();
+    else if (auto branch = dyn_cast<scf::IfOp>(op)) condition = branch.getCondition();
+    if (!condition || op->getParentOfType<linalg::LinalgOp>()) return;
+    BackwardSliceOptions options;
+    options.inclusive = true;
+    (void)getBackwardSlice(condition, &slice, options);
+  });
+  SmallVector<tensor::ExtractOp> reads;
+  for (Operation* op : slice)
+    if (auto extract = dyn_cast<tensor::ExtractOp>(op))
+      if (extract.getTensor().getType().getRank() == 0) reads.push_back(extract);
+  for (tensor::ExtractOp extract : reads) {
+    Type t = extract.getType();
+    if (!readable(t)) {
+      std::string type;
+      llvm::raw_string_ostream(type) << t;
+      throw transforms::PipelineError(
+          fmt::format("internal compiler error: the cuda target's host code would read a device value of type {} "
+                      "(it reads i64, i32 or f32)",
+                      type));
+    }
+    OpBuilder b(extract);
+    Location l = extract.getLoc();
+    Value buffer = memref::CastOp::create(b, l, UnrankedMemRefType::get(t, 0), readBuffer(b, l, extract.getTensor()));
+    auto call = func::CallOp::create(b, l, declareRead(module, t), ValueRange{buffer});
+    extract.replaceAllUsesWith(call.getResult(0));
+    extract.erase();
+  }
+}
+
+bool isHostRead(Operation* op) {
+  auto call = dyn_cast<func::CallOp>(op);
+  if (!call) return false;
+  auto fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(op, call.getCalleeAttr());
+  return fn && fn.isExternal() && fn.getSymName().starts_with(std::string(kHostRead) + "_");
+}
+
+}  // namespace linnet::cuda

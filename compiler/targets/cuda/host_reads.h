@@ -1,0 +1,26 @@
+// Device values the cuda target's host code branches on: a `tensor.extract`
+// of a 0-d tensor that the condition of an scf.index_switch or scf.if
+// outside the kernels is computed from (expand-attention's key prefix,
+// chosen from the mask where the scores go to cuBLASLt, whose sizes the host
+// sets). Each becomes a host call
+//   linnet_cuda_read_<t>(x)      t: i64, i32 or f32
+// on x's buffer, compiled into model.so (host_read.c): the device waits for
+// its stream and copies the value back (cuda_api.h's `read`), so an entry
+// that reads cannot be captured as a CUDA graph and runs plainly. At the
+// tensor stage, before bufferization.
+#pragma once
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace linnet::cuda {
+
+inline constexpr const char* kHostRead = "linnet_cuda_read";
+
+// Every such extract, as the call above; another element type is an
+// internal PipelineError.
+void readScalarsOnHost(mlir::ModuleOp module);
+
+// True for a call of linnet_cuda_read_<t>: it reads its buffer once and keeps nothing.
+bool isHostRead(mlir::Operation* op);
+
+}  // namespace linnet::cuda
