@@ -6,6 +6,13 @@
 #include <cstdint>
 #include <string_view>
 
+// splitmix64 is also compiled for the GPU (runtime/device/cuda/random_fill.cu).
+#if defined(__CUDACC__)
+#define LINNET_HOST_DEVICE __host__ __device__
+#else
+#define LINNET_HOST_DEVICE
+#endif
+
 namespace linnet {
 
 inline constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ull;
@@ -25,7 +32,7 @@ inline std::uint64_t fnv1a(std::uint64_t value, std::uint64_t h) {
 // splitmix64's finalizer: a bijection on 64 bits that mixes every input bit
 // into every output bit, so consecutive inputs give outputs that pass as
 // independent uniforms.
-inline std::uint64_t splitmix64(std::uint64_t z) {
+LINNET_HOST_DEVICE inline std::uint64_t splitmix64(std::uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);

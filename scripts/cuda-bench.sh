@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU check's benchmark (docs/cuda.md, "The benchmark"): the 8B card
 # with seeded random weights, scaled like trained ones, drawn on the GPU
-# machine (nothing of 16 GB is carried there). scripts/cuda-check.sh runs it
+# itself (nothing of 16 GB is carried there or uploaded). scripts/cuda-check.sh runs it
 # last; alone:
 #
 #   bash scripts/cuda-bench.sh [BUNDLE]        BUNDLE: .cache/cuda-bundle
@@ -91,8 +91,9 @@ else
 fi
 LINNET=${LINNET_BIN:-build/bin/linnet}
 
-# Bounded, so that a hang cannot spend a lent GPU's time: linnet's runs take
-# about two minutes on an H200 (each binds 16 GB of random weights first),
+# Bounded, so that a hang cannot spend a lent GPU's time: linnet's runs were
+# estimated at about two minutes on an H200 when each drew 16 GB of random
+# weights on the host (now drawn on the GPU; not yet measured),
 # transformers' about three (loading, then compiling two shapes).
 start=$SECONDS
 if timeout "${LINNET_BENCH_TIMEOUT:-420}" bash scripts/cuda-bench.sh --runs "$BACKEND" "$DIR" > "$DIR/runs.log" 2>&1; then

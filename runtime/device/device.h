@@ -14,6 +14,7 @@
 #include <span>
 
 #include "artifact/manifest.h"
+#include "base/random_fill.h"
 #include "device/buffer.h"
 #include "device/executable.h"
 
@@ -41,6 +42,10 @@ class Device {
   // buffer's own memory (an output imported in place).
   virtual void read(const Buffer& from, std::span<std::byte> into) = 0;
   virtual void zero(Buffer& buffer) = 0;
+  // The seeded random values of `fill` (base/random_fill.h) into `to` at
+  // byte `offset`, drawn where the buffer lives: the same bits on every
+  // device (--random-weights without 16 GB crossing over to a GPU).
+  virtual void fillRandom(Buffer& to, std::size_t offset, const RandomFill& fill) = 0;
   // How many threads the code this device loads may use; 0, the default:
   // all cores. A device that runs code elsewhere ignores it.
   virtual void setThreads(int threads) { (void)threads; }

@@ -64,8 +64,15 @@ class CompiledBackend : public Backend {
     compileOnly_ = options.compileOnly;
     if (compileOnly_) return;
     try {
-      std::vector<ParamBytes> bytes = bindParams(package, params_, dims_, options);
-      for (size_t k = 0; k < params_.size(); ++k) hostParams_.emplace(params_[k].path, bytes[k]);
+      if (options.randomWeights) {
+        // Drawn by the device into each param's buffer on first use
+        // (Device::fillRandom): a GPU draws them itself.
+        randomSeed_ = options.seed;
+        for (const ParamInfo& p : params_) randomParams_.emplace(p.path, p);
+      } else {
+        std::vector<ParamBytes> bytes = bindParams(package, params_, dims_, options);
+        for (size_t k = 0; k < params_.size(); ++k) hostParams_.emplace(params_[k].path, bytes[k]);
+      }
       planStorage();
       for (const TensorSpec& s : model_.states) states_.push_back(device_->allocate(byteCount(s)));
     } catch (const std::bad_alloc&) {
@@ -248,7 +255,18 @@ class CompiledBackend : public Backend {
     size_t star = spec.name.find(".*.");
     bool stored = spec.storage.has_value();
     size_t bytes = spec.byteCount();
-    if (star == std::string::npos) {
+    if (randomSeed_) {
+      buffer = device_->allocate(bytes);
+      int64_t layers = star == std::string::npos ? 1 : spec.shape.at(0);
+      size_t slot = bytes / static_cast<size_t>(std::max<int64_t>(layers, 1));
+      for (int64_t k = 0; k < layers; ++k) {
+        std::string one = star == std::string::npos
+                              ? spec.name
+                              : spec.name.substr(0, star) + "." + std::to_string(k) + spec.name.substr(star + 2);
+        const ParamInfo& info = randomParam(one, slot, dir);
+        if (randomFillable(info.dtype)) device_->fillRandom(*buffer, k * slot, randomFill(info, *randomSeed_));
+      }
+    } else if (star == std::string::npos) {
       const ParamBytes& host = hostParam(spec.name, bytes, stored, dir);
       buffer = stored ? device_->import(host.stored, host.storedOwner, 1)
                       : device_->import(host.bytes, host.owner, linnet::byteSize(spec.dtype));
@@ -267,6 +285,16 @@ class CompiledBackend : public Backend {
     }
     deviceParams_.emplace(spec.name, DeviceParam{spec, buffer});
     return buffer;
+  }
+
+  // The param `path` the artifact reads with `bytes`, for random values.
+  const ParamInfo& randomParam(const std::string& path, size_t bytes, const fs::path& dir) const {
+    auto it = randomParams_.find(path);
+    if (it == randomParams_.end() || randomFill(it->second, 0).count * linnet::byteSize(it->second.dtype) != bytes)
+      throw Error(fmt::format("{}: the artifact reads a param `{}` that the model does not have (or of another "
+                              "size)",
+                              dir.string(), path));
+    return it->second;
   }
 
   const ParamBytes& hostParam(const std::string& path, size_t bytes, bool stored, const fs::path& dir) const {
@@ -320,6 +348,8 @@ class CompiledBackend : public Backend {
   artifact::Manifest model_;
   std::vector<ParamInfo> params_;                  // per layer, as bound
   std::map<std::string, ParamBytes> hostParams_;   // bound, not yet on the device
+  std::optional<uint64_t> randomSeed_;             // --random-weights: drawn on the device, not bound
+  std::map<std::string, ParamInfo> randomParams_;  // then: each param by path
   std::map<std::string, DeviceParam> deviceParams_;  // by manifest path, stacked ones included
   std::map<std::string, Storage> storage_;           // manifest params read in a storage format
   std::map<std::string, int64_t> dims_;

@@ -4,14 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cmath>
 #include <filesystem>
-#include <thread>
 
 #include <fmt/ranges.h>
 
-#include "base/half.h"
 #include "common/hash.h"
 #include "nest/conventions.h"
 #include "weights/bindings.h"
@@ -138,63 +134,22 @@ std::vector<ParamBytes> randomParams(const std::vector<ParamInfo>& params, uint6
   return out;
 }
 
-// Element `e` of a tensor keyed `key`: the sum of the hash's four 16-bit
-// quarters, each uniform on [0, 1), centred; its std is sqrt(4/12).
-double bell(uint64_t key, uint64_t e) {
-  uint64_t h = splitmix64(key + e);
-  double sum = static_cast<double>(h & 0xffff) + static_cast<double>((h >> 16) & 0xffff) +
-               static_cast<double>((h >> 32) & 0xffff) + static_cast<double>(h >> 48);
-  return (sum / 65536.0 - 2.0) * std::sqrt(3.0);
-}
-
-template <typename Store>
-void fillParallel(int64_t n, Store store) {
-  const int64_t chunk = int64_t{1} << 20;
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  int64_t threads = std::min<int64_t>(cores, (n + chunk - 1) / chunk);
-  if (threads <= 1) {
-    for (int64_t e = 0; e < n; ++e) store(e);
-    return;
-  }
-  std::atomic<int64_t> next{0};
-  std::vector<std::thread> pool;
-  for (int64_t t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      for (int64_t start; (start = next.fetch_add(chunk)) < n;)
-        for (int64_t e = start, end = std::min(n, start + chunk); e < end; ++e) store(e);
-    });
-  for (auto& th : pool) th.join();
-}
-
 }  // namespace
+
+RandomFill randomFill(const ParamInfo& p, uint64_t seed) {
+  RandomFill fill;
+  fill.dtype = p.dtype;
+  fill.count = 1;
+  for (int64_t d : p.shape) fill.count *= static_cast<uint64_t>(d);
+  fill.key = splitmix64(splitmix64(seed) ^ fnv1a(p.path));
+  fill.base = p.shape.size() == 1 ? 1.0 : 0.0;
+  fill.std = 0.02;
+  return fill;
+}
 
 Tensor randomParam(const ParamInfo& p, uint64_t seed) {
   Tensor t = Tensor::zeros(p.dtype, p.shape);
-  if (!t.isFloat()) return t;
-  const uint64_t key = splitmix64(splitmix64(seed) ^ fnv1a(p.path));
-  const double base = p.shape.size() == 1 ? 1.0 : 0.0, std = 0.02;
-  auto value = [&](int64_t e) { return base + std * bell(key, static_cast<uint64_t>(e)); };
-  std::byte* data = t.data();
-  switch (p.dtype) {
-    case DType::F32:
-      fillParallel(t.size(), [&](int64_t e) { reinterpret_cast<float*>(data)[e] = static_cast<float>(value(e)); });
-      break;
-    case DType::F64:
-      fillParallel(t.size(), [&](int64_t e) { reinterpret_cast<double*>(data)[e] = value(e); });
-      break;
-    case DType::BF16:
-      fillParallel(t.size(), [&](int64_t e) {
-        reinterpret_cast<uint16_t*>(data)[e] = half::f32ToBf16(static_cast<float>(value(e)));
-      });
-      break;
-    case DType::F16:
-      fillParallel(t.size(), [&](int64_t e) {
-        reinterpret_cast<uint16_t*>(data)[e] = half::f32ToF16(static_cast<float>(value(e)));
-      });
-      break;
-    default:
-      for (int64_t e = 0; e < t.size(); ++e) t.set(e, value(e));
-  }
+  if (randomFillable(p.dtype)) drawRandom(randomFill(p, seed), t.bytes());
   return t;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/random_fill.h"
 #include "common/storage.h"
 #include "nest/nest.h"
 
@@ -46,6 +47,9 @@ std::vector<ParamBytes> bindParams(const std::string& package, const std::vector
 // uniforms) with std 0.02, 1-D params (norm scales) near 1; integer params
 // zero.
 Tensor randomParam(const ParamInfo& param, uint64_t seed);
+// Those values as a device draws them (Device::fillRandom): for a float
+// param; any other is zero.
+RandomFill randomFill(const ParamInfo& param, uint64_t seed);
 
 // A one-line progress bar on stderr while params are bound, only when
 // stderr is a terminal (logs and pipes get nothing).

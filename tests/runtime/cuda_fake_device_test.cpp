@@ -232,6 +232,20 @@ TEST_CASE("an entry that reads a device value on the host runs plainly every cal
   CHECK(w.seen.empty());
 }
 
+TEST_CASE("seeded random values drawn by the device's kernel are the host's, bit for bit", "[cuda][fake]") {
+  // The fake runs the kernel's twin (cuda_fake_driver.cpp): this checks the
+  // launch (parameters, offset, grid) and the module's load; the PTX's own
+  // arithmetic is checked on a GPU (cuda_gpu_test.cpp).
+  Fake fake;
+  Warnings w;
+  std::unique_ptr<device::Device> d = create(w.options());
+  CHECK(cuda_test::randomFillProblems(*d, 3001) == std::vector<std::string>{});
+  device::BufferPtr b = d->allocate(100);
+  CHECK_THROWS_AS(d->fillRandom(*b, 4, RandomFill{DType::F32, 25, 1, 0, 0.02}), std::out_of_range);
+  CHECK(fake.counters().random_fills == 4);
+  CHECK(fake.counters().kernels_run == 0);
+}
+
 TEST_CASE("LINNET_CUDA_GRAPHS=0: no capture, the same bits", "[cuda][fake]") {
   Fake fake;
   Warnings w;

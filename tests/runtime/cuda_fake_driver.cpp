@@ -5,13 +5,17 @@
 // copy, fill and kernel checks that it stays inside live allocations. The
 // stream runs work at once; stream capture records it instead, a graph
 // replays the record, and kernel parameters are copied at launch, as the
-// driver does. The kernels are those of cuda_test_model.c, run on the CPU.
+// driver does. The kernels are those of cuda_test_model.c and the runtime's
+// random values (device/cuda/random_fill.cu), run on the CPU.
 // Failures can be injected per function (cuda_fake_driver.h).
 // FAKE_CUDA_ANY_KERNEL=1 accepts any other kernel as one that does nothing;
 // FAKE_CUDA_REPORT=1 prints the counters at exit.
 #include "cuda_fake_driver.h"
 
+#include "base/half.h"
+#include "base/random_value.h"
 #include "device/cuda/driver_api.h"
+#include "device/cuda/random_kernel_abi.h"
 
 #include <algorithm>
 #include <chrono>
@@ -144,6 +148,31 @@ const Kernel kKernels[] = {
      }},
 };
 
+// The runtime's random-values kernel (device/cuda/random_fill.cu), with the
+// host's element function and conversions: what the GPU must match.
+Op randomFill(void** p, std::uint64_t threads) {
+  auto out = param<std::uint64_t>(p, 0), count = param<std::uint64_t>(p, 1), key = param<std::uint64_t>(p, 2);
+  auto base = param<double>(p, 3), std = param<double>(p, 4);
+  auto type = param<unsigned>(p, 5);
+  std::uint64_t size = type == LINNET_RANDOM_F64 ? 8 : type == LINNET_RANDOM_F32 ? 4 : 2;
+  return [=] {
+    auto* bytes = static_cast<unsigned char*>(host(out, size * count));
+    if (count && !bytes) return kIllegalAddress;
+    if (threads == 0) return kInvalidValue;
+    for (std::uint64_t e = 0; e < count; ++e) {
+      double v = linnet::random_value::at(key, e, base, std);
+      float f = static_cast<float>(v);
+      std::uint16_t h = type == LINNET_RANDOM_BF16 ? linnet::half::f32ToBf16(f) : linnet::half::f32ToF16(f);
+      if (type == LINNET_RANDOM_F64) std::memcpy(bytes + 8 * e, &v, 8);
+      else if (type == LINNET_RANDOM_F32) std::memcpy(bytes + 4 * e, &f, 4);
+      else std::memcpy(bytes + 2 * e, &h, 2);
+    }
+    ++state().counters.random_fills;
+    return kSuccess;
+  };
+}
+const Kernel kRandomFill = {LINNET_RANDOM_KERNEL, randomFill};
+
 const Kernel kNoOp = {"(any)", [](void**, std::uint64_t) -> Op {
                         return [] {
                           ++state().counters.kernels_run;
@@ -196,8 +225,9 @@ void report() {
   const FakeCudaCounters& c = state().counters;
   std::fprintf(stderr,
                "fake libcuda: %ld kernels run, %ld captures, %ld graph launches, %ld copies, %ld fills, %ld "
-               "allocations, %zu live\n",
-               c.kernels_run, c.captures, c.graph_launches, c.copies, c.fills, c.allocations, state().live.size());
+               "allocations, %zu live, %ld random fills\n",
+               c.kernels_run, c.captures, c.graph_launches, c.copies, c.fills, c.allocations, state().live.size(),
+               c.random_fills);
 }
 
 int cuInit(unsigned) {
@@ -344,6 +374,10 @@ int cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name)
       *function = reinterpret_cast<CUfunction>(const_cast<Kernel*>(&k));
       return kSuccess;
     }
+  if (std::strcmp(name, kRandomFill.name) == 0) {
+    *function = reinterpret_cast<CUfunction>(const_cast<Kernel*>(&kRandomFill));
+    return kSuccess;
+  }
   // FAKE_CUDA_ANY_KERNEL=1: any other kernel launches and does nothing, so
   // an artifact of linnetc's runs through the device's plumbing (its
   // results are not computed).

@@ -9,6 +9,7 @@ extern "C" {
 
 typedef struct FakeCudaCounters {
   long kernels_run;    /* launches executed, directly or by a graph */
+  long random_fills;   /* the runtime's random-values kernel, counted apart (not an artifact's) */
   long captures;       /* cuStreamBeginCapture that started one */
   long graph_launches; /* cuGraphLaunch that ran */
   long copies, fills;  /* cuMemcpyAsync, cuMemsetD32Async executed */

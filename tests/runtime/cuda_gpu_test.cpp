@@ -78,3 +78,9 @@ TEST_CASE("the test artifact on the GPU, with graphs and without", "[gpu]") {
   CHECK(runAll(off, none) == graphs);  // bit for bit
   CHECK(none.empty());
 }
+
+TEST_CASE("seeded random values drawn on the GPU are the host's, bit for bit", "[gpu]") {
+  std::unique_ptr<device::Device> d = create(optionsFromEnvironment());
+  // More elements than the kernel's grid has threads: the grid-stride loop.
+  CHECK(cuda_test::randomFillProblems(*d, (std::uint64_t{1} << 20) + 12345) == std::vector<std::string>{});
+}

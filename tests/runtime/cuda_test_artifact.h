@@ -1,5 +1,6 @@
 // The test artifact of the CUDA device's tests: cuda_test_model.c built as
-// model.so (LINNET_TEST_CUDA_MODEL) and its manifest, made here.
+// model.so (LINNET_TEST_CUDA_MODEL) and its manifest, made here; and the
+// check of a device's random values.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "artifact/manifest.h"
+#include "base/random_fill.h"
 #include "device/device.h"
 
 namespace linnet::cuda_test {
@@ -66,6 +68,30 @@ inline artifact::Manifest manifest(int64_t n) {
 }
 
 inline std::span<const std::byte> bytesOf(const std::vector<float>& v) { return std::as_bytes(std::span(v)); }
+
+// Seeded random values drawn by `d` (Device::fillRandom) into a buffer at
+// an offset, for each float type, against the host's drawRandom: what
+// differs, one line each (empty: the same bits, and zeros around them).
+inline std::vector<std::string> randomFillProblems(device::Device& d, std::uint64_t count) {
+  std::vector<std::string> problems;
+  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64}) {
+    RandomFill fill{t, count, 0x243f6a8885a308d3ull, t == DType::F32 ? 1.0 : 0.0, 0.02};
+    std::size_t size = byteSize(t), offset = 64 * size, bytes = count * size;
+    device::BufferPtr b = d.allocate(bytes + 128 * size);
+    d.fillRandom(*b, offset, fill);
+    std::vector<std::byte> got(b->size()), want(bytes);
+    d.read(*b, got);
+    drawRandom(fill, want);
+    if (std::memcmp(got.data() + offset, want.data(), bytes) != 0)
+      problems.push_back(std::string(name(t)) + ": values differ from the host's");
+    for (std::size_t i = 0; i < got.size(); ++i)
+      if ((i < offset || i >= offset + bytes) && got[i] != std::byte{0}) {
+        problems.push_back(std::string(name(t)) + ": a byte outside the values was written");
+        break;
+      }
+  }
+  return problems;
+}
 
 // Runs one entry as the compiled backend does: x imported, y imported as an
 // output and read back after the call.

@@ -1,12 +1,15 @@
 // --random-weights' values (nest::randomParam): a function of (seed, path,
 // element) alone, scaled like trained weights, the same however many cores
-// drew them.
+// drew them, and the same drawn into a device's buffer.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <stdexcept>
 
 #include "base/half.h"
+#include "device/host/host.h"
 #include "nest/params.h"
 
 using linnet::DType;
@@ -76,5 +79,23 @@ TEST_CASE("random params depend on the seed, the path and the element only", "[r
   for (int64_t e : {int64_t{0}, int64_t{1}, int64_t{1} << 20, a.size() - 1}) {
     CHECK(bb[e] == linnet::half::f32ToBf16(f[e]));
     CHECK(hb[e] == linnet::half::f32ToF16(f[e]));
+  }
+}
+
+TEST_CASE("a device draws random params into its buffers with the same bits", "[random_params]") {
+  // The host device draws in place; the CUDA device's kernel is held to the
+  // same bits by cuda_fake_device_test.cpp and, on a GPU, cuda_gpu_test.cpp.
+  std::unique_ptr<linnet::device::Device> device = linnet::device::host::driver().create();
+  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64}) {
+    ParamInfo p{"layers.3.w", {40, 30}, t, std::nullopt};
+    Tensor want = randomParam(p, 11);
+    std::size_t size = linnet::byteSize(t), offset = 8 * size;
+    linnet::device::BufferPtr b = device->allocate(want.byteSize() + 16 * size);
+    device->fillRandom(*b, offset, linnet::nest::randomFill(p, 11));
+    const std::byte* got = static_cast<const std::byte*>(b->address());
+    CHECK(std::memcmp(got + offset, want.data(), want.byteSize()) == 0);
+    for (std::size_t i = 0; i < offset; ++i) CHECK(got[i] == std::byte{0});
+    for (std::size_t i = offset + want.byteSize(); i < b->size(); ++i) CHECK(got[i] == std::byte{0});
+    CHECK_THROWS_AS(device->fillRandom(*b, offset + 9 * size, linnet::nest::randomFill(p, 11)), std::out_of_range);
   }
 }

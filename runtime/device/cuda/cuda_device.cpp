@@ -11,6 +11,7 @@
 
 #include "device/cuda/context.h"
 #include "device/cuda/cuda_executable.h"
+#include "device/cuda/random_kernel.h"
 
 namespace linnet::device::cuda {
 
@@ -75,6 +76,15 @@ class CudaDevice : public Device {
   void zero(Buffer& buffer) override {
     context_->makeCurrent();
     fill(own(buffer), 0);
+  }
+
+  void fillRandom(Buffer& to, std::size_t offset, const RandomFill& fill) override {
+    const CudaBuffer& buffer = own(to);
+    std::size_t bytes = fill.count * byteSize(fill.dtype);
+    if (offset > to.size() || bytes > to.size() - offset)
+      throw std::out_of_range("random values past the end of a buffer");
+    context_->makeCurrent();
+    random_.draw(buffer.device() + offset, fill);
   }
 
   // Two blocks of `bytes`, copied one into the other on the stream, timed by
@@ -143,6 +153,7 @@ class CudaDevice : public Device {
 
   Options options_;
   std::shared_ptr<Context> context_;
+  RandomKernel random_{context_};
 };
 
 }  // namespace

@@ -120,6 +120,12 @@ class HostDevice : public Device {
 
   void zero(Buffer& buffer) override { std::memset(buffer.address(), 0, buffer.size()); }
 
+  void fillRandom(Buffer& to, std::size_t offset, const RandomFill& fill) override {
+    std::size_t bytes = fill.count * byteSize(fill.dtype);
+    if (offset + bytes > to.size()) throw std::out_of_range("random values past the end of a buffer");
+    drawRandom(fill, {static_cast<std::byte*>(to.address()) + offset, bytes});
+  }
+
   std::unique_ptr<Executable> load(const artifact::Manifest& manifest, const std::filesystem::path& dir) override {
     return std::make_unique<HostExecutable>(manifest, dir, threads_);
   }
