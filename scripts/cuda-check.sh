@@ -10,9 +10,11 @@
 # bf16 converted at load) on `--backend cuda` from the bundle's prebuilt
 # artifacts, and compares with what the CPU backend computed on the build
 # machine: forward logits, prefill (8 tokens, and 20: cuBLASLt's products)
-# and 8 decode steps (relative 1e-5), the
+# and 8 decode steps (relative 1e-5), prefill of 20 over a cache of 256 at
+# positions 0 and 45 (a key prefix read on the host), the
 # same calls with CUDA graphs off (bit-identical), greedy ids over 32 steps
-# in f32 and bf16 (equal). Results go to $OUT (else BUNDLE/results) as
+# in f32 and bf16 (equal), and all of them once more under compute-sanitizer's
+# memcheck where it runs (else reported skipped). Results go to $OUT (else BUNDLE/results) as
 # results.jsonl, ending with a table. Then the 8B benchmark,
 # scripts/cuda-bench.sh (LINNET_CHECK_BENCH=0 leaves it out), into
 # bench/ there. The exit status is 1 if a check failed.
@@ -36,22 +38,29 @@ DECODE_IDS=(3 1 4 1 5 9 2 6)
 HELP=scripts/cuda_check.py
 export LINNET_STDLIB=$PWD/stdlib
 
-sets() {  # the fixture's generics, T overridden by $1 when given
+sets() {  # the fixture's generics as --set flags; each K=V argument overrides one
+  local -A over=()
+  local a
+  for a in "$@"; do over[${a%%=*}]=${a#*=}; done
   while IFS='=' read -r k v; do
     [[ -z "$k" ]] && continue
-    [[ "$k" == T && -n "${1:-}" ]] && v=$1
+    [[ -n "${over[$k]:-}" ]] && v=${over[$k]}
     printf -- '--set %s=%s ' "$k" "$v"
   done < "$FIXTURE/generics.txt"
 }
 
-# outputs BACKEND DIR: every output of the checks, from one backend.
+# outputs BACKEND DIR: every output of the checks, from one backend. Each
+# linnet run goes through $LINNET_CHECK_WRAP when set (compute-sanitizer).
 outputs() {
-  local backend=$1 dir=$2 linnet=${LINNET_BIN:-build/bin/linnet}
+  local backend=$1 dir=$2
+  local -a linnet
+  read -r -a linnet <<< "${LINNET_CHECK_WRAP:-}"
+  linnet+=("${LINNET_BIN:-build/bin/linnet}")
   mkdir -p "$dir"
   python3 $HELP ids "$dir/prompt.npy" $PROMPT
   local common="$CARD --weights $FIXTURE/model.safetensors --backend $backend"
   # shellcheck disable=SC2046
-  "$linnet" call $common $(sets) --entry forward --input tokens=@"$dir/prompt.npy" --output @"$dir/forward.npy"
+  "${linnet[@]}" call $common $(sets) --entry forward --input tokens=@"$dir/prompt.npy" --output @"$dir/forward.npy"
   local steps=() pos=8 k=1
   for id in "${DECODE_IDS[@]}"; do
     python3 $HELP ids "$dir/token$k.npy" "$id"
@@ -59,16 +68,24 @@ outputs() {
     pos=$((pos + 1)) k=$((k + 1))
   done
   # shellcheck disable=SC2046
-  "$linnet" call $common $(sets) --entry prefill --input tokens=@"$dir/prompt.npy" --input pos=0 \
+  "${linnet[@]}" call $common $(sets) --entry prefill --input tokens=@"$dir/prompt.npy" --input pos=0 \
     --output @"$dir/prefill.npy" "${steps[@]}"
   python3 $HELP ids "$dir/prompt20.npy" $LONG_PROMPT
   # shellcheck disable=SC2046
-  "$linnet" call $common $(sets) --entry prefill --input tokens=@"$dir/prompt20.npy" --input pos=0 \
+  "${linnet[@]}" call $common $(sets) --entry prefill --input tokens=@"$dir/prompt20.npy" --input pos=0 \
     --output @"$dir/prefill20.npy"
+  # Over a cache of 256, prefill's attention runs on a key prefix whose
+  # length the host reads from the device: 64 keys at position 0, 128 at
+  # 45 (the mask reaches 65).
+  for pos in 0 45; do
+    # shellcheck disable=SC2046
+    "${linnet[@]}" call $common $(sets MaxSeq=256) --entry prefill --input tokens=@"$dir/prompt20.npy" \
+      --input pos=$pos --output @"$dir/prefill20_seq256_at$pos.npy"
+  done
   # shellcheck disable=SC2046
-  "$linnet" generate $common $(sets) --prompt-ids $PROMPT --max-new 32 > "$dir/ids_f32.txt"
+  "${linnet[@]}" generate $common $(sets) --prompt-ids $PROMPT --max-new 32 > "$dir/ids_f32.txt"
   # shellcheck disable=SC2046
-  "$linnet" generate $common --convert $(sets bf16) --prompt-ids $PROMPT --max-new 32 > "$dir/ids_bf16.txt"
+  "${linnet[@]}" generate $common --convert $(sets T=bf16) --prompt-ids $PROMPT --max-new 32 > "$dir/ids_bf16.txt"
 }
 
 if [[ "${1:-}" == --outputs ]]; then
@@ -123,12 +140,39 @@ EXPECTED=$BUNDLE/expected
 GOT=$RESULTS_DIR/$BACKEND
 run "$BACKEND (graphs on)" "$GOT"
 run "$BACKEND (graphs off)" "$GOT-nographs" LINNET_CUDA_GRAPHS=0
-for f in forward prefill prefill20 decode1 decode2 decode3 decode4 decode5 decode6 decode7 decode8; do
+for f in forward prefill prefill20 prefill20_seq256_at0 prefill20_seq256_at45 decode1 decode2 decode3 decode4 decode5 \
+  decode6 decode7 decode8; do
   python3 $HELP compare "f32 $f vs cpu" "$EXPECTED/$f.npy" "$GOT/$f.npy" 1e-5 "$RESULTS"
   python3 $HELP same "f32 $f graphs on = off" "$GOT/$f.npy" "$GOT-nographs/$f.npy" "$RESULTS"
 done
 python3 $HELP equal "f32 greedy ids (32)" "$EXPECTED/ids_f32.txt" "$GOT/ids_f32.txt" "$RESULTS"
 python3 $HELP equal "bf16 greedy ids (32)" "$EXPECTED/ids_bf16.txt" "$GOT/ids_bf16.txt" "$RESULTS"
+# compute-sanitizer's memcheck over the same runs (graphs on), where the tool
+# can run (it refuses the device under gVisor): an error it reports, or a
+# run that fails under it, fails the check; a tool that never completes a
+# run is reported as skipped, with its last words.
+if [[ "$BACKEND" == cuda ]]; then
+  SANITIZER=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
+  if [[ ! -x "$SANITIZER" ]]; then
+    python3 $HELP note "compute-sanitizer memcheck" skip "no compute-sanitizer at $SANITIZER" "$RESULTS"
+  else
+    start=$SECONDS rc=0
+    LINNET_CHECK_WRAP="$SANITIZER --tool memcheck --error-exitcode 86 --print-limit 20" \
+      bash "$0" --outputs "$BACKEND" "$GOT-memcheck" > "$GOT-memcheck.log" 2>&1 || rc=$?
+    # The tool reports on stdout: the greedy runs' reports are in their ids files.
+    cat "$GOT-memcheck.log" "$GOT-memcheck"/ids_*.txt > "$GOT-memcheck.all" 2>/dev/null || true
+    clean=$(grep -c "ERROR SUMMARY: 0 errors" "$GOT-memcheck.all" || true)
+    if grep -q "ERROR SUMMARY: [1-9]" "$GOT-memcheck.all"; then
+      python3 $HELP note "compute-sanitizer memcheck" fail "$(grep -m1 'ERROR SUMMARY: [1-9]' "$GOT-memcheck.all"), see $GOT-memcheck.all" "$RESULTS"
+    elif ((rc == 0)); then
+      python3 $HELP note "compute-sanitizer memcheck" pass "0 errors in $clean runs, in $((SECONDS - start)) s" "$RESULTS"
+    elif ((clean > 0)); then
+      python3 $HELP note "compute-sanitizer memcheck" fail "a run failed under it (exit $rc), see $GOT-memcheck.log" "$RESULTS"
+    else
+      python3 $HELP note "compute-sanitizer memcheck" skip "it did not run: $(grep . "$GOT-memcheck.log" | tail -1)" "$RESULTS"
+    fi
+  fi
+fi
 status=0
 python3 $HELP report "$RESULTS" || status=1
 # The 8B benchmark (scripts/cuda-bench.sh), unless LINNET_CHECK_BENCH=0.

@@ -7,12 +7,13 @@ machine has none), so the check runs the same here and on the GPU machine.
   cuda_check.py same NAME A B RESULTS   the two files hold the same bytes
   cuda_check.py equal NAME EXPECTED ACTUAL RESULTS
                                         two text files (printed ids) are equal
-  cuda_check.py note NAME pass|fail DETAIL RESULTS
+  cuda_check.py note NAME pass|fail|skip DETAIL RESULTS
                                         records a check decided elsewhere
   cuda_check.py report RESULTS          the table of every check, exit 1 if one failed
 
 RESULTS is a JSON-lines file; each check appends one line
-{"check", "ok", "detail"} and prints it.
+{"check", "ok", "detail"} (and "skipped": true for a check that could not run,
+which counts as neither passed nor failed) and prints it.
 """
 import json
 import math
@@ -46,11 +47,13 @@ def read_floats(path):
     raise ValueError(f"{path}: unsupported element type in {header.strip()}")
 
 
-def record(results, check, ok, detail):
-    line = {"check": check, "ok": bool(ok), "detail": detail}
+def record(results, check, ok, detail, skipped=False):
+    line = {"check": check, "ok": bool(ok) or skipped, "detail": detail}
+    if skipped:
+        line["skipped"] = True
     with open(results, "a") as f:
         f.write(json.dumps(line) + "\n")
-    print(("PASS " if ok else "FAIL ") + check + ": " + detail, flush=True)
+    print(("SKIP " if skipped else "PASS " if ok else "FAIL ") + check + ": " + detail, flush=True)
 
 
 def compare(name, expected, actual, rtol, results):
@@ -88,9 +91,11 @@ def report(results):
     width = max((len(l["check"]) for l in lines), default=5)
     print(f"\n{'check':<{width}}  result  detail")
     for l in lines:
-        print(f"{l['check']:<{width}}  {'pass' if l['ok'] else 'FAIL':<6}  {l['detail']}")
+        result = "skip" if l.get("skipped") else "pass" if l["ok"] else "FAIL"
+        print(f"{l['check']:<{width}}  {result:<6}  {l['detail']}")
     failed = sum(1 for l in lines if not l["ok"])
-    print(f"\n{len(lines) - failed} passed, {failed} failed")
+    skipped = sum(1 for l in lines if l.get("skipped"))
+    print(f"\n{len(lines) - failed - skipped} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
     return 1 if failed else 0
 
 
@@ -104,8 +109,8 @@ def main(argv):
         return same(*argv[2:])
     if cmd == "equal" and len(argv) == 6:
         return equal(*argv[2:])
-    if cmd == "note" and len(argv) == 6:
-        return record(argv[5], argv[2], argv[3] == "pass", argv[4])
+    if cmd == "note" and len(argv) == 6 and argv[3] in ("pass", "fail", "skip"):
+        return record(argv[5], argv[2], argv[3] == "pass", argv[4], skipped=argv[3] == "skip")
     if cmd == "report" and len(argv) == 3:
         return report(argv[2])
     sys.stderr.write(__doc__)
