@@ -43,12 +43,31 @@ struct LowerReshape : OpConversionPattern<ir::ReshapeOp> {
   }
 };
 
+// A permutation that keeps the axes longer than 1 in their order moves
+// nothing in memory (decode's merge of one query's heads, [.., H, 1, D] to
+// [.., 1, H, D]): a reshape, a view once bufferized; any other, a transpose.
 struct LowerPermute : OpConversionPattern<ir::PermuteOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(ir::PermuteOp op, OpAdaptor a, ConversionPatternRewriter& rw) const override {
+    if (movesNothing(op.getPerm(), typeOf(a.getX()).getShape())) {
+      rw.replaceOp(op, LowerReshape::reshape(rw, op.getLoc(), a.getX(), op.getType()));
+      return success();
+    }
     Value init = emptyTensor(rw, op.getLoc(), op.getType());
     rw.replaceOp(op, linalg::TransposeOp::create(rw, op.getLoc(), a.getX(), init, op.getPerm()).getResult()[0]);
     return success();
+  }
+
+  // Result axis i is source axis perm[i]: nothing moves when the source
+  // axes longer than 1 appear in increasing order.
+  static bool movesNothing(ArrayRef<int64_t> perm, ArrayRef<int64_t> shape) {
+    int64_t last = -1;
+    for (int64_t from : perm) {
+      if (shape[from] == 1) continue;
+      if (from < last) return false;
+      last = from;
+    }
+    return true;
   }
 };
 
