@@ -1110,8 +1110,17 @@ struct Builder {
   // uniform softmax), and masks broadcast from [K] and [Q, K]. k200_prefill
   // has prefill's rows (G x Q = 24, more than a decode product's), whose
   // products cuda leaves to the library, its key prefix chosen on the
-  // host. Against the reference: f32 accumulation and exp in f32 against
-  // double.
+  // host. k200_pos makes its mask from a position argument. Against the
+  // reference: f32 accumulation and exp in f32 against double.
+  // Values of `d` uniform on [-1, 1].
+  static Values uniformValues(Rng& rng, Scalar d, const Shape& shape) {
+    int64_t n = 1;
+    for (int64_t x : shape) n *= x;
+    std::vector<double> v(n);
+    for (double& x : v) x = rng.uniform(-1, 1);
+    return floats(d, shape, v);
+  }
+
   void attention() {
     struct A { const char* tag; int64_t G, Q, K; bool rowMask, blindRow; };
     for (Scalar d : kFloats)
@@ -1120,13 +1129,7 @@ struct Builder {
         const int64_t D = 8, E = 4;
         Case c = shapeCase("attention", a.tag, d, "matmul");
         Rng rng(c.name);
-        auto values = [&](Shape shape) {
-          int64_t n = 1;
-          for (int64_t x : shape) n *= x;
-          std::vector<double> v(n);
-          for (double& x : v) x = rng.uniform(-1, 1);
-          return floats(d, shape, v);
-        };
+        auto values = [&](Shape shape) { return uniformValues(rng, d, shape); };
         Shape maskShape = a.rowMask ? Shape{a.Q, a.K} : Shape{a.K};
         // Each reach r: the first r keys seen (by every row, or by row i of
         // Q the first r - (Q - 1 - i), at least 1: the last row sees the most;
@@ -1147,6 +1150,25 @@ struct Builder {
         c.tol = d == F32 ? Tolerance{static_cast<double>(a.K + D + 16), 1.0} : Tolerance{8, 1.0};
         add(std::move(c));
       }
+    // Decode's mask made in the entry from a position, `key <= p`: a
+    // generator, which cuda's scores kernel computes where it reads it.
+    for (Scalar d : kFloats) {
+      const int64_t G = 2, K = 200, D = 8, E = 4;
+      Case c = shapeCase("attention", "k200_pos", d, "matmul");
+      Rng rng(c.name);
+      auto values = [&](Shape shape) { return uniformValues(rng, d, shape); };
+      for (int64_t p : {0, 62, 63, 64, 129, 199})
+        c.runs.push_back({values({1, 2, G, 1, D}), values({1, 2, K, D}), values({1, 2, K, E}),
+                          floats(F32, {}, {0.35355339}), ints(I64, {}, {p})});
+      c.params = fmt::format("q: {}, k: {}, v: {}, scale: f32, p: i64", ty(d, {1, 2, G, 1, D}), ty(d, {1, 2, K, D}),
+                             ty(d, {1, 2, K, E}));
+      c.result = ty(d, {1, 2, G, 1, E});
+      c.body = fmt::format("let keys = iota<i64>({})\n    let mask[j] = keys[j] <= p\n"
+                           "    return attention(q, k, v, scale, mask)",
+                           K);
+      c.tol = d == F32 ? Tolerance{static_cast<double>(K + D + 16), 1.0} : Tolerance{8, 1.0};
+      add(std::move(c));
+    }
   }
 
   void matmul() {

@@ -21,6 +21,45 @@ bool plainElementwise(mlir::Operation* op) {
   return true;
 }
 
+bool generator(mlir::Operation* op) {
+  auto generic = mlir::dyn_cast_or_null<mlir::linalg::GenericOp>(op);
+  if (!generic || !plainElementwise(generic)) return false;
+  for (mlir::OpOperand* input : generic.getDpsInputOperands())
+    if (auto t = mlir::dyn_cast<mlir::RankedTensorType>(input->get().getType()); t && t.getRank() != 0) return false;
+  for (mlir::Operation& inner : generic.getRegion().front())
+    if (auto read = mlir::dyn_cast<mlir::tensor::ExtractOp>(inner); read && read.getTensor().getType().getRank() != 0) return false;
+  return true;
+}
+
+mlir::Value computeAt(mlir::OpBuilder& b, mlir::Location loc, mlir::linalg::GenericOp producer, unsigned r,
+                      mlir::ValueRange at) {
+  using namespace mlir;
+  IRMapping map;
+  for (OpOperand* input : producer.getDpsInputOperands()) {
+    Value v = input->get();
+    BlockArgument arg = producer.getMatchingBlockArgument(input);
+    if (!isa<RankedTensorType>(v.getType())) {
+      map.map(arg, v);
+      continue;
+    }
+    SmallVector<Value> indices;
+    for (AffineExpr e : producer.getMatchingIndexingMap(input).getResults()) {
+      if (auto d = dyn_cast<AffineDimExpr>(e)) indices.push_back(at[d.getPosition()]);
+      else indices.push_back(arith::ConstantIndexOp::create(b, loc, cast<AffineConstantExpr>(e).getValue()));
+    }
+    map.map(arg, tensor::ExtractOp::create(b, loc, v, indices).getResult());
+  }
+  Block& body = producer.getRegion().front();
+  for (Operation& op : body.without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+      map.map(index.getResult(), at[index.getDim()]);
+      continue;
+    }
+    b.clone(op, map);
+  }
+  return map.lookupOrDefault(body.getTerminator()->getOperand(r));
+}
+
 namespace {
 
 using namespace mlir;
@@ -50,25 +89,14 @@ bool cheaperThanWhole(tensor::ExtractOp extract, int64_t elements) {
   return count * extracts <= elements;
 }
 
-// A plain elementwise generic that reads nothing but scalars (0-d tensors:
-// a position) and its own indices: rope's frequencies, and the cos and sin
-// rows computed from them at `pos`. Computing its element where it is read
-// costs arithmetic only, no memory, so it is computed there instead of
-// being a launch and a buffer of its own, while the reads times its body's
-// ops stay within kGeneratorWork (decode's rows, read by q's and k's rope:
-// a few million operations; prefill's [S, D] tables are read S times more
-// and stay kernels of their own).
+// A generator (rope's frequencies, and the cos and sin rows computed from
+// them at `pos`) costs arithmetic only, no memory, to compute where it is
+// read, so it is computed there instead of being a launch and a buffer of
+// its own, while the reads times its body's ops stay within kGeneratorWork
+// (decode's rows, read by q's and k's rope: a few million operations;
+// prefill's [S, D] tables are read S times more and stay kernels of their
+// own).
 constexpr int64_t kGeneratorWork = int64_t{1} << 24;
-
-bool generator(Operation* op) {
-  auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
-  if (!generic || !plainElementwise(generic)) return false;
-  for (OpOperand* input : generic.getDpsInputOperands())
-    if (auto t = dyn_cast<RankedTensorType>(input->get().getType()); t && t.getRank() != 0) return false;
-  for (Operation& inner : generic.getRegion().front())
-    if (auto read = dyn_cast<tensor::ExtractOp>(inner); read && read.getTensor().getType().getRank() != 0) return false;
-  return true;
-}
 
 // True when every tensor input of `g` is read at dimensions and constants
 // of its loops (computeAt can read it at an element's indices).
@@ -81,35 +109,6 @@ bool projectedInputs(linalg::GenericOp g) {
   return true;
 }
 
-// Result `r` of plain elementwise `producer` at the indices `at`: its body
-// cloned at b's insertion point, its inputs read with tensor.extract
-// (projectedInputs must hold).
-Value computeAt(OpBuilder& b, Location loc, linalg::GenericOp producer, unsigned r, ValueRange at) {
-  IRMapping map;
-  for (OpOperand* input : producer.getDpsInputOperands()) {
-    Value v = input->get();
-    BlockArgument arg = producer.getMatchingBlockArgument(input);
-    if (!isa<RankedTensorType>(v.getType())) {
-      map.map(arg, v);
-      continue;
-    }
-    SmallVector<Value> indices;
-    for (AffineExpr e : producer.getMatchingIndexingMap(input).getResults()) {
-      if (auto d = dyn_cast<AffineDimExpr>(e)) indices.push_back(at[d.getPosition()]);
-      else indices.push_back(arith::ConstantIndexOp::create(b, loc, cast<AffineConstantExpr>(e).getValue()));
-    }
-    map.map(arg, tensor::ExtractOp::create(b, loc, v, indices).getResult());
-  }
-  Block& body = producer.getRegion().front();
-  for (Operation& op : body.without_terminator()) {
-    if (auto index = dyn_cast<linalg::IndexOp>(op)) {
-      map.map(index.getResult(), at[index.getDim()]);
-      continue;
-    }
-    b.clone(op, map);
-  }
-  return map.lookupOrDefault(body.getTerminator()->getOperand(r));
-}
 
 // `tensor.extract %t[i..]` of a plain elementwise generic's result, as the
 // generic's body computed at i.. alone: an index comprehension such as

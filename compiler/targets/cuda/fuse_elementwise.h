@@ -21,6 +21,7 @@
 // write) computes it into the state's slice in place.
 #pragma once
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace linnet::cuda {
@@ -35,5 +36,16 @@ void registerFuseElementwisePass();
 // A linalg.generic of parallel loops whose body holds no region (no loop,
 // no branch): cheap to compute again inside each consumer.
 bool plainElementwise(mlir::Operation* op);
+
+// A plain elementwise generic that reads nothing but scalars (0-d tensors,
+// such as `pos`) and its own indices: decode's mask, rope's frequencies.
+bool generator(mlir::Operation* op);
+
+// Result `r` of plain elementwise `producer` at the indices `at`: its body
+// cloned at b's insertion point, its tensor inputs read with tensor.extract
+// at the indices their maps give (each map's results must be dimensions or
+// constants).
+mlir::Value computeAt(mlir::OpBuilder& b, mlir::Location loc, mlir::linalg::GenericOp producer, unsigned r,
+                      mlir::ValueRange at);
 
 }  // namespace linnet::cuda

@@ -90,8 +90,10 @@ void lower(mlir::ModuleOp module, Stage stage) {
 void bufferize(mlir::ModuleOp module) {
   readScalarsOnHost(module);
   lowerLibraryProducts(module, sharedOptions());
-  lowerWarpKernels(module, sharedOptions());
+  // Fused first, so that decode's mask is one generator when the scores'
+  // warp kernel computes it where it reads it (warp_kernels.h).
   fuseElementwise(module);
+  lowerWarpKernels(module, sharedOptions());
   lowerRowReductions(module, sharedOptions());
   {
     mlir::PassManager pm(module.getContext(), mlir::ModuleOp::getOperationName());

@@ -1,12 +1,14 @@
 #include "targets/cuda/warp_kernels.h"
 
 #include <cmath>
+#include <optional>
 
 #include "ir/dialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -17,6 +19,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "targets/cuda/fuse_elementwise.h"
 #include "targets/cuda/product_buffers.h"
 #include "targets/cuda/warp_helpers.h"
 #include "transforms/pipeline.h"
@@ -154,16 +157,66 @@ void emitWarpColumn(OpBuilder& b, Location l, const WarpProduct& p, int64_t rows
   storeColumn(b, l, p, totals, result);
 }
 
-// True when some keep[r, col] is set (keep: i1 [R, N]).
-Value anyKept(OpBuilder& b, Location l, Value keep, Value col) {
-  int64_t r = cast<MemRefType>(keep.getType()).getShape()[0];
+// keep_columns as a generator (fuse_elementwise.h: it reads only scalars
+// such as `pos`, and its indices) seen through reshapes: decode's mask
+// `key <= pos`, which the scores kernel then computes where it reads it,
+// with no launch or buffer of its own. Null for any other mask.
+linalg::GenericOp maskGenerator(Value keep) {
+  Value v = keep;
+  for (Operation* def = v.getDefiningOp(); def; def = v.getDefiningOp()) {
+    if (auto e = dyn_cast<tensor::ExpandShapeOp>(def)) v = e.getSrc();
+    else if (auto c = dyn_cast<tensor::CollapseShapeOp>(def)) v = c.getSrc();
+    else break;
+  }
+  auto gen = v.getDefiningOp<linalg::GenericOp>();
+  if (!gen || !generator(gen) || gen->getNumResults() != 1 ||
+      !cast<RankedTensorType>(gen->getResult(0).getType()).hasStaticShape())
+    return {};
+  OpOperand* init = gen.getDpsInitOperand(0);
+  if (!gen.getMatchingIndexingMap(init).isIdentity() || !gen.getMatchingBlockArgument(init).use_empty()) return {};
+  return gen;
+}
+
+// The mask's element keep[row, col] (keep: i1 [R, N]): loaded from its
+// buffer, or computed by its generator at the same row-major position
+// (reshapes keep the row-major order).
+struct KeepMask {
+  Value buffer;                    // the mask's buffer, or
+  mutable linalg::GenericOp made;  // its generator (an op handle: its accessors are not const)
+  int64_t rows, n;
+
+  Value at(OpBuilder& b, Location l, Value row, Value col) const {
+    if (buffer) return memref::LoadOp::create(b, l, buffer, ValueRange{row, col});
+    ArrayRef<int64_t> shape = cast<RankedTensorType>(made->getResult(0).getType()).getShape();
+    Value linear = arith::AddIOp::create(b, l, arith::MulIOp::create(b, l, row, cIndex(b, l, n)), col);
+    SmallVector<Value> indices(shape.size());
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      indices[d] = arith::RemUIOp::create(b, l, linear, cIndex(b, l, shape[d]));
+      linear = arith::DivUIOp::create(b, l, linear, cIndex(b, l, shape[d]));
+    }
+    return computeAt(b, l, made, 0, indices);
+  }
+};
+
+// True when some keep[r, col] is set.
+Value anyKept(OpBuilder& b, Location l, const KeepMask& keep, Value col) {
   Value none = arith::ConstantIntOp::create(b, l, b.getI1Type(), 0);
-  auto loop = scf::ForOp::create(b, l, cIndex(b, l, 0), cIndex(b, l, r), cIndex(b, l, 1), ValueRange{none},
+  auto loop = scf::ForOp::create(b, l, cIndex(b, l, 0), cIndex(b, l, keep.rows), cIndex(b, l, 1), ValueRange{none},
                                  [&](OpBuilder& lb, Location ll, Value row, ValueRange seen) {
-    Value kept = memref::LoadOp::create(lb, ll, keep, ValueRange{row, col});
+    Value kept = keep.at(lb, ll, row, col);
     scf::YieldOp::create(lb, ll, Value(arith::OrIOp::create(lb, ll, seen[0], kept)));
   });
   return loop.getResult(0);
+}
+
+// Erases `v`'s producers that nothing reads any more, through reshapes.
+void eraseUnread(Value v) {
+  while (Operation* def = v.getDefiningOp()) {
+    if (!def->use_empty() || !isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, linalg::GenericOp>(def)) return;
+    v = isa<linalg::GenericOp>(def) ? Value() : def->getOperand(0);
+    def->erase();
+    if (!v) return;
+  }
 }
 
 // a [.., K] x w [N, K] (transpose_b), or batched a [..L, M, K] x
@@ -177,7 +230,13 @@ void lowerProduct(ir::MatmulOp op) {
   ProductShape shape = shapeOf(op);
   auto [batched, batch, rows, k, n] = shape;
   auto [x, w] = stackOperands(b, l, op, shape);
-  Value keep = op.getKeepColumns() ? readBuffer(b, l, op.getKeepColumns()) : Value();
+  Value mask = op.getKeepColumns();
+  std::optional<KeepMask> keep;
+  if (mask) {
+    int64_t maskRows = cast<RankedTensorType>(mask.getType()).getShape()[0];
+    linalg::GenericOp made = maskGenerator(mask);
+    keep = made ? KeepMask{Value(), made, maskRows, n} : KeepMask{readBuffer(b, l, mask), {}, maskRows, n};
+  }
   Value result = memref::AllocOp::create(b, l, MemRefType::get({batch, rows, n}, out.getElementType()));
   {
     OpBuilder::InsertionGuard guard(b);
@@ -186,7 +245,7 @@ void lowerProduct(ir::MatmulOp op) {
     if (!keep) {
       emitWarpColumn(b, l, p, rows, k, result);
     } else {
-      auto branch = scf::IfOp::create(b, l, anyKept(b, l, keep, p.col), /*withElseRegion=*/true);
+      auto branch = scf::IfOp::create(b, l, anyKept(b, l, *keep, p.col), /*withElseRegion=*/true);
       b.setInsertionPoint(branch.thenBlock()->getTerminator());
       emitWarpColumn(b, l, p, rows, k, result);
       b.setInsertionPoint(branch.elseBlock()->getTerminator());
@@ -196,6 +255,7 @@ void lowerProduct(ir::MatmulOp op) {
   }
   op.getResult().replaceAllUsesWith(resultTensor(b, l, result, batched, out));
   op.erase();
+  if (mask) eraseUnread(mask);
 }
 
 // Products of one x with several weights (a layer's q, k and v; gate and
