@@ -42,25 +42,27 @@ bool computableAtIndex(linalg::GenericOp g) {
 }
 
 // Where a kernel reads a fused generic's inputs: their buffers, made before
-// the kernel; a scalar input is its value.
+// the kernel; a scalar input is its value. Given: the inputs the kernel has
+// computed itself (a row's reduced value), each as its value.
 using Buffers = llvm::DenseMap<Value, Value>;
-void addBuffers(OpBuilder& b, Location l, linalg::GenericOp g, Buffers& buffers, Value skip = {}) {
+using Given = llvm::DenseMap<Value, Value>;
+void addBuffers(OpBuilder& b, Location l, linalg::GenericOp g, Buffers& buffers, const Given& given = {}) {
   for (OpOperand* in : g.getDpsInputOperands())
-    if (in->get() != skip && isa<RankedTensorType>(in->get().getType()) && !buffers.count(in->get()))
+    if (!given.count(in->get()) && isa<RankedTensorType>(in->get().getType()) && !buffers.count(in->get()))
       buffers[in->get()] = readBuffer(b, l, in->get());
 }
 
 // The value `g` yields at iteration `idx`: each input loaded from its buffer
-// at its map of idx (or `given`, for the input that is `givenFor`), the
-// body's ops cloned at b's insertion point.
+// at its map of idx (or its given value), the body's ops cloned at b's
+// insertion point.
 Value computeAt(OpBuilder& b, Location l, linalg::GenericOp g, ArrayRef<Value> idx, const Buffers& buffers,
-                Value givenFor = {}, Value given = {}) {
+                const Given& given = {}) {
   Block& body = g.getRegion().front();
   IRMapping map;
   for (OpOperand* in : g.getDpsInputOperands()) {
     Value v = in->get();
-    if (v == givenFor) {
-      v = given;
+    if (auto known = given.find(v); known != given.end()) {
+      v = known->second;
     } else if (isa<RankedTensorType>(v.getType())) {
       SmallVector<Value> at;
       for (AffineExpr e : g.getMatchingIndexingMap(in).getResults())
@@ -119,15 +121,64 @@ linalg::GenericOp epilogueOf(ir::ReduceOp op) {
   return g;
 }
 
-// A reduction over the last axis of x [.., K]: a warp per row, lane l
-// folding k = l, l + 32, .. in f32 (coalesced reads), the warp's 32
-// partial results combined by the butterfly (a mean divided by K, as the
-// shared lowering does), rounded to the result's type once. When x is a
-// plain elementwise generic, its value at each index is computed where it
-// is read (the norm's square); when an epilogue follows, every lane has the
-// row's value and writes its share of the consumer's row; otherwise lane 0
-// stores the row's value.
-void lowerRowReduction(ir::ReduceOp op) {
+// The reduction of the same row whose value `second` (with its input
+// `producer` and its `epilogue`) reads and nothing else does: softmax's max,
+// read by exp(x - max) in the sum's input and in the division after it.
+// The two are then one kernel. Null when there is none.
+ir::ReduceOp leadingReduction(ir::ReduceOp second, linalg::GenericOp producer, linalg::GenericOp epilogue,
+                              const transforms::SharedOptions& options) {
+  if (!producer || !producer->hasOneUse()) return {};
+  auto xType = cast<RankedTensorType>(second.getX().getType());
+  for (OpOperand* in : producer.getDpsInputOperands()) {
+    auto first = in->get().getDefiningOp<ir::ReduceOp>();
+    if (!first || !transforms::targetKeepsRowReduction(first, options) || first->getBlock() != second->getBlock() ||
+        first.getX().getType() != xType)
+      continue;
+    auto rowType = cast<RankedTensorType>(first.getType());
+    bool onlyHere = true;
+    for (OpOperand& use : first.getResult().getUses()) {
+      auto g = dyn_cast<linalg::GenericOp>(use.getOwner());
+      onlyHere = onlyHere && (g == producer || (epilogue && g == epilogue)) && g.isDpsInput(&use) &&
+                 broadcastsAlongRow(g.getMatchingIndexingMap(&use), rowType, xType.getRank() - 1);
+    }
+    if (onlyHere) return first;
+  }
+  return {};
+}
+
+// One row's fold in a warp: lane l folds k = l, l + 32, .. in f32 (coalesced
+// reads) the value `at` gives for each column, the 32 partial results
+// combined by the butterfly (a mean divided by K, as the shared lowering
+// does), rounded to `op`'s result type once. Every lane has the result.
+Value foldRow(OpBuilder& b, Location l, ir::ReduceOp op, Value lane, int64_t k,
+              const std::function<Value(OpBuilder&, Location, Value)>& at) {
+  using K = ir::ReduceKind;
+  K kind = op.getKind();
+  float start = kind == K::Max ? -INFINITY : kind == K::Min ? INFINITY : 0.0f;
+  auto warpKind = kind == K::Max   ? gpu::AllReduceOperation::MAXNUMF
+                  : kind == K::Min ? gpu::AllReduceOperation::MINNUMF
+                                   : gpu::AllReduceOperation::ADD;
+  Value init = arith::ConstantOp::create(b, l, b.getF32FloatAttr(start));
+  auto loop = scf::ForOp::create(b, l, lane, cIndex(b, l, k), cIndex(b, l, kWarpSize), ValueRange{init},
+                                 [&](OpBuilder& lb, Location ll, Value col, ValueRange acc) {
+    scf::YieldOp::create(lb, ll, combine(lb, ll, warpKind, acc[0], toF32(lb, ll, at(lb, ll, col))));
+  });
+  Value total = gpu::SubgroupReduceOp::create(b, l, loop.getResult(0), warpKind, /*uniform=*/true);
+  if (kind == K::Mean)
+    total = arith::DivFOp::create(b, l, total,
+                                  arith::ConstantOp::create(b, l, b.getF32FloatAttr(static_cast<float>(k))));
+  Type t = cast<RankedTensorType>(op.getType()).getElementType();
+  return t.isF32() ? total : Value(arith::TruncFOp::create(b, l, t, total));
+}
+
+// A reduction over the last axis of x [.., K]: a warp per row folding it
+// (foldRow). When x is a plain elementwise generic, its value at each index
+// is computed where it is read (the norm's square); when an epilogue
+// follows, every lane has the row's value and writes its share of the
+// consumer's row; otherwise lane 0 stores the row's value. With `first` (a
+// leadingReduction), the warp folds the row for it first, and its value is
+// given to x's generic and the epilogue: softmax is then one launch.
+void lowerRowReduction(ir::ReduceOp op, ir::ReduceOp first = {}) {
   linalg::GenericOp epilogue = epilogueOf(op);
   Operation* at = epilogue ? epilogue.getOperation() : op.getOperation();
   OpBuilder b(at);
@@ -139,22 +190,23 @@ void lowerRowReduction(ir::ReduceOp op) {
 
   auto producer = op.getX().getDefiningOp<linalg::GenericOp>();
   if (producer && !computableAtIndex(producer)) producer = {};
+  linalg::GenericOp firstProducer = first ? first.getX().getDefiningOp<linalg::GenericOp>() : linalg::GenericOp();
+  if (firstProducer && !computableAtIndex(firstProducer)) firstProducer = {};
+  Given skipped;  // the values this kernel computes: no buffers for them
+  if (first) skipped[first.getResult()] = Value();
+  skipped[op.getResult()] = Value();
   Buffers buffers;
-  Value x;
-  if (producer) addBuffers(b, l, producer, buffers);
+  Value x, firstX;
+  if (producer) addBuffers(b, l, producer, buffers, skipped);
   else x = stackBuffer(b, l, op.getX(), /*batched=*/false, 1, rows, k);
-  if (epilogue) addBuffers(b, l, epilogue, buffers, op.getResult());
+  if (first && firstProducer) addBuffers(b, l, firstProducer, buffers);
+  else if (first) firstX = stackBuffer(b, l, first.getX(), /*batched=*/false, 1, rows, k);
+  if (epilogue) addBuffers(b, l, epilogue, buffers, skipped);
   Type resultType = epilogue ? epilogue->getResult(0).getType() : Type(out);
   Type stored = cast<RankedTensorType>(resultType).getElementType();
   Value result = memref::AllocOp::create(
       b, l, epilogue ? MemRefType::get({1, rows, k}, stored) : MemRefType::get({rows}, stored));
 
-  using K = ir::ReduceKind;
-  K kind = op.getKind();
-  float start = kind == K::Max ? -INFINITY : kind == K::Min ? INFINITY : 0.0f;
-  auto warpKind = kind == K::Max   ? gpu::AllReduceOperation::MAXNUMF
-                  : kind == K::Min ? gpu::AllReduceOperation::MINNUMF
-                                   : gpu::AllReduceOperation::ADD;
   auto par = parallelLoop(b, l, {rows, kWarpSize}, "row_reduction");
   Value row = par.getInductionVars()[0], lane = par.getInductionVars()[1];
   SmallVector<Value> rowIdx = rowIndices(b, l, row, lead);
@@ -163,25 +215,24 @@ void lowerRowReduction(ir::ReduceOp op) {
     idx.push_back(col);
     return idx;
   };
-  Value init = arith::ConstantOp::create(b, l, b.getF32FloatAttr(start));
-  auto loop = scf::ForOp::create(b, l, lane, cIndex(b, l, k), cIndex(b, l, kWarpSize), ValueRange{init},
-                                 [&](OpBuilder& lb, Location ll, Value col, ValueRange acc) {
-    Value v = producer ? computeAt(lb, ll, producer, indexAt(col), buffers)
-                       : Value(memref::LoadOp::create(lb, ll, x, ValueRange{cIndex(lb, ll, 0), row, col}));
-    scf::YieldOp::create(lb, ll, combine(lb, ll, warpKind, acc[0], toF32(lb, ll, v)));
+  Given given;
+  if (first)
+    given[first.getResult()] = foldRow(b, l, first, lane, k, [&](OpBuilder& lb, Location ll, Value col) {
+      return firstProducer ? computeAt(lb, ll, firstProducer, indexAt(col), buffers)
+                           : Value(memref::LoadOp::create(lb, ll, firstX, ValueRange{cIndex(lb, ll, 0), row, col}));
+    });
+  Value total = foldRow(b, l, op, lane, k, [&](OpBuilder& lb, Location ll, Value col) {
+    return producer ? computeAt(lb, ll, producer, indexAt(col), buffers, given)
+                    : Value(memref::LoadOp::create(lb, ll, x, ValueRange{cIndex(lb, ll, 0), row, col}));
   });
-  Value total = gpu::SubgroupReduceOp::create(b, l, loop.getResult(0), warpKind, /*uniform=*/true);
-  if (kind == K::Mean)
-    total = arith::DivFOp::create(b, l, total,
-                                  arith::ConstantOp::create(b, l, b.getF32FloatAttr(static_cast<float>(k))));
-  if (!out.getElementType().isF32()) total = arith::TruncFOp::create(b, l, out.getElementType(), total);
+  given[op.getResult()] = total;
 
   if (epilogue) {
     // Every lane has the row's value (rounded as the reduction's result):
     // each writes its share of the consumer's row.
     scf::ForOp::create(b, l, lane, cIndex(b, l, k), cIndex(b, l, kWarpSize), ValueRange{},
                        [&](OpBuilder& lb, Location ll, Value col, ValueRange) {
-      Value y = computeAt(lb, ll, epilogue, indexAt(col), buffers, op.getResult(), total);
+      Value y = computeAt(lb, ll, epilogue, indexAt(col), buffers, given);
       memref::StoreOp::create(lb, ll, y, result, ValueRange{cIndex(lb, ll, 0), row, col});
       scf::YieldOp::create(lb, ll);
     });
@@ -210,6 +261,10 @@ void lowerRowReduction(ir::ReduceOp op) {
   }
   // The producer, now computed where it is read, unless something else reads it.
   if (producer && producer->use_empty()) producer->erase();
+  if (first) {
+    first.erase();
+    if (firstProducer && firstProducer->use_empty()) firstProducer->erase();
+  }
 }
 
 }  // namespace
@@ -219,7 +274,23 @@ void lowerRowReductions(ModuleOp module, const transforms::SharedOptions& option
   module.walk([&](Operation* op) {
     if (transforms::targetKeepsRowReduction(op, options)) reductions.push_back(cast<ir::ReduceOp>(op));
   });
-  for (ir::ReduceOp op : reductions) lowerRowReduction(op);
+  // Pairs first (softmax's max, then its sum): the leading one is lowered
+  // with the second, in its kernel.
+  llvm::DenseMap<Operation*, ir::ReduceOp> leading;
+  llvm::DenseSet<Operation*> joined;
+  for (ir::ReduceOp op : reductions) {
+    auto producer = op.getX().getDefiningOp<linalg::GenericOp>();
+    if (!producer || !computableAtIndex(producer)) continue;
+    ir::ReduceOp first = leadingReduction(op, producer, epilogueOf(op), options);
+    // One pair per kernel: not a reduction that leads another already or
+    // that has a leader of its own.
+    if (first && !joined.count(op) && !joined.count(first) && !leading.count(first)) {
+      leading[op] = first;
+      joined.insert(first);
+    }
+  }
+  for (ir::ReduceOp op : reductions)
+    if (!joined.count(op)) lowerRowReduction(op, leading.lookup(op));
 }
 
 }  // namespace linnet::cuda
