@@ -8,6 +8,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "targets/cuda/library_products.h"
 #include "targets/cuda/product_buffers.h"
 #include "transforms/pipeline.h"
 
@@ -26,12 +27,8 @@ std::string readName(Type t) {
 // The private declaration of linnet_cuda_read_<t>: x as an unranked memref
 // of t, returning its value.
 func::FuncOp declareRead(ModuleOp module, Type t) {
-  std::string name = readName(t);
-  if (auto fn = module.lookupSymbol<func::FuncOp>(name)) return fn;
-  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-  auto fn = func::FuncOp::create(b, module.getLoc(), name, b.getFunctionType({UnrankedMemRefType::get(t, 0)}, {t}));
-  fn.setPrivate();
-  return fn;
+  Builder b(module.getContext());
+  return declareHostFunction(module, readName(t), b.getFunctionType({UnrankedMemRefType::get(t, 0)}, {t}));
 }
 
 bool readable(Type t) { return t.isInteger(64) || t.isInteger(32) || t.isF32(); }
@@ -75,11 +72,6 @@ void readScalarsOnHost(ModuleOp module) {
   }
 }
 
-bool isHostRead(Operation* op) {
-  auto call = dyn_cast<func::CallOp>(op);
-  if (!call) return false;
-  auto fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(op, call.getCalleeAttr());
-  return fn && fn.isExternal() && fn.getSymName().starts_with(std::string(kHostRead) + "_");
-}
+bool isHostRead(Operation* op) { return callsHostFunction(op, std::string(kHostRead) + "_"); }
 
 }  // namespace linnet::cuda

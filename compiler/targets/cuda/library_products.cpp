@@ -17,12 +17,9 @@ using namespace mlir;
 func::FuncOp declareGemm(ModuleOp module, Type t) {
   std::string name = std::string(kLibraryGemm) + "_";
   llvm::raw_string_ostream(name) << t;
-  if (auto fn = module.lookupSymbol<func::FuncOp>(name)) return fn;
-  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
   auto stack = UnrankedMemRefType::get(t, 0);
-  auto fn = func::FuncOp::create(b, module.getLoc(), name, b.getFunctionType({stack, stack, stack, b.getI32Type()}, {}));
-  fn.setPrivate();
-  return fn;
+  Builder b(module.getContext());
+  return declareHostFunction(module, name, b.getFunctionType({stack, stack, stack, b.getI32Type()}, {}));
 }
 
 void lowerLibraryProduct(ModuleOp module, ir::MatmulOp op) {
@@ -52,11 +49,21 @@ void lowerLibraryProducts(ModuleOp module, const transforms::SharedOptions& opti
   for (ir::MatmulOp op : products) lowerLibraryProduct(module, op);
 }
 
-bool isLibraryCall(Operation* op) {
+bool isLibraryCall(Operation* op) { return callsHostFunction(op, std::string(kLibraryGemm) + "_"); }
+
+func::FuncOp declareHostFunction(ModuleOp module, const std::string& name, FunctionType type) {
+  if (auto fn = module.lookupSymbol<func::FuncOp>(name)) return fn;
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  auto fn = func::FuncOp::create(b, module.getLoc(), name, type);
+  fn.setPrivate();
+  return fn;
+}
+
+bool callsHostFunction(Operation* op, StringRef prefix) {
   auto call = dyn_cast<func::CallOp>(op);
   if (!call) return false;
   auto fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(op, call.getCalleeAttr());
-  return fn && fn.isExternal() && fn.getSymName().starts_with(std::string(kLibraryGemm) + "_");
+  return fn && fn.isExternal() && fn.getSymName().starts_with(prefix);
 }
 
 }  // namespace linnet::cuda

@@ -12,6 +12,9 @@
 // emulation, to a loop in f32 (emulated_gemm.c).
 #pragma once
 
+#include <string>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "transforms/pipeline.h"
 
@@ -26,5 +29,11 @@ void lowerLibraryProducts(mlir::ModuleOp module, const transforms::SharedOptions
 // True for a call of linnet_cuda_gemm_<t>: it reads x and w and writes c on the
 // device's stream, and keeps none of them.
 bool isLibraryCall(mlir::Operation* op);
+
+// The private declaration of a C function of model.so, `name` of `type`,
+// made once per module; and whether `op` calls such a function whose name
+// starts with `prefix` (the gemm's, host_reads.h's).
+mlir::func::FuncOp declareHostFunction(mlir::ModuleOp module, const std::string& name, mlir::FunctionType type);
+bool callsHostFunction(mlir::Operation* op, llvm::StringRef prefix);
 
 }  // namespace linnet::cuda
