@@ -3,10 +3,14 @@
 // function resolves from its libcublasLt, and (compiled with its
 // cublasLt.h) every enum value and struct layout the device declares is
 // the header's. Without a GPU, cublasLtCreate fails, and the device says so.
+// On the fake libcuda and the stand-in cuBLASLt: the timed choice among the
+// heuristic's candidates.
 #include <catch2/catch.hpp>
 #include <dlfcn.h>
 
 #include <cstddef>
+#include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "device/cuda/blas_lt.h"
@@ -70,4 +74,46 @@ TEST_CASE("cuBLASLt that cannot start is an error naming the call", "[cuda][blas
   } catch (const std::runtime_error& e) {
     CHECK_THAT(e.what(), Catch::StartsWith("cuda: cublasLtCreate failed: CUBLAS_STATUS_"));
   }
+}
+
+TEST_CASE("cuBLASLt's candidates are timed at a shape's first call that may time, and the fastest kept",
+          "[cuda][blas]") {
+  // The fake libcuda (its events read the host's clock) and the stand-in
+  // cuBLASLt, whose 3 candidates take 3, 0 and 1 ms here.
+  ::setenv("FAKE_CUBLASLT_DELAYS_MS", "3,0,1", 1);
+  std::shared_ptr<const DriverApi> driver = DriverApi::open(LINNET_TEST_FAKE_CUDA);
+  long counts[3] = {};
+  {
+    BlasLt blas(*driver, LINNET_TEST_FAKE_CUBLASLT);
+    CUdeviceptr x = 0, w = 0, c = 0;
+    REQUIRE(driver->cuMemAlloc(&x, 4 * 16 * 4) == CUDA_SUCCESS);
+    REQUIRE(driver->cuMemAlloc(&w, 8 * 16 * 4) == CUDA_SUCCESS);
+    REQUIRE(driver->cuMemAlloc(&c, 4 * 8 * 4) == CUDA_SUCCESS);
+    LinnetGemm g{};
+    g.element_type = LINNET_CUDA_F32;
+    g.transpose_w = 1;
+    g.batch = 1, g.m = 4, g.n = 8, g.k = 16;
+    g.x = reinterpret_cast<const void*>(x), g.w = reinterpret_cast<const void*>(w), g.c = reinterpret_cast<void*>(c);
+    g.ld_x = 16, g.ld_w = 16, g.ld_c = 8;
+    auto counted = [&] {
+      using Counts = void (*)(long*);
+      void* standIn = dlopen(LINNET_TEST_FAKE_CUBLASLT, RTLD_NOW | RTLD_NOLOAD);
+      REQUIRE(standIn);
+      reinterpret_cast<Counts>(dlsym(standIn, "fake_cublaslt_algorithm_counts"))(counts);
+      dlclose(standIn);
+    };
+    blas.run(g, nullptr, /*mayTime=*/false);  // a capture's call: the heuristic's first, untimed
+    counted();
+    CHECK((counts[0] == 1 && counts[1] == 0 && counts[2] == 0));
+    blas.run(g, nullptr, /*mayTime=*/true);  // each candidate: a warm-up and kRepeats, then the fastest
+    counted();
+    long each = 1 + BlasLt::kRepeats;
+    CHECK((counts[0] == 1 + each && counts[1] == each + 1 && counts[2] == each));
+    blas.run(g, nullptr, /*mayTime=*/true);  // timed once: the fastest from now on
+    counted();
+    CHECK((counts[0] == 1 + each && counts[1] == each + 2 && counts[2] == each));
+    CHECK(blas.plans() == 1);
+    for (CUdeviceptr p : {x, w, c}) driver->cuMemFree(p);
+  }
+  ::unsetenv("FAKE_CUBLASLT_DELAYS_MS");
 }

@@ -6,11 +6,15 @@
 // workspace the preference allowed) and counts them; it writes nothing.
 // FAKE_CUBLASLT_REPORT=1 prints the counters at exit; a rejected call
 // returns CUBLAS_STATUS_INVALID_VALUE (7) and says why on stderr.
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <string>
+#include <thread>
 
 #include "device/cuda/blas_lt.h"
 
@@ -41,8 +45,11 @@ struct Preference {
   std::uint64_t workspace = 0;
 };
 
+constexpr int kAlgorithms = 3;
+
 struct Counters {
   long products = 0, heuristics = 0, rejected = 0;
+  long byAlgorithm[kAlgorithms] = {};
   std::set<void*> live;
 };
 Counters& counters() {
@@ -169,10 +176,15 @@ BlasStatus cublasLtMatmulAlgoGetHeuristic(BlasHandle, BlasMatmulDesc desc, BlasL
     return reject(why);
   if (requested < 1 || !preference) return reject("no room for a result");
   ++counters().heuristics;
-  std::memset(&results[0], 0, sizeof results[0]);
-  results[0].algo.data[0] = 0x11a1;  // what cublasLtMatmul checks it was given
-  results[0].workspaceSize = 1 << 20;
-  *returned = 1;
+  // kAlgorithms candidates, as many as asked for: the device times them.
+  int n = std::min(requested, kAlgorithms);
+  for (int i = 0; i < n; ++i) {
+    std::memset(&results[i], 0, sizeof results[i]);
+    results[i].algo.data[0] = 0x11a1;  // what cublasLtMatmul checks it was given
+    results[i].algo.data[1] = static_cast<std::uint64_t>(i);
+    results[i].workspaceSize = 1 << 20;
+  }
+  *returned = n;
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -187,10 +199,25 @@ BlasStatus cublasLtMatmul(BlasHandle, BlasMatmulDesc desc, const void* alpha, co
   if (!a || !b || !d) return reject("a null matrix");
   if (!alpha || !beta || *static_cast<const float*>(alpha) != 1.0f || *static_cast<const float*>(beta) != 0.0f)
     return reject("alpha is not 1 or beta not 0");
-  if (!algo || algo->data[0] != 0x11a1) return reject("an algorithm not from the heuristic");
+  if (!algo || algo->data[0] != 0x11a1 || algo->data[1] >= kAlgorithms)
+    return reject("an algorithm not from the heuristic");
   if (!workspace || workspaceBytes < (1 << 20)) return reject("less workspace than the algorithm needs");
   ++counters().products;
+  ++counters().byAlgorithm[algo->data[1]];
+  // FAKE_CUBLASLT_DELAYS_MS=a,b,c: candidate i takes that long (the
+  // device's timing must keep the fastest).
+  if (const char* delays = std::getenv("FAKE_CUBLASLT_DELAYS_MS")) {
+    std::string list = delays;
+    for (std::uint64_t i = 0; i < algo->data[1] && list.find(',') != std::string::npos; ++i)
+      list = list.substr(list.find(',') + 1);
+    std::this_thread::sleep_for(std::chrono::microseconds(static_cast<long>(std::atof(list.c_str()) * 1000)));
+  }
   return CUBLAS_STATUS_SUCCESS;
+}
+
+// How many products ran with each candidate (the tests' view).
+void fake_cublaslt_algorithm_counts(long* counts) {
+  for (int i = 0; i < kAlgorithms; ++i) counts[i] = counters().byAlgorithm[i];
 }
 
 }  // extern "C"

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -96,7 +97,7 @@ BlasLayout BlasLt::layout(int type, std::int64_t rows, std::int64_t cols, std::i
   return l;
 }
 
-const BlasLt::Plan& BlasLt::plan(const LinnetGemm& g, const ColumnMajorGemm& p) {
+BlasLt::Plan& BlasLt::plan(const LinnetGemm& g, const ColumnMajorGemm& p) {
   Key key{g.element_type, p.transposeA, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.batch, p.strideA, p.strideB, p.strideC};
   if (auto found = plans_.find(key); found != plans_.end()) return found->second;
   Plan plan;
@@ -125,29 +126,73 @@ void BlasLt::build(Plan& plan, const LinnetGemm& g, const ColumnMajorGemm& p) {
   std::uint64_t workspace = kWorkspaceBytes;
   BlasStatus set = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
                                                         sizeof workspace);
-  BlasHeuristicResult result{};
+  BlasHeuristicResult results[kCandidates] = {};
   int found = 0;
   BlasStatus heuristic = set == CUBLAS_STATUS_SUCCESS
                              ? cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.a, plan.b, plan.c, plan.c,
-                                                              preference, 1, &result, &found)
+                                                              preference, kCandidates, results, &found)
                              : set;
   cublasLtMatmulPreferenceDestroy(preference);
   check(set, "cublasLtMatmulPreferenceSetAttribute (workspace)");
   check(heuristic, "cublasLtMatmulAlgoGetHeuristic");
-  if (found == 0)
+  for (int i = 0; i < std::min(found, kCandidates); ++i)
+    if (results[i].state == CUBLAS_STATUS_SUCCESS && results[i].workspaceSize <= kWorkspaceBytes)
+      plan.candidates.push_back(results[i].algo);
+  if (plan.candidates.empty())
     throw std::runtime_error(fmt::format(
         "cuda: cuBLASLt has no algorithm for a {} x {} x {} product (batch {}, lda {}, ldb {}, ldc {})", p.m, p.n, p.k,
         p.batch, p.lda, p.ldb, p.ldc));
-  plan.algo = result.algo;
+  plan.algo = plan.candidates.front();
+  plan.timed = plan.candidates.size() == 1;
 }
 
-void BlasLt::run(const LinnetGemm& gemm, CUstream stream) {
-  ColumnMajorGemm p = columnMajor(gemm);
-  const Plan& plan = this->plan(gemm, p);
+BlasStatus BlasLt::matmul(const Plan& plan, const BlasAlgo& algo, const ColumnMajorGemm& p, CUstream stream) {
   const float one = 1.0f, zero = 0.0f;
-  check(cublasLtMatmul(handle_, plan.desc, &one, p.a, plan.a, p.b, plan.b, &zero, p.c, plan.c, p.c, plan.c, &plan.algo,
-                       reinterpret_cast<void*>(workspace_), kWorkspaceBytes, stream),
-        "cublasLtMatmul");
+  return cublasLtMatmul(handle_, plan.desc, &one, p.a, plan.a, p.b, plan.b, &zero, p.c, plan.c, p.c, plan.c, &algo,
+                        reinterpret_cast<void*>(workspace_), kWorkspaceBytes, stream);
+}
+
+void BlasLt::time(Plan& plan, const ColumnMajorGemm& p, CUstream stream) {
+  CUevent start = nullptr, end = nullptr;
+  driver_.check(driver_.cuEventCreate(&start, 0), "cuEventCreate");
+  CUresult made = driver_.cuEventCreate(&end, 0);
+  if (made != CUDA_SUCCESS) driver_.cuEventDestroy(start);
+  driver_.check(made, "cuEventCreate");
+  float best = 0;
+  bool any = false;
+  try {
+    for (const BlasAlgo& algo : plan.candidates) {
+      // A candidate that fails to run is not a choice (the others may be).
+      if (matmul(plan, algo, p, stream) != CUBLAS_STATUS_SUCCESS) continue;
+      driver_.check(driver_.cuEventRecord(start, stream), "cuEventRecord");
+      bool ran = true;
+      for (int r = 0; r < kRepeats && ran; ++r) ran = matmul(plan, algo, p, stream) == CUBLAS_STATUS_SUCCESS;
+      driver_.check(driver_.cuEventRecord(end, stream), "cuEventRecord");
+      driver_.check(driver_.cuEventSynchronize(end), "cuEventSynchronize");
+      float ms = 0;
+      driver_.check(driver_.cuEventElapsedTime(&ms, start, end), "cuEventElapsedTime");
+      if (ran && (!any || ms < best)) {
+        best = ms;
+        plan.algo = algo;
+        any = true;
+      }
+    }
+  } catch (...) {
+    driver_.cuEventDestroy(start);
+    driver_.cuEventDestroy(end);
+    throw;
+  }
+  driver_.cuEventDestroy(start);
+  driver_.cuEventDestroy(end);
+  plan.timed = true;
+}
+
+void BlasLt::run(const LinnetGemm& gemm, CUstream stream, bool mayTime) {
+  ColumnMajorGemm p = columnMajor(gemm);
+  Plan& plan = this->plan(gemm, p);
+  // The candidates write the result too; the call below writes it last.
+  if (mayTime && !plan.timed) time(plan, p, stream);
+  check(matmul(plan, plan.algo, p, stream), "cublasLtMatmul");
 }
 
 }  // namespace linnet::device::cuda

@@ -5,8 +5,13 @@
 //
 // One handle and one 32 MiB workspace per context. Each distinct shape
 // (types, transposes, sizes, leading dimensions, batch and strides) gets a
-// plan once: its descriptors and the heuristic's first algorithm, kept for
-// every later call, so a call inside a CUDA graph capture only enqueues.
+// plan once: its descriptors and up to kCandidates algorithms the heuristic
+// proposes. At the plan's first call that may time (not inside a graph
+// capture, not while profiling), each candidate runs on the call's own
+// operands, timed by events (a warm-up, then the best of kRepeats), and the
+// fastest is kept for every later call; until then, and when there is one
+// candidate, the heuristic's first. So a call inside a CUDA graph capture
+// only enqueues.
 // f32 products compute in CUBLAS_COMPUTE_32F (never TF32); bf16 and f16 take
 // f32 sums too and round once.
 #pragma once
@@ -17,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "artifact/cuda_api.h"
 #include "device/cuda/driver_api.h"
@@ -62,8 +68,12 @@ class BlasLt {
   BlasLt(const BlasLt&) = delete;
   BlasLt& operator=(const BlasLt&) = delete;
 
+  static constexpr int kCandidates = 8, kRepeats = 3;
+
   // gemm on `stream`; throws on a failed call, naming it and its status.
-  void run(const LinnetGemm& gemm, CUstream stream);
+  // With `mayTime`, a plan not yet timed first times its candidates, which
+  // waits for the stream.
+  void run(const LinnetGemm& gemm, CUstream stream, bool mayTime = false);
   std::size_t plans() const { return plans_.size(); }
 
 #define LINNET_BLAS_FUNCTION(name, result, parameters) result(*name) parameters = nullptr;
@@ -74,12 +84,17 @@ class BlasLt {
   struct Plan {
     BlasMatmulDesc desc = nullptr;
     BlasLayout a = nullptr, b = nullptr, c = nullptr;
-    BlasAlgo algo{};
+    BlasAlgo algo{};                   // the one the calls use
+    std::vector<BlasAlgo> candidates;  // the heuristic's, best first
+    bool timed = false;
   };
   using Key = std::tuple<std::uint32_t, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                          std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
-  const Plan& plan(const LinnetGemm& gemm, const ColumnMajorGemm& p);
+  Plan& plan(const LinnetGemm& gemm, const ColumnMajorGemm& p);
   void build(Plan& plan, const LinnetGemm& gemm, const ColumnMajorGemm& p);
+  BlasStatus matmul(const Plan& plan, const BlasAlgo& algo, const ColumnMajorGemm& p, CUstream stream);
+  // Times plan's candidates on p's operands and keeps the fastest.
+  void time(Plan& plan, const ColumnMajorGemm& p, CUstream stream);
   void destroy(Plan& plan);
   void check(BlasStatus status, const char* call) const;
   BlasLayout layout(int type, std::int64_t rows, std::int64_t cols, std::int64_t ld, std::int64_t batch,

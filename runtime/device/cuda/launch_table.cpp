@@ -199,7 +199,9 @@ int32_t LaunchTable::gemm(void* device, const LinnetGemm* gemm) noexcept {
   try {
     Profiler* profiler = t.profiling();
     if (profiler) profiler->before(t.context_->stream());
-    t.context_->blas().run(*gemm, t.context_->stream());
+    // Timing cuBLASLt's candidates waits for the stream: not in a capture,
+    // and not while profiling (the profile would count the candidates' runs).
+    t.context_->blas().run(*gemm, t.context_->stream(), /*mayTime=*/!t.capturing_ && !profiler);
     if (profiler)
       profiler->after(t.context_->stream(),
                       fmt::format("gemm {}x{}x{}{}", gemm->m, gemm->n, gemm->k,
