@@ -1,7 +1,5 @@
 #include "targets/cuda/host_reads.h"
 
-#include <fmt/format.h>
-
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -10,7 +8,6 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "targets/cuda/library_products.h"
 #include "targets/cuda/product_buffers.h"
-#include "transforms/pipeline.h"
 
 namespace linnet::cuda {
 
@@ -36,33 +33,23 @@ bool readable(Type t) { return t.isInteger(64) || t.isInteger(32) || t.isF32(); 
 }  // namespace
 
 void readScalarsOnHost(ModuleOp module) {
-  // The extracts a host branch's condition is computed from; any other
-  // extract outside a kernel (a cache write's position) goes into the
-  // kernels that use it when the loops become launches.
+  // The extracts a switch's case is computed from; any other extract
+  // outside a kernel (a cache write's position) goes into the kernels that
+  // use it when the loops become launches, and a branch or loop of the
+  // program's own on a device value is refused by verifyHostCode.
   SetVector<Operation*> slice;
-  module.walk([&](Operation* op) {
-    Value condition;
-    if (auto sw = dyn_cast<scf::IndexSwitchOp>(op)) condition = sw.getArg();
-    else if (auto branch = dyn_cast<scf::IfOp>(op)) condition = branch.getCondition();
-    if (!condition || op->getParentOfType<linalg::LinalgOp>()) return;
+  module.walk([&](scf::IndexSwitchOp sw) {
+    if (sw->getParentOfType<linalg::LinalgOp>()) return;
     BackwardSliceOptions options;
     options.inclusive = true;
-    (void)getBackwardSlice(condition, &slice, options);
+    (void)getBackwardSlice(sw.getArg(), &slice, options);
   });
   SmallVector<tensor::ExtractOp> reads;
   for (Operation* op : slice)
     if (auto extract = dyn_cast<tensor::ExtractOp>(op))
-      if (extract.getTensor().getType().getRank() == 0) reads.push_back(extract);
+      if (extract.getTensor().getType().getRank() == 0 && readable(extract.getType())) reads.push_back(extract);
   for (tensor::ExtractOp extract : reads) {
     Type t = extract.getType();
-    if (!readable(t)) {
-      std::string type;
-      llvm::raw_string_ostream(type) << t;
-      throw transforms::PipelineError(
-          fmt::format("internal compiler error: the cuda target's host code would read a device value of type {} "
-                      "(it reads i64, i32 or f32)",
-                      type));
-    }
     OpBuilder b(extract);
     Location l = extract.getLoc();
     Value buffer = memref::CastOp::create(b, l, UnrankedMemRefType::get(t, 0), readBuffer(b, l, extract.getTensor()));

@@ -1,8 +1,8 @@
 // Device values the cuda target's host code branches on: a `tensor.extract`
-// of a 0-d tensor that the condition of an scf.index_switch or scf.if
-// outside the kernels is computed from (expand-attention's key prefix,
-// chosen from the mask where the scores go to cuBLASLt, whose sizes the host
-// sets). Each becomes a host call
+// of a 0-d tensor that the case of an scf.index_switch outside the kernels
+// is computed from (expand-attention's key prefix, chosen from the mask
+// where the scores go to cuBLASLt, whose sizes the host sets). Each becomes
+// a host call
 //   linnet_cuda_read_<t>(x)      t: i64, i32 or f32
 // on x's buffer, compiled into model.so (host_read.c): the device waits for
 // its stream and copies the value back (cuda_api.h's `read`), so an entry
@@ -16,8 +16,8 @@ namespace linnet::cuda {
 
 inline constexpr const char* kHostRead = "linnet_cuda_read";
 
-// Every such extract, as the call above; another element type is an
-// internal PipelineError.
+// Every such extract of an i64, i32 or f32, as the call above. Any other
+// device value on the host is left to verifyHostCode, which refuses it.
 void readScalarsOnHost(mlir::ModuleOp module);
 
 // True for a call of linnet_cuda_read_<t>: it reads its buffer once and keeps nothing.
