@@ -1325,6 +1325,51 @@ struct Builder {
       }
   }
 
+  // Decode-shaped products read by an elementwise op (cuda: the product's
+  // warp computes the op as it stores, product_epilogues.h): a residual, a
+  // broadcast bias, the product read twice, SwiGLU's silu(gate) * up over
+  // two products of one x (one warp per column of both), and a transposed
+  // read, which is not at the product's own element and stays apart.
+  // Dyadic values where every sum is exact; SwiGLU's are general.
+  void productEpilogues() {
+    struct E { const char* tag; std::vector<std::pair<std::string, Shape>> params; Shape result; std::string body; bool exact; };
+    for (Scalar d : kFloats) {
+      const std::string t = dtypeName(d);
+      const std::string swiglu =
+          "let g = matmul(a, permute(wg, [1, 0]))\n        let u = matmul(a, permute(wu, [1, 0]))\n"
+          "        let wide = cast<f32>(g)\n        return cast<" + t + ">(wide * sigmoid(wide)) * u";
+      std::vector<E> forms = {
+          {"residual", {{"a", {1, 296}}, {"w", {5, 296}}, {"r", {1, 5}}}, {1, 5},
+           "return r + matmul(a, permute(w, [1, 0]))", true},
+          {"bias_rows_r3", {{"a", {2, 2, 264}}, {"w", {3, 264}}, {"bias", {3}}}, {2, 2, 3},
+           "return matmul(a, permute(w, [1, 0])) - bias", true},
+          {"squared", {{"a", {1, 100}}, {"w", {7, 100}}}, {1, 7},
+           "let y = matmul(a, permute(w, [1, 0]))\n        return y * y", true},
+          {"swiglu", {{"a", {1, 296}}, {"wg", {6, 296}}, {"wu", {6, 296}}}, {1, 6}, swiglu, false},
+          {"swiglu_rows", {{"a", {3, 264}}, {"wg", {5, 264}}, {"wu", {5, 264}}}, {3, 5}, swiglu, false},
+          {"transposed", {{"a", {2, 100}}, {"w", {5, 100}}, {"r", {5, 2}}}, {5, 2},
+           "return permute(matmul(a, permute(w, [1, 0])), [1, 0]) + r", true},
+      };
+      for (const E& e : forms) {
+        Case c = shapeCase("product_epilogue", e.tag, d, "matmul");
+        Rng rng(c.name);
+        std::vector<std::string> ps;
+        std::vector<Values> in;
+        for (const auto& [name, shape] : e.params) {
+          ps.push_back(name + ": " + ty(d, shape));
+          in.push_back(e.exact ? dyadic(d, shape, rng) : general(d, shape, rng));
+        }
+        c.params = fmt::format("{}", fmt::join(ps, ", "));
+        c.result = ty(d, e.result);
+        c.body = e.body;
+        c.runs.push_back(in);
+        int64_t k = e.params.front().second.back();
+        if (!e.exact) c.tol = d == F32 ? Tolerance{static_cast<double>(k + 8), 1.0} : Tolerance{2, 1.0};
+        add(std::move(c));
+      }
+    }
+  }
+
   void comprehensions() {
     for (Scalar d : kAll) {
       struct F { const char* tag; std::vector<std::pair<std::string, Shape>> params; Shape result; std::string body; };
@@ -1483,6 +1528,7 @@ Suite generateSuite() {
   b.comprehensions();
   b.subscripts();
   b.rowChains();
+  b.productEpilogues();
   return std::move(b.suite);
 }
 

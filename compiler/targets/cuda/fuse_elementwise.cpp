@@ -31,13 +31,27 @@ bool generator(mlir::Operation* op) {
   return true;
 }
 
+bool projectedInputs(mlir::linalg::GenericOp g) {
+  using namespace mlir;
+  for (OpOperand* input : g.getDpsInputOperands()) {
+    if (!isa<RankedTensorType>(input->get().getType())) continue;
+    for (AffineExpr e : g.getMatchingIndexingMap(input).getResults())
+      if (!isa<AffineDimExpr, AffineConstantExpr>(e)) return false;
+  }
+  return true;
+}
+
 mlir::Value computeAt(mlir::OpBuilder& b, mlir::Location loc, mlir::linalg::GenericOp producer, unsigned r,
-                      mlir::ValueRange at) {
+                      mlir::ValueRange at, llvm::ArrayRef<std::pair<mlir::OpOperand*, mlir::Value>> given) {
   using namespace mlir;
   IRMapping map;
   for (OpOperand* input : producer.getDpsInputOperands()) {
     Value v = input->get();
     BlockArgument arg = producer.getMatchingBlockArgument(input);
+    if (auto it = llvm::find_if(given, [&](const auto& g) { return g.first == input; }); it != given.end()) {
+      map.map(arg, it->second);
+      continue;
+    }
     if (!isa<RankedTensorType>(v.getType())) {
       map.map(arg, v);
       continue;
@@ -97,17 +111,6 @@ bool cheaperThanWhole(tensor::ExtractOp extract, int64_t elements) {
 // prefill's [S, D] tables are read S times more and stay kernels of their
 // own).
 constexpr int64_t kGeneratorWork = int64_t{1} << 24;
-
-// True when every tensor input of `g` is read at dimensions and constants
-// of its loops (computeAt can read it at an element's indices).
-bool projectedInputs(linalg::GenericOp g) {
-  for (OpOperand* input : g.getDpsInputOperands()) {
-    if (!isa<RankedTensorType>(input->get().getType())) continue;
-    for (AffineExpr e : g.getMatchingIndexingMap(input).getResults())
-      if (!isa<AffineDimExpr, AffineConstantExpr>(e)) return false;
-  }
-  return true;
-}
 
 
 // `tensor.extract %t[i..]` of a plain elementwise generic's result, as the

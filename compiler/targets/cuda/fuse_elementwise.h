@@ -41,11 +41,17 @@ bool plainElementwise(mlir::Operation* op);
 // such as `pos`) and its own indices: decode's mask, rope's frequencies.
 bool generator(mlir::Operation* op);
 
+// True when every tensor input of `g` is read at dimensions and constants
+// of its loops (computeAt can read it at an element's indices).
+bool projectedInputs(mlir::linalg::GenericOp g);
+
 // Result `r` of plain elementwise `producer` at the indices `at`: its body
 // cloned at b's insertion point, its tensor inputs read with tensor.extract
 // at the indices their maps give (each map's results must be dimensions or
-// constants).
+// constants), except the inputs `given` pairs with the value they read
+// there (a product's element that lane 0 holds: product_epilogues.h).
 mlir::Value computeAt(mlir::OpBuilder& b, mlir::Location loc, mlir::linalg::GenericOp producer, unsigned r,
-                      mlir::ValueRange at);
+                      mlir::ValueRange at,
+                      llvm::ArrayRef<std::pair<mlir::OpOperand*, mlir::Value>> given = {});
 
 }  // namespace linnet::cuda

@@ -21,6 +21,7 @@
 #include "mlir/Transforms/RegionUtils.h"
 #include "targets/cuda/fuse_elementwise.h"
 #include "targets/cuda/product_buffers.h"
+#include "targets/cuda/product_epilogues.h"
 #include "targets/cuda/warp_helpers.h"
 #include "transforms/pipeline.h"
 
@@ -116,23 +117,48 @@ int64_t loadWidth(Type weight, int64_t k) {
   return width;
 }
 
+// `v` (f32) rounded once to `out`.
+Value roundTo(OpBuilder& b, Location l, Value v, Type out) {
+  return v.getType() == out ? v : Value(arith::TruncFOp::create(b, l, out, v));
+}
+
+// Builds lane 0's work with `store` at b's insertion point.
+void onLaneZero(OpBuilder& b, Location l, Value lane, llvm::function_ref<void()> store) {
+  Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, lane, cIndex(b, l, 0));
+  auto branch = scf::IfOp::create(b, l, first, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(branch.thenBlock()->getTerminator());
+  store();
+}
+
 // Lane 0's stores of `values` (one per row) into column p.col of `result`
 // [batch, rows, N], each rounded once to the result's type.
 void storeColumn(OpBuilder& b, Location l, const WarpProduct& p, ArrayRef<Value> values, Value result) {
   Type out = cast<MemRefType>(result.getType()).getElementType();
-  Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, p.lane, cIndex(b, l, 0));
-  auto store = scf::IfOp::create(b, l, first, /*withElseRegion=*/false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(store.thenBlock()->getTerminator());
-  for (auto [r, v] : llvm::enumerate(values)) {
-    Value stored = v.getType() == out ? v : Value(arith::TruncFOp::create(b, l, out, v));
-    memref::StoreOp::create(b, l, stored, result, ValueRange{p.batch, cIndex(b, l, static_cast<int64_t>(r)), p.col});
-  }
+  onLaneZero(b, l, p.lane, [&] {
+    for (auto [r, v] : llvm::enumerate(values))
+      memref::StoreOp::create(b, l, roundTo(b, l, v, out), result,
+                              ValueRange{p.batch, cIndex(b, l, static_cast<int64_t>(r)), p.col});
+  });
 }
 
-// One warp's output column p.col of every row: the lanes' sums, the
-// butterfly, lane 0's rounded stores into `result` [batch, rows, N].
-void emitWarpColumn(OpBuilder& b, Location l, const WarpProduct& p, int64_t rows, int64_t k, Value result) {
+// Lane 0 computing the epilogue at column p.col of every row, from each
+// product's totals (f32, one per row) rounded to its type `types[i]`.
+void storeEpilogueColumn(OpBuilder& b, Location l, const WarpProduct& p, ArrayRef<SmallVector<Value>> totals,
+                         ArrayRef<Type> types, int64_t n, const Epilogue& epilogue) {
+  onLaneZero(b, l, p.lane, [&] {
+    for (size_t r = 0; r < totals.front().size(); ++r) {
+      SmallVector<Value> values;
+      for (size_t i = 0; i < totals.size(); ++i) values.push_back(roundTo(b, l, totals[i][r], types[i]));
+      Value linear = arith::AddIOp::create(b, l, cIndex(b, l, static_cast<int64_t>(r) * n), p.col);
+      storeEpilogue(b, l, epilogue, values, linear);
+    }
+  });
+}
+
+// One warp's output column p.col of every row: the lanes' sums and the
+// butterfly, every lane's f32 totals (one per row).
+SmallVector<Value> warpTotals(OpBuilder& b, Location l, const WarpProduct& p, int64_t rows, int64_t k) {
   Type weight = cast<MemRefType>(p.w.getType()).getElementType();
   int64_t width = loadWidth(weight, k);
   Value zero = arith::ConstantOp::create(b, l, b.getF32FloatAttr(0.0f));
@@ -154,7 +180,12 @@ void emitWarpColumn(OpBuilder& b, Location l, const WarpProduct& p, int64_t rows
   SmallVector<Value> totals;
   for (Value s : sums)
     totals.push_back(gpu::SubgroupReduceOp::create(b, l, s, gpu::AllReduceOperation::ADD, /*uniform=*/true));
-  storeColumn(b, l, p, totals, result);
+  return totals;
+}
+
+// The same, lane 0's rounded stores into `result` [batch, rows, N].
+void emitWarpColumn(OpBuilder& b, Location l, const WarpProduct& p, int64_t rows, int64_t k, Value result) {
+  storeColumn(b, l, p, warpTotals(b, l, p, rows, k), result);
 }
 
 // keep_columns as a generator (fuse_elementwise.h: it reads only scalars
@@ -237,6 +268,19 @@ void lowerProduct(ir::MatmulOp op) {
     linalg::GenericOp made = maskGenerator(mask);
     keep = made ? KeepMask{Value(), made, maskRows, n} : KeepMask{readBuffer(b, l, mask), {}, maskRows, n};
   }
+  if (!mask && !batched)
+    if (std::optional<Epilogue> epilogue = findEpilogue({op.getResult()}, op)) {
+      allocateEpilogue(b, l, *epilogue);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        auto par = parallelLoop(b, l, {batch, n, kWarpSize}, "gemv");
+        WarpProduct p{x, w, par.getInductionVars()[0], par.getInductionVars()[1], par.getInductionVars()[2]};
+        storeEpilogueColumn(b, l, p, {warpTotals(b, l, p, rows, k)}, {out.getElementType()}, n, *epilogue);
+      }
+      finishEpilogue(b, l, *epilogue);
+      op.erase();
+      return;
+    }
   Value result = memref::AllocOp::create(b, l, MemRefType::get({batch, rows, n}, out.getElementType()));
   {
     OpBuilder::InsertionGuard guard(b);
@@ -258,12 +302,53 @@ void lowerProduct(ir::MatmulOp op) {
   if (mask) eraseUnread(mask);
 }
 
+// Products of one x with several weights, when one elementwise consumer
+// reads every result at its own element (SwiGLU's silu(gate) * up;
+// product_epilogues.h) and they have the same columns: a warp computes
+// column n of each and lane 0 the consumer's element, one launch over n
+// columns and no buffer for the products. False, building nothing, otherwise.
+bool lowerPairedProducts(ArrayRef<ir::MatmulOp> ops, Operation* at) {
+  ir::MatmulOp first = ops.front();
+  int64_t n = shapeOf(first).n;
+  if (llvm::any_of(ops, [&](ir::MatmulOp op) { return shapeOf(op).n != n; })) return false;
+  SmallVector<Value> results;
+  SmallVector<Type> types;
+  for (ir::MatmulOp op : ops) {
+    results.push_back(op.getResult());
+    types.push_back(op.getType().getElementType());
+  }
+  std::optional<Epilogue> epilogue = findEpilogue(results, at);
+  if (!epilogue) return false;
+  OpBuilder b(at);
+  Location l = first.getLoc();
+  auto [batched, batch, rows, k, n0] = shapeOf(first);
+  Value x = stackBuffer(b, l, first.getA(), false, 1, rows, k);
+  SmallVector<Value> weights;
+  for (ir::MatmulOp op : ops) weights.push_back(stackBuffer(b, l, op.getB(), false, 1, n, k));
+  allocateEpilogue(b, l, *epilogue);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    auto par = parallelLoop(b, l, {1, n, kWarpSize}, "gemv");
+    SmallVector<SmallVector<Value>> totals;
+    WarpProduct p{x, Value(), par.getInductionVars()[0], par.getInductionVars()[1], par.getInductionVars()[2]};
+    for (Value weight : weights) {
+      p.w = weight;
+      totals.push_back(warpTotals(b, l, p, rows, k));
+    }
+    storeEpilogueColumn(b, l, p, totals, types, n, *epilogue);
+  }
+  finishEpilogue(b, l, *epilogue);
+  for (ir::MatmulOp op : ops) op.erase();
+  return true;
+}
+
 // Products of one x with several weights (a layer's q, k and v; gate and
 // up) as one launch over all their columns, each warp's column picking its
 // weight by a branch the whole warp takes: one launch instead of several,
 // and the small ones (k, v) no longer leave most of the GPU idle. At `at`,
 // which every operand reaches and every result's use follows.
 void lowerFusedProducts(SmallVector<ir::MatmulOp> ops, Operation* at) {
+  if (lowerPairedProducts(ops, at)) return;
   OpBuilder b(at);
   Location l = ops.front().getLoc();
   auto [batched, batch, rows, k, n0] = shapeOf(ops.front());
