@@ -14,7 +14,8 @@
 # positions 0 and 45 (a key prefix read on the host), the
 # same calls with CUDA graphs off (bit-identical), greedy ids over 32 steps
 # in f32 and bf16 (equal), and all of them once more under compute-sanitizer's
-# memcheck where it runs (else reported skipped). Results go to $OUT (else BUNDLE/results) as
+# memcheck where it runs (else reported skipped). A run that fails is run
+# again with LINNET_CUDA_SYNC=1, whose message names the failing kernel. Results go to $OUT (else BUNDLE/results) as
 # results.jsonl, ending with a table. Then the 8B benchmark,
 # scripts/cuda-bench.sh (LINNET_CHECK_BENCH=0 leaves it out), into
 # bench/ there. The exit status is 1 if a check failed.
@@ -133,6 +134,22 @@ run() {  # run NAME DIR [VAR=VALUE...]: the outputs, recorded as one check
   else
     tail -5 "$dir.log"
     python3 $HELP note "$name runs" fail "failed, see $dir.log" "$RESULTS"
+    if [[ "$BACKEND" == cuda ]]; then locate "$name" "$dir" "$@"; fi
+  fi
+}
+
+# locate NAME DIR [VAR=VALUE...]: a failed run once more with the stream
+# waited for after each operation (LINNET_CUDA_SYNC=1), so that a fault
+# names the kernel that made it; recorded as a failing check with that
+# message, or as skipped when the run then passes (a fault that timing hides).
+locate() {
+  local name=$1 dir=$2
+  shift 2
+  if env "$@" LINNET_CUDA_SYNC=1 bash "$0" --outputs "$BACKEND" "$dir-sync" > "$dir-sync.log" 2>&1; then
+    python3 $HELP note "$name, each operation waited for" skip "it ran: see $dir-sync.log" "$RESULTS"
+  else
+    python3 $HELP note "$name, each operation waited for" fail \
+      "$(grep -m1 -o 'entry `.*' "$dir-sync.log" || tail -1 "$dir-sync.log"), see $dir-sync.log" "$RESULTS"
   fi
 }
 

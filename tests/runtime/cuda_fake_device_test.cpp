@@ -324,8 +324,39 @@ TEST_CASE("a failed CUDA call throws its first failure, naming the entry, and th
   fake.fail("cuStreamSynchronize", 700);
   CHECK(messageOf([&] { run.call(cuda_test::Fill, x); }) ==
         "cuda: entry `fill`: cuStreamSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was "
-        "encountered)");
+        "encountered); LINNET_CUDA_SYNC=1 names the operation that failed");
   CHECK(run.call(cuda_test::Fill, x) == std::vector<float>(kN, 3.0f));
+  CHECK(w.seen.empty());
+}
+
+TEST_CASE("LINNET_CUDA_SYNC=1: each operation is waited for, and a fault names its kernel", "[cuda][fake]") {
+  Fake fake;
+  Warnings w;
+  Options options = w.options();
+  options.syncEach = true;
+  Loaded l(options);
+  Runner run = l.runner();
+  std::vector<float> x = iota(kN);
+
+  // No graphs: every call runs plainly, with the same bits.
+  for (int call = 1; call <= 3; ++call) CHECK(run.call(cuda_test::Twice, x) == iota(kN, 2.0f));
+  CHECK(fake.counters().captures == 0);
+  CHECK(fake.counters().graph_launches == 0);
+
+  // The kernel's fault surfaces in the wait right after it: the kernel is
+  // named, and the copy after it is not made.
+  long copies = fake.counters().copies;
+  fake.fail("cuStreamSynchronize", 700);
+  CHECK(messageOf([&] { run.call(cuda_test::Twice, x); }) ==
+        "cuda: entry `twice`: kernel `scale` (unknown, grid 4x1x1, block 256x1x1) failed: cuStreamSynchronize "
+        "failed: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)");
+  CHECK(fake.counters().copies == copies);
+  // The wait after the copy: the copy is named.
+  fake.failCalls("cuStreamSynchronize", 700, 1, 1);
+  CHECK(messageOf([&] { run.call(cuda_test::Twice, x); }) ==
+        "cuda: entry `twice`: a copy of 4000 bytes failed: cuStreamSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS "
+        "(an illegal memory access was encountered)");
+  CHECK(run.call(cuda_test::Twice, x) == iota(kN, 2.0f));
   CHECK(w.seen.empty());
 }
 

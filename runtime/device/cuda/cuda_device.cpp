@@ -171,6 +171,7 @@ Options optionsFromEnvironment() {
   if (const char* graphs = std::getenv("LINNET_CUDA_GRAPHS"); graphs && std::string_view(graphs) == "0")
     options.graphs = false;
   if (const char* profile = std::getenv("LINNET_CUDA_PROFILE"); profile && *profile) options.profile = profile;
+  if (const char* sync = std::getenv("LINNET_CUDA_SYNC"); sync && std::string_view(sync) == "1") options.syncEach = true;
   return options;
 }
 

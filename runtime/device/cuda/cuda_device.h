@@ -25,6 +25,11 @@ struct Options {
   // LINNET_CUDA_PROFILE: where a profile of the device time goes, by kernel
   // and kernel family (profiler.h); graphs are off while profiling.
   std::string profile;
+  // LINNET_CUDA_SYNC=1: the stream is waited for after every launch, copy,
+  // fill and library product of an entry, so that a fault (an illegal
+  // address) names the kernel that made it instead of surfacing when the
+  // entry ends. For finding a failing kernel, not for speed; graphs are off.
+  bool syncEach = false;
   // Where a problem that does not stop a call goes (an entry that cannot be
   // captured as a graph); unset: stderr.
   std::function<void(const std::string&)> warn;

@@ -13,14 +13,16 @@ namespace linnet::device::cuda {
 
 CudaExecutable::CudaExecutable(std::shared_ptr<Context> context, const Options& options,
                                const artifact::Manifest& manifest, const std::filesystem::path& dir)
-    : context_(std::move(context)), graphsOn_(options.graphs && !context_->profiler()), warn_(options.warn) {
+    : context_(std::move(context)), graphsOn_(options.graphs && !context_->profiler() && !options.syncEach),
+      syncEach_(options.syncEach),
+      warn_(options.warn) {
   if (manifest.library.empty()) throw std::runtime_error(fmt::format("{}: the artifact has no code", dir.string()));
   if (manifest.target != "cuda")
     throw std::runtime_error(
         fmt::format("{}: the artifact is built for target `{}`, not cuda", dir.string(), manifest.target));
   std::map<std::string, std::string> families;
   for (const artifact::Kernel& k : manifest.kernels) families[k.name] = k.family.empty() ? "unknown" : k.family;
-  table_ = std::make_unique<LaunchTable>(context_, std::move(families));
+  table_ = std::make_unique<LaunchTable>(context_, std::move(families), options.syncEach);
   library_ = std::make_unique<ModelLibrary>(dir / manifest.library);
   const std::string& lib = library_->path();
   for (const artifact::Entry& e : manifest.entries) {
@@ -177,7 +179,11 @@ void CudaExecutable::finish(std::size_t entry, CUresult launched, const char* la
   if (!failure && launched != CUDA_SUCCESS) failure = api.describe(launched, launchCall);
   // Waited for even after a failure: what was queued still uses the buffers.
   CUresult synced = api.cuStreamSynchronize(context_->stream());
-  if (!failure && synced != CUDA_SUCCESS) failure = api.describe(synced, "cuStreamSynchronize");
+  if (!failure && synced != CUDA_SUCCESS) {
+    failure = api.describe(synced, "cuStreamSynchronize");
+    // Any of the entry's kernels may have made it; the sync mode finds which.
+    if (!syncEach_) *failure += "; LINNET_CUDA_SYNC=1 names the operation that failed";
+  }
   if (failure) throw std::runtime_error(fmt::format("cuda: entry `{}`: {}", names_[entry], *failure));
 }
 

@@ -47,6 +47,7 @@ class CudaExecutable : public Executable {
 
   std::shared_ptr<Context> context_;
   bool graphsOn_;
+  bool syncEach_;  // Options::syncEach
   std::function<void(const std::string&)> warn_;
   // The table outlives the library, which holds a pointer to it.
   std::unique_ptr<LaunchTable> table_;

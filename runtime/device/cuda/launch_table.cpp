@@ -19,10 +19,13 @@ std::string withoutPrefix(std::string message) {
 
 CUdeviceptr address(const void* pointer) { return reinterpret_cast<CUdeviceptr>(pointer); }
 
+// A kernel whose function did not come through getFunction.
+const std::pair<std::string, std::string> kUnnamed{"?", "unknown"};
+
 }  // namespace
 
-LaunchTable::LaunchTable(std::shared_ptr<Context> context, std::map<std::string, std::string> families)
-    : context_(std::move(context)), families_(std::move(families)) {
+LaunchTable::LaunchTable(std::shared_ptr<Context> context, std::map<std::string, std::string> families, bool syncEach)
+    : context_(std::move(context)), syncEach_(syncEach), families_(std::move(families)) {
   api_.version = LINNET_CUDA_API_VERSION;
   api_.device = this;
   api_.load_module = loadModule;
@@ -69,6 +72,16 @@ void LaunchTable::fail(std::string message) {
 bool LaunchTable::ok(CUresult result, const char* call) {
   if (result == CUDA_SUCCESS) return true;
   fail(context_->api().describe(result, call));
+  return false;
+}
+
+template <typename Describe>
+bool LaunchTable::queued(Profiler* profiler, const std::string& name, const std::string& family, Describe what) {
+  if (profiler) profiler->after(context_->stream(), name, family);
+  if (!syncEach_ || !inEntry_) return true;
+  CUresult synced = context_->api().cuStreamSynchronize(context_->stream());
+  if (synced == CUDA_SUCCESS) return true;
+  fail(fmt::format("{} failed: {}", what(), context_->api().describe(synced, "cuStreamSynchronize")));
   return false;
 }
 
@@ -126,12 +139,14 @@ int32_t LaunchTable::launch(void* device, void* function, uint64_t grid_x, uint6
     CUresult result = t.context_->api().cuLaunchKernel(
         static_cast<CUfunction>(function), unsigned(grid_x), unsigned(grid_y), unsigned(grid_z), unsigned(block_x),
         unsigned(block_y), unsigned(block_z), shared_bytes, t.context_->stream(), params, nullptr);
-    if (profiler && result == CUDA_SUCCESS) {
-      auto named = t.functions_.find(static_cast<CUfunction>(function));
-      if (named == t.functions_.end()) profiler->after(t.context_->stream(), "?", "unknown");
-      else profiler->after(t.context_->stream(), named->second.first, named->second.second);
-    }
-    return t.ok(result, "cuLaunchKernel") ? 0 : 1;
+    if (!t.ok(result, "cuLaunchKernel")) return 1;
+    if (!profiler && !t.syncEach_) return 0;
+    auto named = t.functions_.find(static_cast<CUfunction>(function));
+    const auto& [name, family] = named == t.functions_.end() ? kUnnamed : named->second;
+    return t.queued(profiler, name, family, [&] {
+      return fmt::format("kernel `{}` ({}, grid {}x{}x{}, block {}x{}x{})", name, family, grid_x, grid_y, grid_z,
+                         block_x, block_y, block_z);
+    }) ? 0 : 1;
   } catch (const std::exception& e) {
     t.fail(e.what());
     return 1;
@@ -170,8 +185,8 @@ int32_t LaunchTable::copy(void* device, void* dst, const void* src, uint64_t byt
     Profiler* profiler = t.profiling();
     if (profiler) profiler->before(t.context_->stream());
     CUresult result = t.context_->api().cuMemcpyAsync(address(dst), address(src), bytes, t.context_->stream());
-    if (profiler && result == CUDA_SUCCESS) profiler->after(t.context_->stream(), "copy", "copy");
-    return t.ok(result, "cuMemcpyAsync") ? 0 : 1;
+    if (!t.ok(result, "cuMemcpyAsync")) return 1;
+    return t.queued(profiler, "copy", "copy", [&] { return fmt::format("a copy of {} bytes", bytes); }) ? 0 : 1;
   } catch (const std::exception& e) {
     t.fail(e.what());
     return 1;
@@ -185,8 +200,8 @@ int32_t LaunchTable::fill32(void* device, void* dst, uint32_t value, uint64_t co
     Profiler* profiler = t.profiling();
     if (profiler) profiler->before(t.context_->stream());
     CUresult result = t.context_->api().cuMemsetD32Async(address(dst), value, count, t.context_->stream());
-    if (profiler && result == CUDA_SUCCESS) profiler->after(t.context_->stream(), "fill", "fill");
-    return t.ok(result, "cuMemsetD32Async") ? 0 : 1;
+    if (!t.ok(result, "cuMemsetD32Async")) return 1;
+    return t.queued(profiler, "fill", "fill", [&] { return fmt::format("a fill of {} words", count); }) ? 0 : 1;
   } catch (const std::exception& e) {
     t.fail(e.what());
     return 1;
@@ -202,12 +217,10 @@ int32_t LaunchTable::gemm(void* device, const LinnetGemm* gemm) noexcept {
     // Timing cuBLASLt's candidates waits for the stream: not in a capture,
     // and not while profiling (the profile would count the candidates' runs).
     t.context_->blas().run(*gemm, t.context_->stream(), /*mayTime=*/!t.capturing_ && !profiler);
-    if (profiler)
-      profiler->after(t.context_->stream(),
-                      fmt::format("gemm {}x{}x{}{}", gemm->m, gemm->n, gemm->k,
-                                  gemm->batch > 1 ? fmt::format(" x{}", gemm->batch) : ""),
-                      "cublaslt");
-    return 0;
+    if (!profiler && !t.syncEach_) return 0;
+    std::string name = fmt::format("gemm {}x{}x{}{}", gemm->m, gemm->n, gemm->k,
+                                   gemm->batch > 1 ? fmt::format(" x{}", gemm->batch) : "");
+    return t.queued(profiler, name, "cublaslt", [&] { return "cuBLASLt's " + name; }) ? 0 : 1;
   } catch (const std::exception& e) {
     t.fail(withoutPrefix(e.what()));
     return 1;

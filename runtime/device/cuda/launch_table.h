@@ -14,7 +14,9 @@
 // Modules loaded through the table are unloaded with it.
 //
 // When the context profiles (profiler.h), each launch, copy, fill and
-// product inside an entry is bracketed by the profiler's events.
+// product inside an entry is bracketed by the profiler's events; with
+// `syncEach` (LINNET_CUDA_SYNC=1) the stream is waited for after each, and
+// a failure there names the operation (a kernel by name and family).
 #pragma once
 
 #include <map>
@@ -31,7 +33,7 @@ namespace linnet::device::cuda {
 class LaunchTable {
  public:
   // `families`: each kernel's family by name (the manifest's), for profiles.
-  LaunchTable(std::shared_ptr<Context> context, std::map<std::string, std::string> families);
+  LaunchTable(std::shared_ptr<Context> context, std::map<std::string, std::string> families, bool syncEach = false);
   ~LaunchTable();
   LaunchTable(const LaunchTable&) = delete;
   LaunchTable& operator=(const LaunchTable&) = delete;
@@ -59,6 +61,11 @@ class LaunchTable {
   void fail(std::string message);
   // Whether `result` succeeded; records the failure of `call` if not.
   bool ok(CUresult result, const char* call);
+  // After an operation inside an entry went onto the stream: the profile's
+  // closing event (`name`, `family`), then with syncEach_ the wait, whose
+  // failure is recorded as what() failing. False when it failed.
+  template <typename Describe>
+  bool queued(Profiler* profiler, const std::string& name, const std::string& family, Describe what);
 
   static void* loadModule(void* device, const void* image, uint64_t bytes) noexcept;
   static void* getFunction(void* device, void* module, const char* name) noexcept;
@@ -78,6 +85,7 @@ class LaunchTable {
   bool inEntry_ = false;
   bool capturing_ = false;
   bool readOnHost_ = false;
+  bool syncEach_ = false;
   std::vector<CUmodule> modules_;
   std::vector<CUdeviceptr> kept_;  // alloc outside an entry
   std::map<std::string, std::string> families_;  // by kernel name
