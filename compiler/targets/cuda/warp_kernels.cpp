@@ -81,30 +81,54 @@ SmallVector<Value> laneSums(OpBuilder& b, Location l, const WarpProduct& p, int6
   return SmallVector<Value>(loop.getResults());
 }
 
+// How many vector steps one iteration of a lane's loop takes: each step's
+// loads (16 bytes of the weight, and of each row of x) are issued before the
+// first of their FMAs, so that many are in flight per lane. The GPU issues
+// in order, and without this a lane's next load waited behind an FMA that
+// waited for the last one's data. Fewer for more rows, whose x vectors take
+// registers too.
+int64_t vectorStepsAtOnce(int64_t rows) { return rows <= 2 ? 4 : rows <= 4 ? 2 : 1; }
+
 // The same sums from `width`-wide loads: `steps` vectors at
 // k = step*32*width + lane*width, one f32 vector sum per row, then single
-// loads past the last whole chunk.
+// loads past the last whole chunk. The steps go `vectorStepsAtOnce` at a
+// time, then one at a time; each row's FMAs in order of k either way.
 SmallVector<Value> laneVectorSums(OpBuilder& b, Location l, const WarpProduct& p, int64_t rows, int64_t k,
                                   int64_t width) {
   int64_t chunk = kWarpSize * width, steps = k / chunk;
   auto f32Vector = VectorType::get({width}, b.getF32Type());
   Value zeros = arith::ConstantOp::create(b, l, DenseElementsAttr::get(f32Vector, b.getF32FloatAttr(0.0f)));
-  SmallVector<Value> init(rows, zeros);
-  auto vectors = scf::ForOp::create(
-      b, l, cIndex(b, l, 0), cIndex(b, l, steps), cIndex(b, l, 1), init,
-      [&](OpBuilder& lb, Location ll, Value step, ValueRange acc) {
-        Value at = arith::AddIOp::create(lb, ll, arith::MulIOp::create(lb, ll, step, cIndex(lb, ll, chunk)),
-                                         arith::MulIOp::create(lb, ll, p.lane, cIndex(lb, ll, width)));
-        Value wv = toF32(lb, ll, loadVector(lb, ll, p.w, ValueRange{p.batch, p.col, at}, width));
-        SmallVector<Value> next;
-        for (int64_t r = 0; r < rows; ++r) {
-          Value xv = toF32(lb, ll, loadVector(lb, ll, p.x, ValueRange{p.batch, cIndex(lb, ll, r), at}, width));
-          next.push_back(math::FmaOp::create(lb, ll, xv, wv, acc[r]));
-        }
-        scf::YieldOp::create(lb, ll, next);
-      });
+  // Steps [from, to), `atOnce` an iteration, from the sums `init`.
+  auto stepLoop = [&](int64_t from, int64_t to, int64_t atOnce, ValueRange init) {
+    return scf::ForOp::create(
+        b, l, cIndex(b, l, from), cIndex(b, l, to), cIndex(b, l, atOnce), init,
+        [&](OpBuilder& lb, Location ll, Value first, ValueRange acc) {
+          SmallVector<Value> ws;
+          SmallVector<SmallVector<Value>> xs;
+          for (int64_t u = 0; u < atOnce; ++u) {
+            Value step = arith::AddIOp::create(lb, ll, first, cIndex(lb, ll, u));
+            Value at = arith::AddIOp::create(lb, ll, arith::MulIOp::create(lb, ll, step, cIndex(lb, ll, chunk)),
+                                             arith::MulIOp::create(lb, ll, p.lane, cIndex(lb, ll, width)));
+            ws.push_back(loadVector(lb, ll, p.w, ValueRange{p.batch, p.col, at}, width));
+            xs.emplace_back();
+            for (int64_t r = 0; r < rows; ++r)
+              xs.back().push_back(loadVector(lb, ll, p.x, ValueRange{p.batch, cIndex(lb, ll, r), at}, width));
+          }
+          SmallVector<Value> next(acc);
+          for (int64_t u = 0; u < atOnce; ++u) {
+            Value wv = toF32(lb, ll, ws[u]);
+            for (int64_t r = 0; r < rows; ++r) next[r] = math::FmaOp::create(lb, ll, toF32(lb, ll, xs[u][r]), wv, next[r]);
+          }
+          scf::YieldOp::create(lb, ll, next);
+        });
+  };
+  int64_t atOnce = std::max<int64_t>(1, std::min(vectorStepsAtOnce(rows), steps));
+  int64_t grouped = steps / atOnce * atOnce;
+  SmallVector<Value> vectors(rows, zeros);
+  if (grouped > 0) vectors = SmallVector<Value>(stepLoop(0, grouped, atOnce, vectors).getResults());
+  if (grouped < steps) vectors = SmallVector<Value>(stepLoop(grouped, steps, 1, vectors).getResults());
   SmallVector<Value> sums;
-  for (Value v : vectors.getResults()) sums.push_back(vector::ReductionOp::create(b, l, vector::CombiningKind::ADD, v));
+  for (Value v : vectors) sums.push_back(vector::ReductionOp::create(b, l, vector::CombiningKind::ADD, v));
   if (steps * chunk == k) return sums;
   return laneSums(b, l, p, steps * chunk, k, sums);
 }
