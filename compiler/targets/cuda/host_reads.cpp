@@ -1,11 +1,15 @@
 #include "targets/cuda/host_reads.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "targets/cuda/library_products.h"
 #include "targets/cuda/product_buffers.h"
 
@@ -60,5 +64,97 @@ void readScalarsOnHost(ModuleOp module) {
 }
 
 bool isHostRead(Operation* op) { return callsHostFunction(op, std::string(kHostRead) + "_"); }
+
+namespace {
+
+// The ops of `f`'s body that `v` is computed from, in order, when they are
+// all at its top level, compute from nothing but its arguments and have no
+// effect but a host read; else empty.
+SmallVector<Operation*> caseSlice(func::FuncOp f, Value v) {
+  SetVector<Operation*> slice;
+  BackwardSliceOptions options;
+  options.inclusive = true;  // v's own definition too
+  options.omitUsesFromAbove = false;  // a generic's body may read a constant of the function
+  options.omitBlockArguments = true;  // the function's; any other fails the checks below
+  (void)getBackwardSlice(v, &slice, options);
+  if (slice.empty()) return {};
+  Block* body = &f.front();
+  auto fromArgumentsOrSlice = [&](Value used) {
+    if (auto arg = dyn_cast<BlockArgument>(used)) return arg.getOwner() == body;
+    return slice.contains(used.getDefiningOp());
+  };
+  for (Operation* op : slice) {
+    if (op->getBlock() != body) return {};
+    if (!isMemoryEffectFree(op) && !isHostRead(op) && !isa<bufferization::ToBufferOp, memref::CastOp>(op)) return {};
+    if (!llvm::all_of(op->getOperands(), fromArgumentsOrSlice)) return {};
+    SetVector<Value> above;
+    for (Region& r : op->getRegions()) getUsedValuesDefinedAbove(r, above);
+    if (!llvm::all_of(above, fromArgumentsOrSlice)) return {};
+  }
+  return SmallVector<Operation*>(slice.begin(), slice.end());
+}
+
+// True when every value the ops read from outside them is defined outside `loop`.
+bool invariantIn(ArrayRef<Operation*> ops, Operation* loop) {
+  llvm::DenseSet<Operation*> set(ops.begin(), ops.end());
+  auto outside = [&](Value used) {
+    Operation* def = used.getDefiningOp();
+    if (def && set.contains(def)) return true;
+    Operation* owner = def ? def : cast<BlockArgument>(used).getOwner()->getParentOp();
+    return !loop->isAncestor(owner);
+  };
+  for (Operation* op : ops) {
+    if (!llvm::all_of(op->getOperands(), outside)) return false;
+    SetVector<Value> above;
+    for (Region& r : op->getRegions()) getUsedValuesDefinedAbove(r, above);
+    if (!llvm::all_of(above, outside)) return false;
+  }
+  return true;
+}
+
+void hoistCase(ModuleOp module, scf::IndexSwitchOp sw) {
+  auto f = dyn_cast<func::FuncOp>(sw->getParentOp());
+  if (!f || !f.isPrivate()) return;
+  std::optional<SymbolTable::UseRange> uses = SymbolTable::getSymbolUses(f, module);
+  if (!uses || !llvm::hasSingleElement(*uses)) return;
+  auto call = dyn_cast<func::CallOp>(uses->begin()->getUser());
+  if (!call) return;
+  SmallVector<Operation*> slice = caseSlice(f, sw.getArg());
+  if (slice.empty()) return;
+
+  // The case at the call, from the call's operands.
+  OpBuilder b(call);
+  IRMapping map;
+  for (auto [arg, operand] : llvm::zip_equal(f.getArguments(), call.getOperands())) map.map(arg, operand);
+  SmallVector<Operation*> cloned;
+  for (Operation* op : slice) cloned.push_back(b.clone(*op, map));
+  Value computed = map.lookup(sw.getArg());
+  // f takes it as its last argument.
+  unsigned index = f.getNumArguments();
+  if (failed(f.insertArgument(index, computed.getType(), {}, sw.getLoc()))) return;
+  sw.getArgMutable().assign(f.getArgument(index));
+  SmallVector<Value> operands(call.getOperands());
+  operands.push_back(computed);
+  auto passing = func::CallOp::create(b, call.getLoc(), f, operands);
+  passing->setAttrs(call->getAttrs());
+  call.replaceAllUsesWith(passing.getResults());
+  call.erase();
+  for (Operation* op : llvm::reverse(slice))
+    if (op->use_empty()) op->erase();
+  // Out of the caller's loops, outermost first reached last.
+  for (Operation* loop = passing->getParentOp(); isa<scf::ForOp>(loop) && invariantIn(cloned, loop);
+       loop = loop->getParentOp())
+    for (Operation* op : cloned) op->moveBefore(loop);
+}
+
+}  // namespace
+
+void hoistSwitchCases(ModuleOp module) {
+  SmallVector<scf::IndexSwitchOp> switches;
+  module.walk([&](scf::IndexSwitchOp sw) {
+    if (isa<func::FuncOp>(sw->getParentOp())) switches.push_back(sw);
+  });
+  for (scf::IndexSwitchOp sw : switches) hoistCase(module, sw);
+}
 
 }  // namespace linnet::cuda

@@ -23,4 +23,13 @@ void readScalarsOnHost(mlir::ModuleOp module);
 // True for a call of linnet_cuda_read_<t>: it reads its buffer once and keeps nothing.
 bool isHostRead(mlir::Operation* op);
 
+// A switch's case computed, reads and all, from nothing but the arguments
+// of the private function it is in (prefill's key prefix: from `pos`, in
+// the layer function) is computed by the function's one caller and passed
+// in as a new last argument; and before the caller's loop when nothing it
+// reads is computed in the loop. So the host reads the key prefix's length
+// once a call, not once a layer (a stall of the stream each). After
+// readScalarsOnHost.
+void hoistSwitchCases(mlir::ModuleOp module);
+
 }  // namespace linnet::cuda

@@ -89,6 +89,7 @@ void lower(mlir::ModuleOp module, Stage stage) {
 
 void bufferize(mlir::ModuleOp module) {
   readScalarsOnHost(module);
+  hoistSwitchCases(module);
   lowerLibraryProducts(module, sharedOptions());
   // Fused first, so that decode's mask is one generator when the scores'
   // warp kernel computes it where it reads it (warp_kernels.h).
