@@ -7,6 +7,8 @@
 #include <dlfcn.h>
 
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -358,6 +360,22 @@ TEST_CASE("LINNET_CUDA_SYNC=1: each operation is waited for, and a fault names i
         "(an illegal memory access was encountered)");
   CHECK(run.call(cuda_test::Twice, x) == iota(kN, 2.0f));
   CHECK(w.seen.empty());
+}
+
+TEST_CASE("the copy bandwidth: timed by a pair of events, released on every path", "[cuda][fake]") {
+  Fake fake;
+  Warnings w;
+  std::unique_ptr<device::Device> device = create(w.options());
+  std::optional<double> bandwidth = device->copyBandwidth(std::size_t(1) << 20, 3);
+  REQUIRE(bandwidth);
+  CHECK(*bandwidth > 0);
+  CHECK(fake.counters().copies == 4);  // a warm-up and 3 timed
+  // The second event cannot be made: the first is destroyed (the
+  // sanitizer build's leak check), and the error names the call.
+  fake.failCalls("cuEventCreate", 2, 1, 1);
+  CHECK(messageOf([&] { device->copyBandwidth(std::size_t(1) << 20, 1); }) ==
+        "cuda: cuEventCreate failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)");
+  CHECK(device->copyBandwidth(std::size_t(1) << 20, 1));
 }
 
 TEST_CASE("a capture that fails ends cleanly and the call runs plainly", "[cuda][fake]") {

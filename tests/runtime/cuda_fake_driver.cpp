@@ -447,6 +447,7 @@ int cuGraphDestroy(CUgraph graph) {
 // Events: the fake runs every operation when it is queued, so an event's
 // time is the host's clock when it is recorded.
 int cuEventCreate(CUevent* event, unsigned) {
+  if (int r = injected("cuEventCreate")) return r;
   *event = reinterpret_cast<CUevent>(new double(0));
   return kSuccess;
 }

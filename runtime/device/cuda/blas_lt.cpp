@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "device/cuda/event_timer.h"
+
 namespace linnet::device::cuda {
 
 namespace {
@@ -153,37 +155,22 @@ BlasStatus BlasLt::matmul(const Plan& plan, const BlasAlgo& algo, const ColumnMa
 }
 
 void BlasLt::time(Plan& plan, const ColumnMajorGemm& p, CUstream stream) {
-  CUevent start = nullptr, end = nullptr;
-  driver_.check(driver_.cuEventCreate(&start, 0), "cuEventCreate");
-  CUresult made = driver_.cuEventCreate(&end, 0);
-  if (made != CUDA_SUCCESS) driver_.cuEventDestroy(start);
-  driver_.check(made, "cuEventCreate");
+  EventTimer timer(driver_, stream);
   float best = 0;
   bool any = false;
-  try {
-    for (const BlasAlgo& algo : plan.candidates) {
-      // A candidate that fails to run is not a choice (the others may be).
-      if (matmul(plan, algo, p, stream) != CUBLAS_STATUS_SUCCESS) continue;
-      driver_.check(driver_.cuEventRecord(start, stream), "cuEventRecord");
-      bool ran = true;
-      for (int r = 0; r < kRepeats && ran; ++r) ran = matmul(plan, algo, p, stream) == CUBLAS_STATUS_SUCCESS;
-      driver_.check(driver_.cuEventRecord(end, stream), "cuEventRecord");
-      driver_.check(driver_.cuEventSynchronize(end), "cuEventSynchronize");
-      float ms = 0;
-      driver_.check(driver_.cuEventElapsedTime(&ms, start, end), "cuEventElapsedTime");
-      if (ran && (!any || ms < best)) {
-        best = ms;
-        plan.algo = algo;
-        any = true;
-      }
+  for (const BlasAlgo& algo : plan.candidates) {
+    // A candidate that fails to run is not a choice (the others may be).
+    if (matmul(plan, algo, p, stream) != CUBLAS_STATUS_SUCCESS) continue;
+    timer.start();
+    bool ran = true;
+    for (int r = 0; r < kRepeats && ran; ++r) ran = matmul(plan, algo, p, stream) == CUBLAS_STATUS_SUCCESS;
+    float ms = timer.stop();
+    if (ran && (!any || ms < best)) {
+      best = ms;
+      plan.algo = algo;
+      any = true;
     }
-  } catch (...) {
-    driver_.cuEventDestroy(start);
-    driver_.cuEventDestroy(end);
-    throw;
   }
-  driver_.cuEventDestroy(start);
-  driver_.cuEventDestroy(end);
   plan.timed = true;
 }
 

@@ -11,6 +11,7 @@
 
 #include "device/cuda/context.h"
 #include "device/cuda/cuda_executable.h"
+#include "device/cuda/event_timer.h"
 #include "device/cuda/random_kernel.h"
 
 namespace linnet::device::cuda {
@@ -94,29 +95,14 @@ class CudaDevice : public Device {
     const DriverApi& api = context_->api();
     auto from = newBuffer(bytes), to = newBuffer(bytes);
     fill(*from, 0x3c003c00);
-    CUevent start = nullptr, end = nullptr;
-    api.check(api.cuEventCreate(&start, 0), "cuEventCreate");
-    CUresult made = api.cuEventCreate(&end, 0);
-    if (made != CUDA_SUCCESS) api.cuEventDestroy(start);
-    api.check(made, "cuEventCreate");
+    EventTimer timer(api, context_->stream());
     double best = 0;
-    try {
-      for (int r = 0; r <= std::max(reps, 1); ++r) {
-        api.check(api.cuEventRecord(start, context_->stream()), "cuEventRecord");
-        api.check(api.cuMemcpyAsync(to->device(), from->device(), bytes, context_->stream()), "cuMemcpyAsync");
-        api.check(api.cuEventRecord(end, context_->stream()), "cuEventRecord");
-        api.check(api.cuEventSynchronize(end), "cuEventSynchronize");
-        float ms = 0;
-        api.check(api.cuEventElapsedTime(&ms, start, end), "cuEventElapsedTime");
-        if (r > 0 && ms > 0) best = std::max(best, 2.0 * static_cast<double>(bytes) / (ms * 1e-3));
-      }
-    } catch (...) {
-      api.cuEventDestroy(start);
-      api.cuEventDestroy(end);
-      throw;
+    for (int r = 0; r <= std::max(reps, 1); ++r) {
+      timer.start();
+      api.check(api.cuMemcpyAsync(to->device(), from->device(), bytes, context_->stream()), "cuMemcpyAsync");
+      float ms = timer.stop();
+      if (r > 0 && ms > 0) best = std::max(best, 2.0 * static_cast<double>(bytes) / (ms * 1e-3));
     }
-    api.cuEventDestroy(start);
-    api.cuEventDestroy(end);
     return best;
   }
 
