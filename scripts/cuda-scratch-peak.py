@@ -3,7 +3,9 @@
 `linnetc build --target cuda --emit gpu` output: the gpu.alloc and
 gpu.dealloc in program order, each call of a function expanded (the layers'
 loop calls its layer function LAYERS times), sizes from the static memref
-types rounded to the arena's 256 bytes. It does not count the arena's
+types rounded to the arena's 256 bytes. Of a key prefix's switch only the
+default case counts (all keys, the largest; the cases are alternatives), and
+the buffer it yields is the switch's result. It does not count the arena's
 fragmentation (first fit can need more) or its chunk doubling.
 
   build/bin/linnetc build nest/llama-3.1-8b-instruct --target cuda --entry prefill --generic S=512 --emit gpu > p.mlir
@@ -28,7 +30,26 @@ def size(t):
     return (n*b + 255)//256*256
 def run(fn, live, state, layers):
     names = {}
+    switch = None  # [result name, its depth, whether in its default case, names live before it]
     for line in funcs[fn]:
+        depth = len(line) - len(line.lstrip())
+        m = re.match(r'\s*(%\w+) = scf\.index_switch ', line)
+        if m:
+            switch = [m.group(1), depth, False, set(names)]
+            continue
+        if switch:
+            # Only the default case (all keys, the largest) counts: the cases are alternatives.
+            if depth == switch[1] and line.strip().startswith(('case ', 'default')):
+                switch[2] = line.strip().startswith('default')
+                continue
+            if depth == switch[1] and line.strip() == '}':
+                if switch[2]:
+                    # The buffer the default case yields is the switch's result.
+                    made = [n for n in names if n not in switch[3]]
+                    if len(made) == 1: names[switch[0]] = names.pop(made[0])
+                    switch = None
+                continue
+            if not switch[2]: continue
         m = re.search(r'(%\w+), %\w+ = gpu\.alloc async \[[^\]]*\] \(\) : (memref<[^>]+>)', line)
         if m:
             names[m.group(1)] = size(m.group(2)); state['used'] += names[m.group(1)]; state['peak'] = max(state['peak'], state['used']); continue

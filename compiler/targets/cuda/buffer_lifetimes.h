@@ -10,7 +10,9 @@
 // when the buffer and every view of it are only launched on, copied, filled
 // or viewed, in its own function. One that is returned, yielded, passed to a
 // call or a loop, or used by anything else lives until the call returns, as
-// before. The release goes after the op of the buffer's block that holds the
+// before; except that a switch's or an if's result for which each region
+// allocates and yields a buffer of its own is released like an allocation
+// of the switch's block (prefill's attention over its key prefix). The release goes after the op of the buffer's block that holds the
 // last use (a loop or an if holding one counts as a use). The one stream
 // orders every kernel that used the buffer before any that reuses it.
 #pragma once
