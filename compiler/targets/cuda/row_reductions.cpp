@@ -146,10 +146,76 @@ ir::ReduceOp leadingReduction(ir::ReduceOp second, linalg::GenericOp producer, l
   return {};
 }
 
+// How many of its columns a lane takes an iteration. A row's warp has no
+// other warps to hide the latency of its loads behind (decode's norms are
+// one warp in all), so each iteration issues the loads of all its columns
+// before the work that waits for them: that many are in flight.
+constexpr int64_t kColumnsAtOnce = 16;
+
+// Moves each read (memref.load, tensor.extract) of `block` up to just after the last of its
+// operands defined in the block (else to the block's start), so an
+// iteration's loads are issued before the arithmetic that waits for them.
+// Only for blocks that store into no buffer they load from (a row kernel
+// stores into its own fresh result).
+void issueLoadsFirst(Block* block) {
+  // Constants first (a load's indices are often constants made beside it).
+  SmallVector<Operation*> constants;
+  for (Operation& op : *block)
+    if (op.hasTrait<OpTrait::ConstantLike>()) constants.push_back(&op);
+  for (Operation* c : llvm::reverse(constants)) c->moveBefore(&block->front());
+  // Reads of buffers, and of tensors (an index comprehension's, which
+  // bufferization makes loads).
+  SmallVector<Operation*> loads;
+  for (Operation& op : *block)
+    if (isa<memref::LoadOp, tensor::ExtractOp>(op)) loads.push_back(&op);
+  for (Operation* load : loads) {
+    Operation* after = nullptr;
+    for (Value v : load->getOperands())
+      if (Operation* def = v.getDefiningOp(); def && def->getBlock() == block && (!after || after->isBeforeInBlock(def)))
+        after = def;
+    if (after) load->moveAfter(after);
+    else load->moveBefore(&block->front());
+  }
+}
+
+// One iteration of a lane's walk over its columns: the columns, the values
+// carried, the values carried on.
+using ColumnStep = std::function<SmallVector<Value>(OpBuilder&, Location, ArrayRef<Value>, ValueRange)>;
+
+// A lane's columns lane, lane + 32, .. < k (coalesced across the warp) in
+// order, kColumnsAtOnce an iteration and then one at a time, each
+// iteration's loads issued first; what `step` carries, at the end.
+SmallVector<Value> overColumns(OpBuilder& b, Location l, Value lane, int64_t k, ValueRange init,
+                               const ColumnStep& step) {
+  int64_t perLane = k / kWarpSize;  // every lane has at least this many
+  int64_t atOnce = std::min(kColumnsAtOnce, std::max<int64_t>(perLane, 1));
+  int64_t grouped = perLane / atOnce * atOnce * kWarpSize;
+  SmallVector<Value> carried(init);
+  auto walk = [&](Value from, Value to, int64_t columns) {
+    auto loop = scf::ForOp::create(b, l, from, to, cIndex(b, l, columns * kWarpSize), carried,
+                                   [&](OpBuilder& lb, Location ll, Value base, ValueRange acc) {
+      SmallVector<Value> cols = {base};
+      for (int64_t u = 1; u < columns; ++u)
+        cols.push_back(arith::AddIOp::create(lb, ll, base, cIndex(lb, ll, u * kWarpSize)));
+      scf::YieldOp::create(lb, ll, step(lb, ll, cols, acc));
+      issueLoadsFirst(lb.getBlock());
+    });
+    carried.assign(loop.getResults().begin(), loop.getResults().end());
+  };
+  Value rest = lane;
+  if (grouped > 0) {
+    rest = arith::AddIOp::create(b, l, lane, cIndex(b, l, grouped));
+    walk(lane, rest, atOnce);
+  }
+  if (grouped < k) walk(rest, cIndex(b, l, k), 1);
+  return carried;
+}
+
 // One row's fold in a warp: lane l folds k = l, l + 32, .. in f32 (coalesced
-// reads) the value `at` gives for each column, the 32 partial results
-// combined by the butterfly (a mean divided by K, as the shared lowering
-// does), rounded to `op`'s result type once. Every lane has the result.
+// reads, in that order) the value `at` gives for each column, the 32
+// partial results combined by the butterfly (a mean divided by K, as the
+// shared lowering does), rounded to `op`'s result type once. Every lane has
+// the result.
 Value foldRow(OpBuilder& b, Location l, ir::ReduceOp op, Value lane, int64_t k,
               const std::function<Value(OpBuilder&, Location, Value)>& at) {
   using K = ir::ReduceKind;
@@ -159,11 +225,15 @@ Value foldRow(OpBuilder& b, Location l, ir::ReduceOp op, Value lane, int64_t k,
                   : kind == K::Min ? gpu::AllReduceOperation::MINNUMF
                                    : gpu::AllReduceOperation::ADD;
   Value init = arith::ConstantOp::create(b, l, b.getF32FloatAttr(start));
-  auto loop = scf::ForOp::create(b, l, lane, cIndex(b, l, k), cIndex(b, l, kWarpSize), ValueRange{init},
-                                 [&](OpBuilder& lb, Location ll, Value col, ValueRange acc) {
-    scf::YieldOp::create(lb, ll, combine(lb, ll, warpKind, acc[0], toF32(lb, ll, at(lb, ll, col))));
-  });
-  Value total = gpu::SubgroupReduceOp::create(b, l, loop.getResult(0), warpKind, /*uniform=*/true);
+  Value partial = overColumns(b, l, lane, k, ValueRange{init},
+                              [&](OpBuilder& lb, Location ll, ArrayRef<Value> cols, ValueRange acc) {
+    SmallVector<Value> values;
+    for (Value col : cols) values.push_back(toF32(lb, ll, at(lb, ll, col)));
+    Value folded = acc[0];
+    for (Value v : values) folded = combine(lb, ll, warpKind, folded, v);
+    return SmallVector<Value>{folded};
+  }).front();
+  Value total = gpu::SubgroupReduceOp::create(b, l, partial, warpKind, /*uniform=*/true);
   if (kind == K::Mean)
     total = arith::DivFOp::create(b, l, total,
                                   arith::ConstantOp::create(b, l, b.getF32FloatAttr(static_cast<float>(k))));
@@ -230,11 +300,12 @@ void lowerRowReduction(ir::ReduceOp op, ir::ReduceOp first = {}) {
   if (epilogue) {
     // Every lane has the row's value (rounded as the reduction's result):
     // each writes its share of the consumer's row.
-    scf::ForOp::create(b, l, lane, cIndex(b, l, k), cIndex(b, l, kWarpSize), ValueRange{},
-                       [&](OpBuilder& lb, Location ll, Value col, ValueRange) {
-      Value y = computeAt(lb, ll, epilogue, indexAt(col), buffers, given);
-      memref::StoreOp::create(lb, ll, y, result, ValueRange{cIndex(lb, ll, 0), row, col});
-      scf::YieldOp::create(lb, ll);
+    overColumns(b, l, lane, k, ValueRange{}, [&](OpBuilder& lb, Location ll, ArrayRef<Value> cols, ValueRange) {
+      SmallVector<Value> ys;
+      for (Value col : cols) ys.push_back(computeAt(lb, ll, epilogue, indexAt(col), buffers, given));
+      for (auto [col, y] : llvm::zip_equal(cols, ys))
+        memref::StoreOp::create(lb, ll, y, result, ValueRange{cIndex(lb, ll, 0), row, col});
+      return SmallVector<Value>{};
     });
     b.setInsertionPointAfter(par);
     auto consumerType = cast<RankedTensorType>(epilogue->getResult(0).getType());
