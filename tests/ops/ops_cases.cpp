@@ -1171,6 +1171,30 @@ struct Builder {
     }
   }
 
+  // A window of keys that starts past 0 (a sliding window's mask): groups
+  // of keys whose first is unseen and later ones are not, which a kernel
+  // skipping a group of keys by its first would get wrong.
+  void attentionWindows() {
+    for (Scalar d : kFloats) {
+      const int64_t G = 2, K = 200, D = 8, E = 4;
+      Case c = shapeCase("attention", "k200_window", d, "matmul");
+      Rng rng(c.name);
+      auto values = [&](Shape shape) { return uniformValues(rng, d, shape); };
+      for (auto [lo, hi] : {std::pair<int64_t, int64_t>{70, 131}, {1, 2}, {143, 200}}) {
+        std::vector<int64_t> m(K);
+        for (int64_t j = 0; j < K; ++j) m[j] = lo <= j && j < hi;
+        c.runs.push_back({values({1, 2, G, 1, D}), values({1, 2, K, D}), values({1, 2, K, E}),
+                          floats(F32, {}, {0.35355339}), ints(Bool, {K}, m)});
+      }
+      c.params = fmt::format("q: {}, k: {}, v: {}, scale: f32, mask: {}", ty(d, {1, 2, G, 1, D}), ty(d, {1, 2, K, D}),
+                             ty(d, {1, 2, K, E}), ty(Bool, {K}));
+      c.result = ty(d, {1, 2, G, 1, E});
+      c.body = "return attention(q, k, v, scale, mask)";
+      c.tol = d == F32 ? Tolerance{static_cast<double>(K + D + 16), 1.0} : Tolerance{8, 1.0};
+      add(std::move(c));
+    }
+  }
+
   void matmul() {
     struct M { const char* tag; Shape a, w; Shape perm; };
     std::vector<M> forms = {{"plain", {3, 4}, {4, 5}, {}},
@@ -1494,7 +1518,7 @@ Suite generateSuite() {
       {"concat", [&] { b.concat(); }},       {"iota", [&] { b.iota(); }},
       {"fill", [&] { b.fill(); }},           {"cast", [&] { b.cast(); }},
       {"select", [&] { b.select(); }},       {"gather", [&] { b.gather(); }},
-      {"write_slice", [&] { b.writeSlice(); }}, {"attention", [&] { b.attention(); }},
+      {"write_slice", [&] { b.writeSlice(); }}, {"attention", [&] { b.attention(); b.attentionWindows(); }},
       {"write_points", [&] { b.writePoints(); }},
       {"matmul", [&] { b.matmul(); }},       {"some", [&] { b.options(); }},
       {"unwrap_or", [] {}},  // with `some`

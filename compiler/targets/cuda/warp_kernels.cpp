@@ -449,14 +449,20 @@ SmallVector<std::pair<SmallVector<ir::MatmulOp>, Operation*>> fusibleGroups(Arra
 
 // How many keys (K values) one thread of a split product sums.
 constexpr int64_t kSplitChunk = 128;
+// How many of them it takes an iteration: their loads are issued before the
+// FMAs that wait for them, so that many are in flight (a thread's keys
+// otherwise cost a dependent trip to memory each).
+constexpr int64_t kKeysAtOnce = 16;
 
 // a [.., K] x b [K, N], or batched a [..L, M, K] x b [..L, K, N], M small
 // (attention's probabilities times the cache's values): K split into chunks
 // of kSplitChunk, a thread per (matrix, chunk, n) summing its chunk for
 // every row of a in f32 (neighbouring threads read neighbouring values of
-// b's rows), then a thread per output adding the chunks' sums in order and
-// rounding once. One chunk is rounded and stored by its thread. With
-// skip_zero_terms, a k whose a is 0 in every row is not read from b.
+// b's rows), kKeysAtOnce keys an iteration and then one at a time, then a
+// thread per output adding the chunks' sums in order, likewise several at
+// once, and rounding once. One chunk is rounded and stored by its thread.
+// With skip_zero_terms, a k whose a is 0 in every row adds nothing, and a
+// group of keys all of which are is not read from b.
 void lowerSplitProduct(ir::MatmulOp op) {
   OpBuilder b(op);
   Location l = op.getLoc();
@@ -473,63 +479,101 @@ void lowerSplitProduct(ir::MatmulOp op) {
     return out.getElementType().isF32() ? t : arith::TruncFOp::create(nb, l, out.getElementType(), t);
   };
   Value zero = arith::ConstantOp::create(b, l, b.getF32FloatAttr(0.0f));
+  bool skipZeros = op.getSkipZeroTerms();
   {
     OpBuilder::InsertionGuard guard(b);
     auto par = parallelLoop(b, l, {batch, splits, n}, "attention");
     Value mat = par.getInductionVars()[0], split = par.getInductionVars()[1], col = par.getInductionVars()[2];
     Value from = arith::MulIOp::create(b, l, split, cIndex(b, l, kSplitChunk));
     Value to = arith::MinUIOp::create(b, l, arith::AddIOp::create(b, l, from, cIndex(b, l, kSplitChunk)), cIndex(b, l, k));
-    bool skipZeros = op.getSkipZeroTerms();
-    auto loop = scf::ForOp::create(b, l, from, to, cIndex(b, l, 1), SmallVector<Value>(rows, zero),
-                                   [&](OpBuilder& lb, Location ll, Value at, ValueRange acc) {
-      SmallVector<Value> xs;
-      for (int64_t r = 0; r < rows; ++r)
-        xs.push_back(toF32(lb, ll, memref::LoadOp::create(lb, ll, x, ValueRange{mat, cIndex(lb, ll, r), at})));
-      // Every row's term at `at`, a zero term (skip_zero_terms) leaving its sum as it was.
-      auto terms = [&](OpBuilder& tb, ArrayRef<Value> nonzero) {
-        Value wv = toF32(tb, ll, memref::LoadOp::create(tb, ll, w, ValueRange{mat, at, col}));
-        SmallVector<Value> next;
-        for (int64_t r = 0; r < rows; ++r) {
-          Value sum = math::FmaOp::create(tb, ll, xs[r], wv, acc[r]);
-          next.push_back(nonzero.empty() || rows == 1 ? sum : arith::SelectOp::create(tb, ll, nonzero[r], sum, acc[r]));
+    // Keys [lo, hi) in steps of `keys`: each iteration loads a's values of
+    // its keys for every row, then (unless every one is a skipped zero)
+    // b's, then adds the terms in order of k.
+    auto walk = [&](Value lo, Value hi, int64_t keys, ValueRange init) {
+      return scf::ForOp::create(b, l, lo, hi, cIndex(b, l, keys), init,
+                                [&](OpBuilder& lb, Location ll, Value first, ValueRange acc) {
+        SmallVector<Value> ats;
+        SmallVector<SmallVector<Value>> xs;
+        for (int64_t u = 0; u < keys; ++u) {
+          ats.push_back(u == 0 ? first : Value(arith::AddIOp::create(lb, ll, first, cIndex(lb, ll, u))));
+          xs.emplace_back();
+          for (int64_t r = 0; r < rows; ++r)
+            xs.back().push_back(toF32(lb, ll, memref::LoadOp::create(lb, ll, x, ValueRange{mat, cIndex(lb, ll, r), ats[u]})));
         }
-        return next;
-      };
-      if (!skipZeros) {
-        scf::YieldOp::create(lb, ll, terms(lb, {}));
-        return;
-      }
-      // A key every row weighs exactly 0 (attention's keys past the
-      // position): w's row is not read. Threads of a warp differ only in
-      // `col`, so the whole warp branches alike.
-      SmallVector<Value> nonzero;
-      Value any;
-      for (int64_t r = 0; r < rows; ++r) {
-        nonzero.push_back(arith::CmpFOp::create(lb, ll, arith::CmpFPredicate::UNE, xs[r], zero));
-        any = any ? Value(arith::OrIOp::create(lb, ll, any, nonzero.back())) : nonzero.back();
-      }
-      auto branch = scf::IfOp::create(lb, ll, SmallVector<Type>(rows, lb.getF32Type()), any, /*withElse=*/true);
-      OpBuilder tb = OpBuilder::atBlockEnd(branch.thenBlock());
-      scf::YieldOp::create(tb, ll, terms(tb, nonzero));
-      OpBuilder eb = OpBuilder::atBlockEnd(branch.elseBlock());
-      scf::YieldOp::create(eb, ll, acc);
-      scf::YieldOp::create(lb, ll, branch.getResults());
-    });
+        // Every term of the group, in order; a zero term (skip_zero_terms)
+        // leaves its sum as it was.
+        auto terms = [&](OpBuilder& tb, ArrayRef<SmallVector<Value>> nonzero) {
+          SmallVector<Value> ws;
+          for (int64_t u = 0; u < keys; ++u)
+            ws.push_back(toF32(tb, ll, memref::LoadOp::create(tb, ll, w, ValueRange{mat, ats[u], col})));
+          SmallVector<Value> next(acc);
+          for (int64_t u = 0; u < keys; ++u)
+            for (int64_t r = 0; r < rows; ++r) {
+              Value sum = math::FmaOp::create(tb, ll, xs[u][r], ws[u], next[r]);
+              next[r] = nonzero.empty() ? sum : Value(arith::SelectOp::create(tb, ll, nonzero[u][r], sum, next[r]));
+            }
+          return next;
+        };
+        if (!skipZeros) {
+          scf::YieldOp::create(lb, ll, terms(lb, {}));
+          return;
+        }
+        // A group whose every key every row weighs exactly 0 (attention's
+        // keys past the position) is not read from b. Threads of a warp
+        // differ only in `col`, so the whole warp branches alike.
+        SmallVector<SmallVector<Value>> nonzero;
+        Value any;
+        for (int64_t u = 0; u < keys; ++u) {
+          nonzero.emplace_back();
+          for (int64_t r = 0; r < rows; ++r) {
+            nonzero.back().push_back(arith::CmpFOp::create(lb, ll, arith::CmpFPredicate::UNE, xs[u][r], zero));
+            any = any ? Value(arith::OrIOp::create(lb, ll, any, nonzero.back().back())) : nonzero.back().back();
+          }
+        }
+        auto branch = scf::IfOp::create(lb, ll, SmallVector<Type>(rows, lb.getF32Type()), any, /*withElse=*/true);
+        OpBuilder tb = OpBuilder::atBlockEnd(branch.thenBlock());
+        scf::YieldOp::create(tb, ll, terms(tb, nonzero));
+        OpBuilder eb = OpBuilder::atBlockEnd(branch.elseBlock());
+        scf::YieldOp::create(eb, ll, acc);
+        scf::YieldOp::create(lb, ll, branch.getResults());
+      });
+    };
+    // The chunk's keys, kKeysAtOnce at a time, then the rest one at a time
+    // (a last chunk shorter than kSplitChunk).
+    Value span = arith::SubIOp::create(b, l, to, from);
+    Value grouped = arith::AddIOp::create(
+        b, l, from,
+        arith::MulIOp::create(b, l, arith::DivUIOp::create(b, l, span, cIndex(b, l, kKeysAtOnce)),
+                              cIndex(b, l, kKeysAtOnce)));
+    auto groups = walk(from, grouped, kKeysAtOnce, SmallVector<Value>(rows, zero));
+    auto sums = walk(grouped, to, 1, groups.getResults());
     for (int64_t r = 0; r < rows; ++r) {
-      if (partial) memref::StoreOp::create(b, l, loop.getResult(r), partial, ValueRange{mat, split, cIndex(b, l, r), col});
-      else memref::StoreOp::create(b, l, rounded(b, loop.getResult(r)), result, ValueRange{mat, cIndex(b, l, r), col});
+      if (partial) memref::StoreOp::create(b, l, sums.getResult(r), partial, ValueRange{mat, split, cIndex(b, l, r), col});
+      else memref::StoreOp::create(b, l, rounded(b, sums.getResult(r)), result, ValueRange{mat, cIndex(b, l, r), col});
     }
   }
   if (partial) {
     OpBuilder::InsertionGuard guard(b);
     auto par = parallelLoop(b, l, {batch, rows, n}, "attention");
     Value mat = par.getInductionVars()[0], row = par.getInductionVars()[1], col = par.getInductionVars()[2];
-    auto loop = scf::ForOp::create(b, l, cIndex(b, l, 0), cIndex(b, l, splits), cIndex(b, l, 1), ValueRange{zero},
-                                   [&](OpBuilder& lb, Location ll, Value split, ValueRange acc) {
-      Value v = memref::LoadOp::create(lb, ll, partial, ValueRange{mat, split, row, col});
-      scf::YieldOp::create(lb, ll, Value(arith::AddFOp::create(lb, ll, acc[0], v)));
-    });
-    memref::StoreOp::create(b, l, rounded(b, loop.getResult(0)), result, ValueRange{mat, row, col});
+    // The chunks' sums in order, their loads several at once.
+    int64_t atOnce = std::min(kKeysAtOnce, splits), grouped = splits / atOnce * atOnce;
+    auto add = [&](int64_t lo, int64_t hi, int64_t step, Value init) {
+      return scf::ForOp::create(b, l, cIndex(b, l, lo), cIndex(b, l, hi), cIndex(b, l, step), ValueRange{init},
+                                [&](OpBuilder& lb, Location ll, Value first, ValueRange acc) {
+        SmallVector<Value> vs;
+        for (int64_t u = 0; u < step; ++u) {
+          Value at = u == 0 ? first : Value(arith::AddIOp::create(lb, ll, first, cIndex(lb, ll, u)));
+          vs.push_back(memref::LoadOp::create(lb, ll, partial, ValueRange{mat, at, row, col}));
+        }
+        Value total = acc[0];
+        for (Value v : vs) total = arith::AddFOp::create(lb, ll, total, v);
+        scf::YieldOp::create(lb, ll, total);
+      }).getResult(0);
+    };
+    Value total = add(0, grouped, atOnce, zero);
+    if (grouped < splits) total = add(grouped, splits, 1, total);
+    memref::StoreOp::create(b, l, rounded(b, total), result, ValueRange{mat, row, col});
   }
   op.getResult().replaceAllUsesWith(resultTensor(b, l, result, batched, out));
   op.erase();
