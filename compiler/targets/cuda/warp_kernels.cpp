@@ -451,14 +451,16 @@ SmallVector<std::pair<SmallVector<ir::MatmulOp>, Operation*>> fusibleGroups(Arra
 constexpr int64_t kSplitChunk = 128;
 // How many of them it takes an iteration: their loads are issued before the
 // FMAs that wait for them, so that many are in flight (a thread's keys
-// otherwise cost a dependent trip to memory each).
+// otherwise cost a dependent trip to memory each). Fewer for more rows of
+// a, whose values take registers too (4 rows: 8 keys).
 constexpr int64_t kKeysAtOnce = 16;
+int64_t keysAtOnce(int64_t rows) { return std::clamp<int64_t>(32 / std::max<int64_t>(rows, 1), 4, kKeysAtOnce); }
 
 // a [.., K] x b [K, N], or batched a [..L, M, K] x b [..L, K, N], M small
 // (attention's probabilities times the cache's values): K split into chunks
 // of kSplitChunk, a thread per (matrix, chunk, n) summing its chunk for
 // every row of a in f32 (neighbouring threads read neighbouring values of
-// b's rows), kKeysAtOnce keys an iteration and then one at a time, then a
+// b's rows), keysAtOnce(rows) keys an iteration and then one at a time, then a
 // thread per output adding the chunks' sums in order, likewise several at
 // once, and rounding once. One chunk is rounded and stored by its thread.
 // With skip_zero_terms, a k whose a is 0 in every row adds nothing, and a
@@ -538,14 +540,14 @@ void lowerSplitProduct(ir::MatmulOp op) {
         scf::YieldOp::create(lb, ll, branch.getResults());
       });
     };
-    // The chunk's keys, kKeysAtOnce at a time, then the rest one at a time
+    // The chunk's keys, keysAtOnce(rows) at a time, then the rest one at a time
     // (a last chunk shorter than kSplitChunk).
+    int64_t atOnce = keysAtOnce(rows);
     Value span = arith::SubIOp::create(b, l, to, from);
     Value grouped = arith::AddIOp::create(
         b, l, from,
-        arith::MulIOp::create(b, l, arith::DivUIOp::create(b, l, span, cIndex(b, l, kKeysAtOnce)),
-                              cIndex(b, l, kKeysAtOnce)));
-    auto groups = walk(from, grouped, kKeysAtOnce, SmallVector<Value>(rows, zero));
+        arith::MulIOp::create(b, l, arith::DivUIOp::create(b, l, span, cIndex(b, l, atOnce)), cIndex(b, l, atOnce)));
+    auto groups = walk(from, grouped, atOnce, SmallVector<Value>(rows, zero));
     auto sums = walk(grouped, to, 1, groups.getResults());
     for (int64_t r = 0; r < rows; ++r) {
       if (partial) memref::StoreOp::create(b, l, sums.getResult(r), partial, ValueRange{mat, split, cIndex(b, l, r), col});
