@@ -13,6 +13,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "targets/cuda/fuse_elementwise.h"
+#include "targets/cuda/masked_columns.h"
 #include "targets/cuda/product_buffers.h"
 #include "targets/cuda/warp_helpers.h"
 #include "targets/cuda/warp_kernels.h"
@@ -54,9 +55,11 @@ void addBuffers(OpBuilder& b, Location l, linalg::GenericOp g, Buffers& buffers,
 
 // The value `g` yields at iteration `idx`: each input loaded from its buffer
 // at its map of idx (or its given value), the body's ops cloned at b's
-// insertion point.
+// insertion point. With `masked` (a select of the body, masked_columns.h),
+// the select yields its false value, the masked score, and what only its
+// true side read is left unread.
 Value computeAt(OpBuilder& b, Location l, linalg::GenericOp g, ArrayRef<Value> idx, const Buffers& buffers,
-                const Given& given = {}) {
+                const Given& given = {}, Operation* masked = nullptr) {
   Block& body = g.getRegion().front();
   IRMapping map;
   for (OpOperand* in : g.getDpsInputOperands()) {
@@ -73,6 +76,7 @@ Value computeAt(OpBuilder& b, Location l, linalg::GenericOp g, ArrayRef<Value> i
   }
   for (Operation& op : body.without_terminator()) {
     if (auto index = dyn_cast<linalg::IndexOp>(op)) map.map(index.getResult(), idx[index.getDim()]);
+    else if (&op == masked) map.map(op.getResult(0), map.lookupOrDefault(cast<arith::SelectOp>(op).getFalseValue()));
     else b.clone(op, map);
   }
   return map.lookupOrDefault(body.getTerminator()->getOperand(0));
@@ -184,9 +188,10 @@ using ColumnStep = std::function<SmallVector<Value>(OpBuilder&, Location, ArrayR
 
 // A lane's columns lane, lane + 32, .. < k (coalesced across the warp) in
 // order, kColumnsAtOnce an iteration and then one at a time, each
-// iteration's loads issued first; what `step` carries, at the end.
+// iteration's loads issued first; what `step` carries, at the end. With
+// `end` (an index at most k, computed in the kernel), the columns below it.
 SmallVector<Value> overColumns(OpBuilder& b, Location l, Value lane, int64_t k, ValueRange init,
-                               const ColumnStep& step) {
+                               const ColumnStep& step, Value end = {}) {
   int64_t perLane = k / kWarpSize;  // every lane has at least this many
   int64_t atOnce = std::min(kColumnsAtOnce, std::max<int64_t>(perLane, 1));
   int64_t grouped = perLane / atOnce * atOnce * kWarpSize;
@@ -202,6 +207,20 @@ SmallVector<Value> overColumns(OpBuilder& b, Location l, Value lane, int64_t k, 
     });
     carried.assign(loop.getResults().begin(), loop.getResults().end());
   };
+  if (end) {
+    // This lane's columns below `end`: ceil((end - lane) / 32), in groups
+    // while whole, then one at a time.
+    Value above = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ugt, end, lane);
+    Value span = arith::SelectOp::create(b, l, above, arith::SubIOp::create(b, l, end, lane), cIndex(b, l, 0));
+    Value count = arith::DivUIOp::create(b, l, arith::AddIOp::create(b, l, span, cIndex(b, l, kWarpSize - 1)),
+                                         cIndex(b, l, kWarpSize));
+    Value groups = arith::DivUIOp::create(b, l, count, cIndex(b, l, atOnce));
+    Value rest = arith::AddIOp::create(b, l, lane,
+                                       arith::MulIOp::create(b, l, groups, cIndex(b, l, atOnce * kWarpSize)));
+    walk(lane, rest, atOnce);
+    walk(rest, end, 1);
+    return carried;
+  }
   Value rest = lane;
   if (grouped > 0) {
     rest = arith::AddIOp::create(b, l, lane, cIndex(b, l, grouped));
@@ -211,13 +230,22 @@ SmallVector<Value> overColumns(OpBuilder& b, Location l, Value lane, int64_t k, 
   return carried;
 }
 
+// This lane's first column at or past `end`: lane + 32 * ceil((end - lane) / 32).
+Value firstColumnFrom(OpBuilder& b, Location l, Value lane, Value end) {
+  Value above = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ugt, end, lane);
+  Value span = arith::SelectOp::create(b, l, above, arith::SubIOp::create(b, l, end, lane), cIndex(b, l, 0));
+  Value count = arith::DivUIOp::create(b, l, arith::AddIOp::create(b, l, span, cIndex(b, l, kWarpSize - 1)),
+                                       cIndex(b, l, kWarpSize));
+  return arith::AddIOp::create(b, l, lane, arith::MulIOp::create(b, l, count, cIndex(b, l, kWarpSize)));
+}
+
 // One row's fold in a warp: lane l folds k = l, l + 32, .. in f32 (coalesced
 // reads, in that order) the value `at` gives for each column, the 32
 // partial results combined by the butterfly (a mean divided by K, as the
 // shared lowering does), rounded to `op`'s result type once. Every lane has
 // the result.
 Value foldRow(OpBuilder& b, Location l, ir::ReduceOp op, Value lane, int64_t k,
-              const std::function<Value(OpBuilder&, Location, Value)>& at) {
+              const std::function<Value(OpBuilder&, Location, Value)>& at, Value end = {}) {
   using K = ir::ReduceKind;
   K kind = op.getKind();
   float start = kind == K::Max ? -INFINITY : kind == K::Min ? INFINITY : 0.0f;
@@ -232,7 +260,7 @@ Value foldRow(OpBuilder& b, Location l, ir::ReduceOp op, Value lane, int64_t k,
     Value folded = acc[0];
     for (Value v : values) folded = combine(lb, ll, warpKind, folded, v);
     return SmallVector<Value>{folded};
-  }).front();
+  }, end).front();
   Value total = gpu::SubgroupReduceOp::create(b, l, partial, warpKind, /*uniform=*/true);
   if (kind == K::Mean)
     total = arith::DivFOp::create(b, l, total,
@@ -285,28 +313,55 @@ void lowerRowReduction(ir::ReduceOp op, ir::ReduceOp first = {}) {
     idx.push_back(col);
     return idx;
   };
+  // Decode's mask as a bound (masked_columns.h): where it is `col <= pos`,
+  // the columns past it; a fold stops there when they add nothing to it.
+  auto scalar = [&](OpBuilder& sb, Value t) -> Value {
+    Value buffer = buffers.lookup(t);
+    return buffer ? Value(memref::LoadOp::create(sb, l, buffer, ValueRange{})) : Value();
+  };
+  auto boundOf = [&](linalg::GenericOp g, std::optional<MaskedSelect>& m) -> Value {
+    m = maskedSelect(g);
+    Value end = m ? unmaskedEnd(b, l, g, *m, k, scalar) : Value();
+    if (!end) m.reset();
+    return end;
+  };
+  auto foldEnd = [&](linalg::GenericOp g, ir::ReduceOp r) -> Value {
+    std::optional<MaskedSelect> m;
+    Value end = boundOf(g, m);
+    return m && neutralWhenMasked(g, *m, r.getKind()) ? end : Value();
+  };
   Given given;
   if (first)
     given[first.getResult()] = foldRow(b, l, first, lane, k, [&](OpBuilder& lb, Location ll, Value col) {
       return firstProducer ? computeAt(lb, ll, firstProducer, indexAt(col), buffers)
                            : Value(memref::LoadOp::create(lb, ll, firstX, ValueRange{cIndex(lb, ll, 0), row, col}));
-    });
+    }, firstProducer ? foldEnd(firstProducer, first) : Value());
   Value total = foldRow(b, l, op, lane, k, [&](OpBuilder& lb, Location ll, Value col) {
     return producer ? computeAt(lb, ll, producer, indexAt(col), buffers, given)
                     : Value(memref::LoadOp::create(lb, ll, x, ValueRange{cIndex(lb, ll, 0), row, col}));
-  });
+  }, producer ? foldEnd(producer, op) : Value());
   given[op.getResult()] = total;
 
   if (epilogue) {
     // Every lane has the row's value (rounded as the reduction's result):
-    // each writes its share of the consumer's row.
+    // each writes its share of the consumer's row; past the mask's bound,
+    // from the masked score, without reading the row.
+    std::optional<MaskedSelect> mask;
+    Value end = boundOf(epilogue, mask);
     overColumns(b, l, lane, k, ValueRange{}, [&](OpBuilder& lb, Location ll, ArrayRef<Value> cols, ValueRange) {
       SmallVector<Value> ys;
       for (Value col : cols) ys.push_back(computeAt(lb, ll, epilogue, indexAt(col), buffers, given));
       for (auto [col, y] : llvm::zip_equal(cols, ys))
         memref::StoreOp::create(lb, ll, y, result, ValueRange{cIndex(lb, ll, 0), row, col});
       return SmallVector<Value>{};
-    });
+    }, end);
+    if (end)
+      scf::ForOp::create(b, l, firstColumnFrom(b, l, lane, end), cIndex(b, l, k), cIndex(b, l, kWarpSize), ValueRange{},
+                         [&](OpBuilder& lb, Location ll, Value col, ValueRange) {
+        Value y = computeAt(lb, ll, epilogue, indexAt(col), buffers, given, mask->select);
+        memref::StoreOp::create(lb, ll, y, result, ValueRange{cIndex(lb, ll, 0), row, col});
+        scf::YieldOp::create(lb, ll);
+      });
     b.setInsertionPointAfter(par);
     auto consumerType = cast<RankedTensorType>(epilogue->getResult(0).getType());
     epilogue->getResult(0).replaceAllUsesWith(resultTensor(b, l, result, /*batched=*/false, consumerType));

@@ -1,5 +1,6 @@
 #include "targets/cuda/warp_kernels.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
