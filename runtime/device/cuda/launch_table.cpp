@@ -142,7 +142,9 @@ int32_t LaunchTable::launch(void* device, void* function, uint64_t grid_x, uint6
     if (!t.ok(result, "cuLaunchKernel")) return 1;
     if (!profiler && !t.syncEach_) return 0;
     auto named = t.functions_.find(static_cast<CUfunction>(function));
-    const auto& [name, family] = named == t.functions_.end() ? kUnnamed : named->second;
+    // Not a structured binding: the sanitizer build's clang cannot capture one in a lambda.
+    const std::pair<std::string, std::string>& kernel = named == t.functions_.end() ? kUnnamed : named->second;
+    const std::string &name = kernel.first, &family = kernel.second;
     return t.queued(profiler, name, family, [&] {
       return fmt::format("kernel `{}` ({}, grid {}x{}x{}, block {}x{}x{})", name, family, grid_x, grid_y, grid_z,
                          block_x, block_y, block_z);
