@@ -94,11 +94,7 @@ void allocateEpilogue(OpBuilder& b, Location l, Epilogue& e) {
 
 void storeEpilogue(OpBuilder& b, Location l, const Epilogue& e, ArrayRef<Value> values, Value linear) {
   ArrayRef<int64_t> shape = cast<RankedTensorType>(e.consumer->getResult(0).getType()).getShape();
-  SmallVector<Value> at(shape.size());
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-    at[d] = arith::RemUIOp::create(b, l, linear, cIndex(b, l, shape[d]));
-    linear = arith::DivUIOp::create(b, l, linear, cIndex(b, l, shape[d]));
-  }
+  SmallVector<Value> at = delinearize(b, l, linear, shape);
   SmallVector<std::pair<OpOperand*, Value>> given;
   for (auto [reads, value] : llvm::zip_equal(e.reads, values))
     for (OpOperand* read : reads) given.push_back({read, value});

@@ -182,6 +182,15 @@ void issueLoadsFirst(Block* block) {
   }
 }
 
+// How many of the lane's columns lane, lane + 32, .. are below `end`:
+// ceil((end - lane) / 32), none when end <= lane.
+Value columnsBelow(OpBuilder& b, Location l, Value lane, Value end) {
+  Value above = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ugt, end, lane);
+  Value span = arith::SelectOp::create(b, l, above, arith::SubIOp::create(b, l, end, lane), cIndex(b, l, 0));
+  return arith::DivUIOp::create(b, l, arith::AddIOp::create(b, l, span, cIndex(b, l, kWarpSize - 1)),
+                                cIndex(b, l, kWarpSize));
+}
+
 // One iteration of a lane's walk over its columns: the columns, the values
 // carried, the values carried on.
 using ColumnStep = std::function<SmallVector<Value>(OpBuilder&, Location, ArrayRef<Value>, ValueRange)>;
@@ -208,12 +217,8 @@ SmallVector<Value> overColumns(OpBuilder& b, Location l, Value lane, int64_t k, 
     carried.assign(loop.getResults().begin(), loop.getResults().end());
   };
   if (end) {
-    // This lane's columns below `end`: ceil((end - lane) / 32), in groups
-    // while whole, then one at a time.
-    Value above = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ugt, end, lane);
-    Value span = arith::SelectOp::create(b, l, above, arith::SubIOp::create(b, l, end, lane), cIndex(b, l, 0));
-    Value count = arith::DivUIOp::create(b, l, arith::AddIOp::create(b, l, span, cIndex(b, l, kWarpSize - 1)),
-                                         cIndex(b, l, kWarpSize));
+    // This lane's columns below `end`, in groups while whole, then one at a time.
+    Value count = columnsBelow(b, l, lane, end);
     Value groups = arith::DivUIOp::create(b, l, count, cIndex(b, l, atOnce));
     Value rest = arith::AddIOp::create(b, l, lane,
                                        arith::MulIOp::create(b, l, groups, cIndex(b, l, atOnce * kWarpSize)));
@@ -230,13 +235,10 @@ SmallVector<Value> overColumns(OpBuilder& b, Location l, Value lane, int64_t k, 
   return carried;
 }
 
-// This lane's first column at or past `end`: lane + 32 * ceil((end - lane) / 32).
+// This lane's first column at or past `end`.
 Value firstColumnFrom(OpBuilder& b, Location l, Value lane, Value end) {
-  Value above = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ugt, end, lane);
-  Value span = arith::SelectOp::create(b, l, above, arith::SubIOp::create(b, l, end, lane), cIndex(b, l, 0));
-  Value count = arith::DivUIOp::create(b, l, arith::AddIOp::create(b, l, span, cIndex(b, l, kWarpSize - 1)),
-                                       cIndex(b, l, kWarpSize));
-  return arith::AddIOp::create(b, l, lane, arith::MulIOp::create(b, l, count, cIndex(b, l, kWarpSize)));
+  return arith::AddIOp::create(b, l, lane,
+                               arith::MulIOp::create(b, l, columnsBelow(b, l, lane, end), cIndex(b, l, kWarpSize)));
 }
 
 // One row's fold in a warp: lane l folds k = l, l + 32, .. in f32 (coalesced

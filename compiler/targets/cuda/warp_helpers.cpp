@@ -32,6 +32,15 @@ Value combine(OpBuilder& b, Location l, gpu::AllReduceOperation kind, Value x, V
   }
 }
 
+SmallVector<Value> delinearize(OpBuilder& b, Location l, Value linear, ArrayRef<int64_t> shape) {
+  SmallVector<Value> indices(shape.size());
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    indices[d] = arith::RemUIOp::create(b, l, linear, cIndex(b, l, shape[d]));
+    linear = arith::DivUIOp::create(b, l, linear, cIndex(b, l, shape[d]));
+  }
+  return indices;
+}
+
 scf::ParallelOp parallelLoop(OpBuilder& b, Location l, ArrayRef<int64_t> extents, StringRef family) {
   SmallVector<Value> zeros, ends, ones;
   for (int64_t e : extents) {

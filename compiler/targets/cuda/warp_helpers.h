@@ -18,6 +18,11 @@ mlir::Value toF32(mlir::OpBuilder& b, mlir::Location l, mlir::Value v);
 mlir::Value combine(mlir::OpBuilder& b, mlir::Location l, mlir::gpu::AllReduceOperation kind, mlir::Value x,
                     mlir::Value y);
 
+// Row-major index `linear` as indices into `shape` (each a rem and a div
+// by that axis's length, the last axis first).
+llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder& b, mlir::Location l, mlir::Value linear,
+                                           llvm::ArrayRef<int64_t> shape);
+
 // A parallel loop nest over [0, extents) (the launch's grid, last axis
 // fastest), b's insertion point moved into its body; its kernel's family
 // (map_to_gpu.h's kKernelFamily) is `family`.

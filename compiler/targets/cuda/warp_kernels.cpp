@@ -245,12 +245,7 @@ struct KeepMask {
     if (buffer) return memref::LoadOp::create(b, l, buffer, ValueRange{row, col});
     ArrayRef<int64_t> shape = cast<RankedTensorType>(made->getResult(0).getType()).getShape();
     Value linear = arith::AddIOp::create(b, l, arith::MulIOp::create(b, l, row, cIndex(b, l, n)), col);
-    SmallVector<Value> indices(shape.size());
-    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-      indices[d] = arith::RemUIOp::create(b, l, linear, cIndex(b, l, shape[d]));
-      linear = arith::DivUIOp::create(b, l, linear, cIndex(b, l, shape[d]));
-    }
-    return computeAt(b, l, made, 0, indices);
+    return computeAt(b, l, made, 0, delinearize(b, l, linear, shape));
   }
 };
 
