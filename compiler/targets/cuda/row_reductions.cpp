@@ -155,6 +155,37 @@ ir::ReduceOp leadingReduction(ir::ReduceOp second, linalg::GenericOp producer, l
 // one warp in all), so each iteration issues the loads of all its columns
 // before the work that waits for them: that many are in flight.
 constexpr int64_t kColumnsAtOnce = 16;
+// A kernel of at most kFewRows rows takes more, up to kLoadsInFlight loads
+// a lane an iteration: its warps are all the GPU runs (decode's norms are
+// one warp, its softmax a warp a head), so nothing else hides their
+// latency, and registers are plenty. A kernel of many rows (prefill's) has
+// other warps to run while one waits.
+constexpr int64_t kFewRows = 64;
+constexpr int64_t kLoadsInFlight = 96;
+
+// How many loads a column costs `g`: its inputs read at the column (a
+// row's value or a scalar is read once, not per column) and the reads in
+// its body (a tensor read through a reshape or a slice).
+int64_t readsPerColumn(linalg::GenericOp g) {
+  if (!g) return 1;
+  int64_t reads = 0;
+  for (OpOperand* in : g.getDpsInputOperands()) {
+    AffineMap map = g.getMatchingIndexingMap(in);
+    if (map.getNumDims() > 0 && map.isFunctionOfDim(map.getNumDims() - 1)) ++reads;
+  }
+  g.getRegion().walk([&](tensor::ExtractOp) { ++reads; });
+  return std::max<int64_t>(reads, 1);
+}
+
+// Columns a lane takes an iteration in a kernel of `rows` rows whose
+// columns each cost `reads` loads: kColumnsAtOnce, doubled while a kernel
+// of few rows stays within kLoadsInFlight.
+int64_t columnsAtOnce(int64_t rows, int64_t reads) {
+  int64_t n = kColumnsAtOnce;
+  if (rows <= kFewRows)
+    while (2 * n * reads <= kLoadsInFlight) n *= 2;
+  return n;
+}
 
 // Moves each read (memref.load, tensor.extract) of `block` up to just after the last of its
 // operands defined in the block (else to the block's start), so an
@@ -191,47 +222,77 @@ Value columnsBelow(OpBuilder& b, Location l, Value lane, Value end) {
                                 cIndex(b, l, kWarpSize));
 }
 
-// One iteration of a lane's walk over its columns: the columns, the values
-// carried, the values carried on.
-using ColumnStep = std::function<SmallVector<Value>(OpBuilder&, Location, ArrayRef<Value>, ValueRange)>;
+// One iteration of a lane's walk over its columns: the columns, whether
+// each is one of the lane's (empty: all are; else a column past the row's
+// end is given as its last column, in bounds, and must add nothing), the
+// values carried, the values carried on.
+using ColumnStep =
+    std::function<SmallVector<Value>(OpBuilder&, Location, ArrayRef<Value>, ArrayRef<Value>, ValueRange)>;
 
 // A lane's columns lane, lane + 32, .. < k (coalesced across the warp) in
-// order, kColumnsAtOnce an iteration and then one at a time, each
-// iteration's loads issued first; what `step` carries, at the end. With
-// `end` (an index at most k, computed in the kernel), the columns below it.
-SmallVector<Value> overColumns(OpBuilder& b, Location l, Value lane, int64_t k, ValueRange init,
+// order, `atOnce` an iteration while whole, then the rest in one
+// iteration of masked columns (a step that skips what is masked adds
+// nothing), each iteration's loads issued first; what `step` carries, at
+// the end. With `end` (an index at most k, computed in the kernel), the
+// columns below it. A lane's loads are in flight together only within an
+// iteration: the masked one keeps a row's last few columns (a bound short
+// of a group, decode's softmax at an early position) from costing a trip to
+// memory each.
+SmallVector<Value> overColumns(OpBuilder& b, Location l, Value lane, int64_t k, int64_t atOnce, ValueRange init,
                                const ColumnStep& step, Value end = {}) {
   int64_t perLane = k / kWarpSize;  // every lane has at least this many
-  int64_t atOnce = std::min(kColumnsAtOnce, std::max<int64_t>(perLane, 1));
+  atOnce = std::min(atOnce, std::max<int64_t>(perLane, 1));
   int64_t grouped = perLane / atOnce * atOnce * kWarpSize;
   SmallVector<Value> carried(init);
-  auto walk = [&](Value from, Value to, int64_t columns) {
+  // Iterations from `from` below `to`, `columns` of the lane's an iteration;
+  // with `bound`, those at or past it masked, and with `clamp` read at most
+  // at column k - 1 (without, every column read must be below k).
+  auto walk = [&](Value from, Value to, int64_t columns, Value bound, bool clamp) {
     auto loop = scf::ForOp::create(b, l, from, to, cIndex(b, l, columns * kWarpSize), carried,
                                    [&](OpBuilder& lb, Location ll, Value base, ValueRange acc) {
-      SmallVector<Value> cols = {base};
+      SmallVector<Value> cols = {base}, valid;
       for (int64_t u = 1; u < columns; ++u)
         cols.push_back(arith::AddIOp::create(lb, ll, base, cIndex(lb, ll, u * kWarpSize)));
-      scf::YieldOp::create(lb, ll, step(lb, ll, cols, acc));
+      if (bound)
+        for (Value& col : cols) {
+          valid.push_back(arith::CmpIOp::create(lb, ll, arith::CmpIPredicate::ult, col, bound));
+          if (clamp) col = arith::MinUIOp::create(lb, ll, col, cIndex(lb, ll, k - 1));
+        }
+      scf::YieldOp::create(lb, ll, step(lb, ll, cols, valid, acc));
       issueLoadsFirst(lb.getBlock());
     });
     carried.assign(loop.getResults().begin(), loop.getResults().end());
   };
   if (end) {
-    // This lane's columns below `end`, in groups while whole, then one at a time.
+    // This lane's columns below `end`: in groups while whole, then the
+    // fewer than atOnce left (an iteration when there are any).
     Value count = columnsBelow(b, l, lane, end);
     Value groups = arith::DivUIOp::create(b, l, count, cIndex(b, l, atOnce));
     Value rest = arith::AddIOp::create(b, l, lane,
                                        arith::MulIOp::create(b, l, groups, cIndex(b, l, atOnce * kWarpSize)));
-    walk(lane, rest, atOnce);
-    walk(rest, end, 1);
+    walk(lane, rest, atOnce, Value(), false);
+    // The masked iteration reads no column at or past k when k is whole
+    // groups: it runs only when the lane has fewer than its k / 32
+    // columns below end, so its group is one of those k holds. Else the
+    // reads are clamped (an address a column instead of one a lane).
+    bool whole = k % (atOnce * kWarpSize) == 0;
+    if (atOnce > 1) walk(rest, end, atOnce, end, !whole);
+    else walk(rest, end, 1, Value(), false);
     return carried;
   }
   Value rest = lane;
   if (grouped > 0) {
     rest = arith::AddIOp::create(b, l, lane, cIndex(b, l, grouped));
-    walk(lane, rest, atOnce);
+    walk(lane, rest, atOnce, Value(), false);
   }
-  if (grouped < k) walk(rest, cIndex(b, l, k), 1);
+  // The columns past the groups: at most ceil((k - grouped) / 32) a lane, in
+  // one iteration (none for a lane with none), masked where k is not whole
+  // warps.
+  if (int64_t left = k - grouped; left > 0) {
+    int64_t columns = (left + kWarpSize - 1) / kWarpSize;
+    bool partial = left % kWarpSize != 0;
+    walk(rest, cIndex(b, l, k), columns, partial ? cIndex(b, l, k) : Value(), partial);
+  }
   return carried;
 }
 
@@ -246,7 +307,7 @@ Value firstColumnFrom(OpBuilder& b, Location l, Value lane, Value end) {
 // partial results combined by the butterfly (a mean divided by K, as the
 // shared lowering does), rounded to `op`'s result type once. Every lane has
 // the result.
-Value foldRow(OpBuilder& b, Location l, ir::ReduceOp op, Value lane, int64_t k,
+Value foldRow(OpBuilder& b, Location l, ir::ReduceOp op, Value lane, int64_t k, int64_t atOnce,
               const std::function<Value(OpBuilder&, Location, Value)>& at, Value end = {}) {
   using K = ir::ReduceKind;
   K kind = op.getKind();
@@ -255,10 +316,13 @@ Value foldRow(OpBuilder& b, Location l, ir::ReduceOp op, Value lane, int64_t k,
                   : kind == K::Min ? gpu::AllReduceOperation::MINNUMF
                                    : gpu::AllReduceOperation::ADD;
   Value init = arith::ConstantOp::create(b, l, b.getF32FloatAttr(start));
-  Value partial = overColumns(b, l, lane, k, ValueRange{init},
-                              [&](OpBuilder& lb, Location ll, ArrayRef<Value> cols, ValueRange acc) {
+  Value partial = overColumns(b, l, lane, k, atOnce, ValueRange{init},
+                              [&](OpBuilder& lb, Location ll, ArrayRef<Value> cols, ArrayRef<Value> valid,
+                                  ValueRange acc) {
     SmallVector<Value> values;
     for (Value col : cols) values.push_back(toF32(lb, ll, at(lb, ll, col)));
+    // A masked column folds the fold's start, which changes no value.
+    for (size_t u = 0; u < valid.size(); ++u) values[u] = arith::SelectOp::create(lb, ll, valid[u], values[u], init);
     Value folded = acc[0];
     for (Value v : values) folded = combine(lb, ll, warpKind, folded, v);
     return SmallVector<Value>{folded};
@@ -334,11 +398,13 @@ void lowerRowReduction(ir::ReduceOp op, ir::ReduceOp first = {}) {
   };
   Given given;
   if (first)
-    given[first.getResult()] = foldRow(b, l, first, lane, k, [&](OpBuilder& lb, Location ll, Value col) {
+    given[first.getResult()] = foldRow(b, l, first, lane, k, columnsAtOnce(rows, readsPerColumn(firstProducer)),
+                                       [&](OpBuilder& lb, Location ll, Value col) {
       return firstProducer ? computeAt(lb, ll, firstProducer, indexAt(col), buffers)
                            : Value(memref::LoadOp::create(lb, ll, firstX, ValueRange{cIndex(lb, ll, 0), row, col}));
     }, firstProducer ? foldEnd(firstProducer, first) : Value());
-  Value total = foldRow(b, l, op, lane, k, [&](OpBuilder& lb, Location ll, Value col) {
+  Value total = foldRow(b, l, op, lane, k, columnsAtOnce(rows, readsPerColumn(producer)),
+                        [&](OpBuilder& lb, Location ll, Value col) {
     return producer ? computeAt(lb, ll, producer, indexAt(col), buffers, given)
                     : Value(memref::LoadOp::create(lb, ll, x, ValueRange{cIndex(lb, ll, 0), row, col}));
   }, producer ? foldEnd(producer, op) : Value());
@@ -350,11 +416,18 @@ void lowerRowReduction(ir::ReduceOp op, ir::ReduceOp first = {}) {
     // from the masked score, without reading the row.
     std::optional<MaskedSelect> mask;
     Value end = boundOf(epilogue, mask);
-    overColumns(b, l, lane, k, ValueRange{}, [&](OpBuilder& lb, Location ll, ArrayRef<Value> cols, ValueRange) {
+    overColumns(b, l, lane, k, columnsAtOnce(rows, readsPerColumn(epilogue)), ValueRange{},
+                [&](OpBuilder& lb, Location ll, ArrayRef<Value> cols, ArrayRef<Value> valid, ValueRange) {
       SmallVector<Value> ys;
       for (Value col : cols) ys.push_back(computeAt(lb, ll, epilogue, indexAt(col), buffers, given));
-      for (auto [col, y] : llvm::zip_equal(cols, ys))
-        memref::StoreOp::create(lb, ll, y, result, ValueRange{cIndex(lb, ll, 0), row, col});
+      for (auto [u, col] : llvm::enumerate(cols)) {
+        OpBuilder sb = lb;
+        if (!valid.empty()) {
+          auto only = scf::IfOp::create(lb, ll, valid[u], /*withElseRegion=*/false);
+          sb.setInsertionPoint(only.thenBlock()->getTerminator());
+        }
+        memref::StoreOp::create(sb, ll, ys[u], result, ValueRange{cIndex(sb, ll, 0), row, col});
+      }
       return SmallVector<Value>{};
     }, end);
     if (end)
