@@ -165,7 +165,7 @@ constexpr int64_t kLoadsInFlight = 96;
 
 // How many loads a column costs `g`: its inputs read at the column (a
 // row's value or a scalar is read once, not per column) and the reads in
-// its body (a tensor read through a reshape or a slice).
+// its body of a tensor with axes (one read through a reshape or a slice).
 int64_t readsPerColumn(linalg::GenericOp g) {
   if (!g) return 1;
   int64_t reads = 0;
@@ -173,7 +173,7 @@ int64_t readsPerColumn(linalg::GenericOp g) {
     AffineMap map = g.getMatchingIndexingMap(in);
     if (map.getNumDims() > 0 && map.isFunctionOfDim(map.getNumDims() - 1)) ++reads;
   }
-  g.getRegion().walk([&](tensor::ExtractOp) { ++reads; });
+  g.getRegion().walk([&](tensor::ExtractOp e) { reads += !e.getIndices().empty(); });
   return std::max<int64_t>(reads, 1);
 }
 

@@ -484,57 +484,94 @@ void lowerSplitProduct(ir::MatmulOp op) {
     Value mat = par.getInductionVars()[0], split = par.getInductionVars()[1], col = par.getInductionVars()[2];
     Value from = arith::MulIOp::create(b, l, split, cIndex(b, l, kSplitChunk));
     Value to = arith::MinUIOp::create(b, l, arith::AddIOp::create(b, l, from, cIndex(b, l, kSplitChunk)), cIndex(b, l, k));
+    // a's values of keys [first, first + keys) for every row (key-major),
+    // as loaded.
+    Type aType = cast<MemRefType>(x.getType()).getElementType();
+    auto loadA = [&](OpBuilder& lb, Location ll, Value first, int64_t keys) {
+      SmallVector<Value> xs;
+      for (int64_t u = 0; u < keys; ++u) {
+        Value at = u == 0 ? first : Value(arith::AddIOp::create(lb, ll, first, cIndex(lb, ll, u)));
+        for (int64_t r = 0; r < rows; ++r)
+          xs.push_back(memref::LoadOp::create(lb, ll, x, ValueRange{mat, cIndex(lb, ll, r), at}));
+      }
+      return xs;
+    };
+    auto asF32 = [&](OpBuilder& lb, Location ll, ArrayRef<Value> xs) {
+      SmallVector<Value> out;
+      for (Value v : xs) out.push_back(toF32(lb, ll, v));
+      return out;
+    };
+    // The same for a group at `first` when it starts below `hi`, else zeros
+    // (nothing is read past the keys walked). A branch the whole warp takes
+    // alike, holding only the loads: nothing in it waits for their values.
+    auto loadAIf = [&](OpBuilder& lb, Location ll, Value first, Value hi, int64_t keys) {
+      Value inside = arith::CmpIOp::create(lb, ll, arith::CmpIPredicate::ult, first, hi);
+      auto branch = scf::IfOp::create(lb, ll, SmallVector<Type>(keys * rows, aType), inside, true);
+      OpBuilder tb = OpBuilder::atBlockEnd(branch.thenBlock());
+      scf::YieldOp::create(tb, ll, loadA(tb, ll, first, keys));
+      OpBuilder eb = OpBuilder::atBlockEnd(branch.elseBlock());
+      Value none = arith::ConstantOp::create(eb, ll, eb.getZeroAttr(aType));
+      scf::YieldOp::create(eb, ll, SmallVector<Value>(keys * rows, none));
+      return SmallVector<Value>(branch.getResults());
+    };
+    // The terms of keys [first, first + keys) added to `acc` in order of k,
+    // with a's values `xs` (key-major); a zero term (when `nonzero` is
+    // given) leaves its sum as it was.
+    auto terms = [&](OpBuilder& tb, Location ll, Value first, int64_t keys, ArrayRef<Value> xs, ValueRange acc,
+                     ArrayRef<Value> nonzero) {
+      SmallVector<Value> ws;
+      for (int64_t u = 0; u < keys; ++u) {
+        Value at = u == 0 ? first : Value(arith::AddIOp::create(tb, ll, first, cIndex(tb, ll, u)));
+        ws.push_back(toF32(tb, ll, memref::LoadOp::create(tb, ll, w, ValueRange{mat, at, col})));
+      }
+      SmallVector<Value> next(acc);
+      for (int64_t u = 0; u < keys; ++u)
+        for (int64_t r = 0; r < rows; ++r) {
+          Value sum = math::FmaOp::create(tb, ll, xs[u * rows + r], ws[u], next[r]);
+          next[r] = nonzero.empty() ? sum : Value(arith::SelectOp::create(tb, ll, nonzero[u * rows + r], sum, next[r]));
+        }
+      return next;
+    };
     // Keys [lo, hi) in steps of `keys`: each iteration loads a's values of
-    // its keys for every row, then (unless every one is a skipped zero)
-    // b's, then adds the terms in order of k.
-    auto walk = [&](Value lo, Value hi, int64_t keys, ValueRange init) {
-      return scf::ForOp::create(b, l, lo, hi, cIndex(b, l, keys), init,
-                                [&](OpBuilder& lb, Location ll, Value first, ValueRange acc) {
-        SmallVector<Value> ats;
-        SmallVector<SmallVector<Value>> xs;
-        for (int64_t u = 0; u < keys; ++u) {
-          ats.push_back(u == 0 ? first : Value(arith::AddIOp::create(lb, ll, first, cIndex(lb, ll, u))));
-          xs.emplace_back();
-          for (int64_t r = 0; r < rows; ++r)
-            xs.back().push_back(toF32(lb, ll, memref::LoadOp::create(lb, ll, x, ValueRange{mat, cIndex(lb, ll, r), ats[u]})));
-        }
-        // Every term of the group, in order; a zero term (skip_zero_terms)
-        // leaves its sum as it was.
-        auto terms = [&](OpBuilder& tb, ArrayRef<SmallVector<Value>> nonzero) {
-          SmallVector<Value> ws;
-          for (int64_t u = 0; u < keys; ++u)
-            ws.push_back(toF32(tb, ll, memref::LoadOp::create(tb, ll, w, ValueRange{mat, ats[u], col})));
-          SmallVector<Value> next(acc);
-          for (int64_t u = 0; u < keys; ++u)
-            for (int64_t r = 0; r < rows; ++r) {
-              Value sum = math::FmaOp::create(tb, ll, xs[u][r], ws[u], next[r]);
-              next[r] = nonzero.empty() ? sum : Value(arith::SelectOp::create(tb, ll, nonzero[u][r], sum, next[r]));
-            }
-          return next;
-        };
-        if (!skipZeros) {
-          scf::YieldOp::create(lb, ll, terms(lb, {}));
-          return;
-        }
-        // A group whose every key every row weighs exactly 0 (attention's
-        // keys past the position) is not read from b. Threads of a warp
-        // differ only in `col`, so the whole warp branches alike.
-        SmallVector<SmallVector<Value>> nonzero;
+    // its keys for every row and b's, then adds the terms in order of k.
+    auto walk = [&](Value lo, Value hi, int64_t keys, ValueRange init) -> SmallVector<Value> {
+      auto loop = scf::ForOp::create(b, l, lo, hi, cIndex(b, l, keys), init,
+                                     [&](OpBuilder& lb, Location ll, Value first, ValueRange acc) {
+        scf::YieldOp::create(lb, ll, terms(lb, ll, first, keys, asF32(lb, ll, loadA(lb, ll, first, keys)), acc, {}));
+      });
+      return SmallVector<Value>(loop.getResults());
+    };
+    // With skip_zero_terms: a group whose every key every row weighs
+    // exactly 0 (attention's keys past the position) is not read from b.
+    // Deciding that waits for a's values, so the next group's are loaded
+    // before this group's b: they are in flight while it is read, and an
+    // iteration costs one trip to memory, not two. The loop carries them.
+    // Threads of a warp differ only in `col`, so the warp branches alike.
+    auto walkSkipping = [&](Value lo, Value hi, int64_t keys, ValueRange init) -> SmallVector<Value> {
+      SmallVector<Value> carried(init);
+      llvm::append_range(carried, loadAIf(b, l, lo, hi, keys));
+      auto loop = scf::ForOp::create(b, l, lo, hi, cIndex(b, l, keys), carried,
+                                     [&](OpBuilder& lb, Location ll, Value first, ValueRange args) {
+        ValueRange acc = args.take_front(rows);
+        Value after = arith::AddIOp::create(lb, ll, first, cIndex(lb, ll, keys));
+        SmallVector<Value> nextXs = loadAIf(lb, ll, after, hi, keys);
+        SmallVector<Value> xs = asF32(lb, ll, SmallVector<Value>(args.drop_front(rows)));
+        SmallVector<Value> nonzero;
         Value any;
-        for (int64_t u = 0; u < keys; ++u) {
-          nonzero.emplace_back();
-          for (int64_t r = 0; r < rows; ++r) {
-            nonzero.back().push_back(arith::CmpFOp::create(lb, ll, arith::CmpFPredicate::UNE, xs[u][r], zero));
-            any = any ? Value(arith::OrIOp::create(lb, ll, any, nonzero.back().back())) : nonzero.back().back();
-          }
+        for (Value v : xs) {
+          nonzero.push_back(arith::CmpFOp::create(lb, ll, arith::CmpFPredicate::UNE, v, zero));
+          any = any ? Value(arith::OrIOp::create(lb, ll, any, nonzero.back())) : nonzero.back();
         }
         auto branch = scf::IfOp::create(lb, ll, SmallVector<Type>(rows, lb.getF32Type()), any, /*withElse=*/true);
         OpBuilder tb = OpBuilder::atBlockEnd(branch.thenBlock());
-        scf::YieldOp::create(tb, ll, terms(tb, nonzero));
+        scf::YieldOp::create(tb, ll, terms(tb, ll, first, keys, xs, acc, nonzero));
         OpBuilder eb = OpBuilder::atBlockEnd(branch.elseBlock());
         scf::YieldOp::create(eb, ll, acc);
-        scf::YieldOp::create(lb, ll, branch.getResults());
+        SmallVector<Value> yielded(branch.getResults());
+        llvm::append_range(yielded, nextXs);
+        scf::YieldOp::create(lb, ll, yielded);
       });
+      return SmallVector<Value>(loop.getResults().take_front(rows));
     };
     // The chunk's keys, keysAtOnce(rows) at a time, then the rest one at a time
     // (a last chunk shorter than kSplitChunk).
@@ -543,11 +580,14 @@ void lowerSplitProduct(ir::MatmulOp op) {
     Value grouped = arith::AddIOp::create(
         b, l, from,
         arith::MulIOp::create(b, l, arith::DivUIOp::create(b, l, span, cIndex(b, l, atOnce)), cIndex(b, l, atOnce)));
-    auto groups = walk(from, grouped, atOnce, SmallVector<Value>(rows, zero));
-    auto sums = walk(grouped, to, 1, groups.getResults());
+    auto walkKeys = [&](Value lo, Value hi, int64_t keys, ValueRange init) {
+      return skipZeros ? walkSkipping(lo, hi, keys, init) : walk(lo, hi, keys, init);
+    };
+    SmallVector<Value> groups = walkKeys(from, grouped, atOnce, SmallVector<Value>(rows, zero));
+    SmallVector<Value> sums = walkKeys(grouped, to, 1, groups);
     for (int64_t r = 0; r < rows; ++r) {
-      if (partial) memref::StoreOp::create(b, l, sums.getResult(r), partial, ValueRange{mat, split, cIndex(b, l, r), col});
-      else memref::StoreOp::create(b, l, rounded(b, sums.getResult(r)), result, ValueRange{mat, cIndex(b, l, r), col});
+      if (partial) memref::StoreOp::create(b, l, sums[r], partial, ValueRange{mat, split, cIndex(b, l, r), col});
+      else memref::StoreOp::create(b, l, rounded(b, sums[r]), result, ValueRange{mat, cIndex(b, l, r), col});
     }
   }
   if (partial) {
