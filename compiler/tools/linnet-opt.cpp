@@ -9,6 +9,7 @@
 #include "transforms/passes.h"
 #ifdef LINNET_OPT_CUDA
 #include "targets/cuda/fuse_elementwise.h"
+#include "targets/cuda/merge_launches.h"
 #endif
 
 int main(int argc, char** argv) {
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   linnet::transforms::registerPasses();
 #ifdef LINNET_OPT_CUDA
   linnet::cuda::registerFuseElementwisePass();
+  linnet::cuda::registerMergeLaunchesPass();
 #endif
   return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "linnet-opt: the linnet dialect's passes\n", registry));
 }

@@ -7,7 +7,10 @@
 // - args[i] points to the i-th argument's memref descriptor. Arguments come
 //   in this order: the entry's inputs, the manifest's params, its states,
 //   the entry's outputs (ArgumentOrder). Inputs and params are read, states
-//   are updated in place, outputs are written.
+//   are updated in place, outputs are written. Each state and each output
+//   is a buffer of its own, shared with no other argument (code generators
+//   rely on it: targets/cuda/buffer_aliases.h); read-only arguments may
+//   share one (a tied head's weight).
 // - A descriptor is MLIR's ranked memref of the C interface, int64 words:
 //   {allocated, aligned, offset, sizes[rank], strides[rank]}, offset and
 //   strides counted in elements. The runtime passes contiguous C-order

@@ -19,6 +19,7 @@
 #include "targets/cuda/fuse_elementwise.h"
 #include "targets/cuda/host_reads.h"
 #include "targets/cuda/map_to_gpu.h"
+#include "targets/cuda/merge_launches.h"
 #include "targets/cuda/read_only_arguments.h"
 #include "targets/cuda/warp_kernels.h"
 #include "transforms/pipeline.h"
@@ -117,6 +118,7 @@ void lowerToLaunches(mlir::ModuleOp module) {
   mapToGpu(module);
   runPipeline(module, "canonicalize,cse", "mapping to the GPU");
   verifyHostCode(module);
+  mergeIndependentLaunches(module);
   releaseBuffersAfterLastUse(module);
   sinkConstants(module);
 }

@@ -5,6 +5,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "targets/cuda/buffer_aliases.h"
 #include "targets/cuda/map_to_gpu.h"
 
 namespace linnet::cuda {
@@ -12,13 +13,6 @@ namespace linnet::cuda {
 namespace {
 
 using namespace mlir;
-
-// The buffer a launch operand lives in, as far as the host code knows: an
-// allocation, or (every function argument alike) nullptr.
-Value bufferOf(Value operand) {
-  Value root = bufferRoot(operand);
-  return isa<BlockArgument>(root) ? Value() : root;
-}
 
 // The kernel's arguments it may write; all of them when a write's target is unknown.
 llvm::SmallDenseSet<unsigned> writtenArguments(gpu::GPUFuncOp kernel) {
@@ -72,7 +66,7 @@ void markReadOnlyArguments(ModuleOp module) {
       for (unsigned i = 0; i < operands.size(); ++i) {
         if (!readOnly[i]) continue;
         for (unsigned j : written)
-          if (j < operands.size() && bufferOf(operands[i]) == bufferOf(operands[j])) readOnly[i] = false;
+          if (j < operands.size() && mayAlias(bufferRoot(operands[i]), bufferRoot(operands[j]))) readOnly[i] = false;
       }
     }
     if (!launched) return;

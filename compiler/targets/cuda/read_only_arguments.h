@@ -11,10 +11,8 @@ namespace linnet::cuda {
 
 // Marks `llvm.readonly` each memref argument of a kernel that no launch
 // lets it write through any argument: the kernel stores into no view of it,
-// and into no view of the same buffer passed as another argument. Buffers
-// the host function got as arguments (weights, states, a layer's inputs)
-// count as one buffer, since a caller may pass one buffer twice; each
-// gpu.alloc is its own. After outlining (kernel_binary.h).
+// and into no argument that may be the same memory (buffer_aliases.h).
+// After outlining (kernel_binary.h).
 void markReadOnlyArguments(mlir::ModuleOp module);
 
 // Adds `llvm.noalias` to every kernel pointer argument marked
