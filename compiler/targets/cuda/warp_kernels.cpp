@@ -270,10 +270,15 @@ void eraseUnread(Value v) {
   }
 }
 
+// How many columns a warp of a product with keep_columns takes.
+constexpr int64_t kColumnsPerMaskedWarp = 8;
+
 // a [.., K] x w [N, K] (transpose_b), or batched a [..L, M, K] x
-// w [..L, N, K]: a warp per (matrix, column n). With keep_columns, a
-// column no row keeps is stored as 0 without reading w's row: attention's
-// scores for the keys past the position (the whole warp branches alike).
+// w [..L, N, K]: a warp per (matrix, column n). With keep_columns, a warp
+// per (matrix, slot) takes every slots-th column (kColumnsPerMaskedWarp
+// each), and a column no row keeps is stored as 0 without reading w's
+// row: attention's scores for the keys past the position (the whole warp
+// branches alike).
 void lowerProduct(ir::MatmulOp op) {
   OpBuilder b(op);
   Location l = op.getLoc();
@@ -304,11 +309,21 @@ void lowerProduct(ir::MatmulOp op) {
   Value result = memref::AllocOp::create(b, l, MemRefType::get({batch, rows, n}, out.getElementType()));
   {
     OpBuilder::InsertionGuard guard(b);
-    auto par = parallelLoop(b, l, {batch, n, kWarpSize}, batched ? "attention" : "gemv");
-    WarpProduct p{x, w, par.getInductionVars()[0], par.getInductionVars()[1], par.getInductionVars()[2]};
     if (!keep) {
+      auto par = parallelLoop(b, l, {batch, n, kWarpSize}, batched ? "attention" : "gemv");
+      WarpProduct p{x, w, par.getInductionVars()[0], par.getInductionVars()[1], par.getInductionVars()[2]};
       emitWarpColumn(b, l, p, rows, k, result);
     } else {
+      // A warp per (matrix, slot) takes the columns slot, slot + slots, ..:
+      // decode's scores cover every cached key, most past the position, and
+      // a warp each (65,536 warps a layer on the 8B card, 8 waves of an
+      // H200) was mostly warps that only stored zeros. The keys seen are a
+      // prefix, so striding spreads them over the slots.
+      int64_t slots = (n + kColumnsPerMaskedWarp - 1) / kColumnsPerMaskedWarp;
+      auto par = parallelLoop(b, l, {batch, slots, kWarpSize}, "attention");
+      auto columns = scf::ForOp::create(b, l, par.getInductionVars()[1], cIndex(b, l, n), cIndex(b, l, slots));
+      b.setInsertionPoint(columns.getBody()->getTerminator());
+      WarpProduct p{x, w, par.getInductionVars()[0], columns.getInductionVar(), par.getInductionVars()[2]};
       auto branch = scf::IfOp::create(b, l, anyKept(b, l, *keep, p.col), /*withElseRegion=*/true);
       b.setInsertionPoint(branch.thenBlock()->getTerminator());
       emitWarpColumn(b, l, p, rows, k, result);
