@@ -10,6 +10,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "targets/cuda/hoist_invariants.h"
 #include "targets/cuda/library_products.h"
 #include "targets/cuda/product_buffers.h"
 
@@ -94,24 +95,6 @@ SmallVector<Operation*> caseSlice(func::FuncOp f, Value v) {
   return SmallVector<Operation*>(slice.begin(), slice.end());
 }
 
-// True when every value the ops read from outside them is defined outside `loop`.
-bool invariantIn(ArrayRef<Operation*> ops, Operation* loop) {
-  llvm::DenseSet<Operation*> set(ops.begin(), ops.end());
-  auto outside = [&](Value used) {
-    Operation* def = used.getDefiningOp();
-    if (def && set.contains(def)) return true;
-    Operation* owner = def ? def : cast<BlockArgument>(used).getOwner()->getParentOp();
-    return !loop->isAncestor(owner);
-  };
-  for (Operation* op : ops) {
-    if (!llvm::all_of(op->getOperands(), outside)) return false;
-    SetVector<Value> above;
-    for (Region& r : op->getRegions()) getUsedValuesDefinedAbove(r, above);
-    if (!llvm::all_of(above, outside)) return false;
-  }
-  return true;
-}
-
 void hoistCase(ModuleOp module, scf::IndexSwitchOp sw) {
   auto f = dyn_cast<func::FuncOp>(sw->getParentOp());
   if (!f || !f.isPrivate()) return;
@@ -141,10 +124,7 @@ void hoistCase(ModuleOp module, scf::IndexSwitchOp sw) {
   call.erase();
   for (Operation* op : llvm::reverse(slice))
     if (op->use_empty()) op->erase();
-  // Out of the caller's loops, outermost first reached last.
-  for (Operation* loop = passing->getParentOp(); isa<scf::ForOp>(loop) && invariantIn(cloned, loop);
-       loop = loop->getParentOp())
-    for (Operation* op : cloned) op->moveBefore(loop);
+  moveOutOfLoops(cloned, passing);
 }
 
 }  // namespace

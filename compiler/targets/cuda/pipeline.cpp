@@ -17,6 +17,7 @@
 #include "targets/cuda/library_products.h"
 #include "targets/cuda/buffer_lifetimes.h"
 #include "targets/cuda/fuse_elementwise.h"
+#include "targets/cuda/hoist_invariants.h"
 #include "targets/cuda/host_reads.h"
 #include "targets/cuda/map_to_gpu.h"
 #include "targets/cuda/merge_launches.h"
@@ -97,6 +98,7 @@ void bufferize(mlir::ModuleOp module) {
   fuseElementwise(module);
   lowerWarpKernels(module, sharedOptions());
   lowerRowReductions(module, sharedOptions());
+  hoistLayerInvariants(module);
   {
     mlir::PassManager pm(module.getContext(), mlir::ModuleOp::getOperationName());
     // Allocations live in the runtime's per-call arena, reset when the
