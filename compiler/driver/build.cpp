@@ -87,6 +87,13 @@ int runBuild(const BuildArgs& args) {
     fmt::print(stderr, "linnetc: unknown target `{}` (this build has: {})\n", args.target, targets::targetNames());
     return 2;
   }
+  if (!args.paramStorage.empty() && !target->readsStorageFormats()) {
+    fmt::print(stderr,
+               "linnetc: --param-storage `{}`: the {} target reads params as plain elements only; drop "
+               "--param-storage (the runtime dequantizes a checkpoint's quantized weights for this target)\n",
+               args.paramStorage.front(), target->name());
+    return 2;
+  }
   std::vector<std::string> stages = stagesOf(target);
   if (!args.emit.empty() && std::find(stages.begin(), stages.end(), args.emit) == stages.end()) {
     fmt::print(stderr, "linnetc: unknown --emit `{}` ({})\n", args.emit, fmt::join(stages, ", "));

@@ -39,6 +39,9 @@ class Target {
   // The ops the target lowers itself, which the shared pipeline then keeps
   // (f32 attention for a target with its own attention kernel).
   virtual transforms::SharedOptions sharedOptions() const { return {}; }
+  // Whether it reads params in a storage format (`linnetc build
+  // --param-storage`); otherwise every param is plain elements.
+  virtual bool readsStorageFormats() const { return true; }
   // Dialects, extensions and translations beyond the shared ones.
   virtual void registerDialects(mlir::DialectRegistry& registry) const = 0;
 

@@ -15,6 +15,10 @@ struct Driver {
   std::string_view target;   // `linnetc build --target`
   std::string_view summary;  // one line, for messages
   std::unique_ptr<Device> (*create)();
+  // Whether its target's code reads a param in the checkpoint's own storage
+  // (a GGUF's q4_1 rows, a bf16 checkpoint of an f32 model): otherwise the
+  // runtime hands it the plain elements the binding dequantized.
+  bool storageFormats = false;
 };
 
 // In registry.cpp's order.

@@ -308,9 +308,11 @@ class CompiledBackend : public Backend {
 
   // Which manifest params the entries read in the checkpoint's storage: a
   // param whose bound bytes have one (every layer the same, for a stacked
-  // one). Handed to linnetc with each entry (ArtifactCache::setParamStorage).
+  // one), on a device whose target reads storage formats. Handed to linnetc
+  // with each entry (ArtifactCache::setParamStorage).
   void planStorage() {
     std::vector<std::string> flags;
+    if (!driver_.storageFormats) return cache_.setParamStorage(flags);  // plain elements for every param
     for (const TensorSpec& spec : model_.params) {
       size_t star = spec.name.find(".*.");
       std::vector<std::string> paths;

@@ -111,7 +111,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bin", required=True, help="folder with linnet and linnetc")
     p.add_argument("--scratch", required=True, help="a folder for generated inputs")
-    p.add_argument("--have", default="", help="optional parts built: cpu (compiled backend), text (chat), onnx (linnet export onnx)")
+    p.add_argument("--have", default="", help="optional parts built: cpu (compiled backend), text (chat), onnx (linnet export onnx), cuda (the cuda target)")
     p.add_argument("--timeout", type=float, default=10)
     p.add_argument("--max-rss-mib", type=float, default=1024, help="0: no memory bound (sanitizers)")
     p.add_argument("cases", nargs="*", help="run only these")

@@ -76,6 +76,7 @@ namespace {
 class EmulatedTarget : public targets::Target {
  public:
   std::string_view name() const override { return "cuda-emulated"; }
+  bool readsStorageFormats() const override { return false; }
   std::vector<std::string> stages() const override { return {"loops", "lowered"}; }
   transforms::SharedOptions sharedOptions() const override { return cuda::sharedOptions(); }
   void registerDialects(mlir::DialectRegistry& registry) const override { cpu::registerDialects(registry); }

@@ -18,6 +18,7 @@ namespace {
 class CudaTarget : public targets::Target {
  public:
   std::string_view name() const override { return "cuda"; }
+  bool readsStorageFormats() const override { return false; }
   std::vector<std::string> stages() const override { return {"bufferized", "gpu", "ptx", "lowered", "llvm"}; }
   transforms::SharedOptions sharedOptions() const override { return cuda::sharedOptions(); }
   void registerDialects(mlir::DialectRegistry& registry) const override { cuda::registerDialects(registry); }

@@ -140,7 +140,7 @@ class HostDevice : public Device {
 
 Driver driver() {
   return {"cpu", "cpu", "compiled code on this machine's CPU (linnetc --target cpu, dlopen)",
-          [] { return std::unique_ptr<Device>(std::make_unique<HostDevice>()); }};
+          [] { return std::unique_ptr<Device>(std::make_unique<HostDevice>()); }, /*storageFormats=*/true};
 }
 
 Driver emulatedCudaDriver() {
