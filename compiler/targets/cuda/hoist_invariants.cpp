@@ -15,6 +15,9 @@ namespace linnet::cuda {
 
 using namespace mlir;
 
+namespace {
+
+// True when every value `ops` read from outside them is defined outside `loop`.
 bool invariantIn(ArrayRef<Operation*> ops, Operation* loop) {
   llvm::DenseSet<Operation*> set(ops.begin(), ops.end());
   auto outside = [&](Value used) {
@@ -32,10 +35,21 @@ bool invariantIn(ArrayRef<Operation*> ops, Operation* loop) {
   return true;
 }
 
-void moveOutOfLoops(ArrayRef<Operation*> ops, Operation* from) {
-  for (Operation* loop = from->getParentOp(); isa_and_nonnull<scf::ForOp>(loop) && invariantIn(ops, loop);
+}  // namespace
+
+void passToCall(func::CallOp call, ValueRange computed, ArrayRef<Operation*> moved, ArrayRef<Operation*> cloned) {
+  OpBuilder b(call);
+  SmallVector<Value> operands(call.getOperands());
+  llvm::append_range(operands, computed);
+  auto made = func::CallOp::create(b, call.getLoc(), call.getCallee(), call.getResultTypes(), operands);
+  made->setAttrs(call->getAttrs());
+  call.replaceAllUsesWith(made.getResults());
+  call.erase();
+  for (Operation* op : llvm::reverse(moved))
+    if (op->use_empty()) op->erase();
+  for (Operation* loop = made->getParentOp(); isa_and_nonnull<scf::ForOp>(loop) && invariantIn(cloned, loop);
        loop = loop->getParentOp())
-    for (Operation* op : ops) op->moveBefore(loop);
+    for (Operation* op : cloned) op->moveBefore(loop);
 }
 
 namespace {
@@ -122,20 +136,14 @@ void hoistFrom(ModuleOp module, func::FuncOp f) {
     if (needed.contains(op)) cloned.push_back(b.clone(*op, map));
 
   // f takes each as a new last argument.
-  SmallVector<Value> operands(call.getOperands());
+  SmallVector<Value> more;
   for (Value v : values) {
     unsigned index = f.getNumArguments();
     if (failed(f.insertArgument(index, v.getType(), {}, v.getLoc()))) return;
     v.replaceAllUsesWith(f.getArgument(index));
-    operands.push_back(map.lookup(v));
+    more.push_back(map.lookup(v));
   }
-  auto passing = func::CallOp::create(b, call.getLoc(), f, operands);
-  passing->setAttrs(call->getAttrs());
-  call.replaceAllUsesWith(passing.getResults());
-  call.erase();
-  for (Operation* op : llvm::reverse(ops))
-    if (op->use_empty()) op->erase();
-  moveOutOfLoops(cloned, passing);
+  passToCall(call, more, ops.getArrayRef(), cloned);
 }
 
 }  // namespace

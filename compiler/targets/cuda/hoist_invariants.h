@@ -16,17 +16,19 @@
 // stays where it is.
 #pragma once
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace linnet::cuda {
 
 void hoistLayerInvariants(mlir::ModuleOp module);
 
-// True when every value `ops` read from outside them is defined outside `loop`.
-bool invariantIn(llvm::ArrayRef<mlir::Operation*> ops, mlir::Operation* loop);
-
-// `ops` (computed just before `from`, in order) moved before each scf.for
-// around `from` that they do not depend on, innermost first.
-void moveOutOfLoops(llvm::ArrayRef<mlir::Operation*> ops, mlir::Operation* from);
+// The end of a hoist into the one `call` of a function that has just taken
+// `computed` as new last arguments: the call made again passing them, the
+// callee's `moved` ops (in order) erased where nothing reads them any more,
+// and `cloned` (computing `computed` just before the call, in order) moved
+// before each scf.for around it that they do not depend on.
+void passToCall(mlir::func::CallOp call, mlir::ValueRange computed, llvm::ArrayRef<mlir::Operation*> moved,
+                llvm::ArrayRef<mlir::Operation*> cloned);
 
 }  // namespace linnet::cuda

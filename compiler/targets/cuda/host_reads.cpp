@@ -116,15 +116,7 @@ void hoistCase(ModuleOp module, scf::IndexSwitchOp sw) {
   unsigned index = f.getNumArguments();
   if (failed(f.insertArgument(index, computed.getType(), {}, sw.getLoc()))) return;
   sw.getArgMutable().assign(f.getArgument(index));
-  SmallVector<Value> operands(call.getOperands());
-  operands.push_back(computed);
-  auto passing = func::CallOp::create(b, call.getLoc(), f, operands);
-  passing->setAttrs(call->getAttrs());
-  call.replaceAllUsesWith(passing.getResults());
-  call.erase();
-  for (Operation* op : llvm::reverse(slice))
-    if (op->use_empty()) op->erase();
-  moveOutOfLoops(cloned, passing);
+  passToCall(call, computed, slice, cloned);
 }
 
 }  // namespace
