@@ -50,15 +50,16 @@ bool callResultMayAlias(func::CallOp call, Value other, int depth) {
 bool mayAliasAt(Value a, Value b, int depth) {
   if (a == b) return true;
   if (depth > kMaxCallDepth) return true;
-  if (isAllocation(a) && definedBefore(b, a.getDefiningOp())) return false;
-  if (isAllocation(b) && definedBefore(a, b.getDefiningOp())) return false;
-  auto ca = a.getDefiningOp<func::CallOp>(), cb = b.getDefiningOp<func::CallOp>();
-  bool plainA = isAllocation(a) || argumentOf(a), plainB = isAllocation(b) || argumentOf(b);
-  if (ca && plainB) return callResultMayAlias(ca, b, depth);
-  if (cb && plainA) return callResultMayAlias(cb, a, depth);
+  bool allocA = isAllocation(a), allocB = isAllocation(b);
+  // Fresh memory: not another allocation, nor anything that exists where
+  // it is allocated (its function's arguments included).
+  if (allocA && allocB) return false;
+  if (allocA && definedBefore(b, a.getDefiningOp())) return false;
+  if (allocB && definedBefore(a, b.getDefiningOp())) return false;
   func::FuncOp fa = argumentOf(a), fb = argumentOf(b);
-  if (isAllocation(a) && (isAllocation(b) || fb)) return false;
-  if (isAllocation(b) && fa) return false;
+  auto ca = a.getDefiningOp<func::CallOp>(), cb = b.getDefiningOp<func::CallOp>();
+  if (ca && (allocB || fb)) return callResultMayAlias(ca, b, depth);
+  if (cb && (allocA || fa)) return callResultMayAlias(cb, a, depth);
   if (!fa || fa != fb) return true;
   auto module = fa->getParentOfType<ModuleOp>();
   std::optional<SymbolTable::UseRange> uses = SymbolTable::getSymbolUses(fa, module);

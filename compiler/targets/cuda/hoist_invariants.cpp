@@ -17,14 +17,19 @@ using namespace mlir;
 
 namespace {
 
+// True when `v` is defined outside `loop`.
+bool definedOutside(Value v, Operation* loop) {
+  Operation* owner = v.getDefiningOp();
+  if (!owner) owner = cast<BlockArgument>(v).getOwner()->getParentOp();
+  return !loop->isAncestor(owner);
+}
+
 // True when every value `ops` read from outside them is defined outside `loop`.
 bool invariantIn(ArrayRef<Operation*> ops, Operation* loop) {
   llvm::DenseSet<Operation*> set(ops.begin(), ops.end());
   auto outside = [&](Value used) {
     Operation* def = used.getDefiningOp();
-    if (def && set.contains(def)) return true;
-    Operation* owner = def ? def : cast<BlockArgument>(used).getOwner()->getParentOp();
-    return !loop->isAncestor(owner);
+    return (def && set.contains(def)) || definedOutside(used, loop);
   };
   for (Operation* op : ops) {
     if (!llvm::all_of(op->getOperands(), outside)) return false;
@@ -105,11 +110,8 @@ void hoistFrom(ModuleOp module, func::FuncOp f) {
   if (!call || !isa_and_nonnull<scf::ForOp>(call->getParentOp())) return;
   Operation* loop = call->getParentOp();
   llvm::BitVector invariant(f.getNumArguments());
-  for (auto [i, operand] : llvm::enumerate(call.getOperands())) {
-    Operation* owner = operand.getDefiningOp();
-    if (!owner) owner = cast<BlockArgument>(operand).getOwner()->getParentOp();
-    if (!loop->isAncestor(owner)) invariant.set(i);
-  }
+  for (auto [i, operand] : llvm::enumerate(call.getOperands()))
+    if (definedOutside(operand, loop)) invariant.set(i);
   SetVector<Operation*> ops = invariantOps(f, invariant);
   SmallVector<Value> values = passedIn(f, ops);
   if (values.empty()) return;

@@ -14,6 +14,7 @@
 #include "mlir/Pass/Pass.h"
 #include "targets/cuda/buffer_aliases.h"
 #include "targets/cuda/map_to_gpu.h"
+#include "targets/cuda/warp_helpers.h"
 
 namespace linnet::cuda {
 
@@ -73,8 +74,6 @@ bool independent(const Accesses& x, const Accesses& y) {
 
 // --- which launches, and what may stand between them ---
 
-std::optional<int64_t> constant(Value v) { return getConstantIntValue(v); }
-
 // An elementwise launch over a 1-D grid of known size, one block of
 // threads along x, nothing else attached: a block of it can run anywhere
 // in a larger grid given its block index.
@@ -86,9 +85,9 @@ bool mergeable(gpu::LaunchOp launch) {
       !launch.getPrivateAttributions().empty() || !launch.getBody().hasOneBlock())
     return false;
   for (Value v : {launch.getGridSizeX(), launch.getBlockSizeX()})
-    if (!constant(v)) return false;
+    if (!getConstantIntValue(v)) return false;
   for (Value v : {launch.getGridSizeY(), launch.getGridSizeZ(), launch.getBlockSizeY(), launch.getBlockSizeZ()})
-    if (constant(v) != 1) return false;
+    if (getConstantIntValue(v) != 1) return false;
   return true;
 }
 
@@ -101,32 +100,31 @@ bool neutral(Operation& op) {
 
 // --- the merged launch ---
 
-Value index(OpBuilder& b, Location loc, int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-
 // `part`'s body at b's insertion point inside `merged`, its blocks those
 // from `firstBlock` on.
 void clonePart(OpBuilder& b, gpu::LaunchOp merged, gpu::LaunchOp part, int64_t firstBlock, int64_t threads) {
   Location loc = part.getLoc();
-  int64_t blocks = *constant(part.getGridSizeX()), partThreads = *constant(part.getBlockSizeX());
+  int64_t blocks = *getConstantIntValue(part.getGridSizeX());
+  int64_t partThreads = *getConstantIntValue(part.getBlockSizeX());
   IRMapping map;
   Value block = merged.getBlockIds().x;
-  if (firstBlock > 0) block = arith::SubIOp::create(b, loc, block, index(b, loc, firstBlock));
+  if (firstBlock > 0) block = arith::SubIOp::create(b, loc, block, cIndex(b, loc, firstBlock));
   map.map(part.getBlockIds().x, block);
   map.map(part.getBlockIds().y, merged.getBlockIds().y);
   map.map(part.getBlockIds().z, merged.getBlockIds().z);
   map.map(part.getThreadIds().x, merged.getThreadIds().x);
   map.map(part.getThreadIds().y, merged.getThreadIds().y);
   map.map(part.getThreadIds().z, merged.getThreadIds().z);
-  if (!part.getGridSizeX().use_empty()) map.map(part.getGridSizeX(), index(b, loc, blocks));
+  if (!part.getGridSizeX().use_empty()) map.map(part.getGridSizeX(), cIndex(b, loc, blocks));
   map.map(part.getGridSizeY(), merged.getGridSizeY());
   map.map(part.getGridSizeZ(), merged.getGridSizeZ());
-  if (!part.getBlockSizeX().use_empty()) map.map(part.getBlockSizeX(), index(b, loc, partThreads));
+  if (!part.getBlockSizeX().use_empty()) map.map(part.getBlockSizeX(), cIndex(b, loc, partThreads));
   map.map(part.getBlockSizeY(), merged.getBlockSizeY());
   map.map(part.getBlockSizeZ(), merged.getBlockSizeZ());
   OpBuilder::InsertionGuard guard(b);
   if (partThreads < threads) {  // the merged blocks are wider: the extra threads wait
     Value inBlock = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, merged.getThreadIds().x,
-                                          index(b, loc, partThreads));
+                                          cIndex(b, loc, partThreads));
     auto branch = scf::IfOp::create(b, loc, inBlock, /*withElseRegion=*/false);
     b.setInsertionPoint(branch.thenBlock()->getTerminator());
   }
@@ -140,12 +138,12 @@ void mergeGroup(SmallVector<gpu::LaunchOp> group) {
   int64_t blocks = 0, threads = 0;
   for (gpu::LaunchOp launch : group) {
     locs.push_back(launch.getLoc());
-    blocks += *constant(launch.getGridSizeX());
-    threads = std::max(threads, *constant(launch.getBlockSizeX()));
+    blocks += *getConstantIntValue(launch.getGridSizeX());
+    threads = std::max(threads, *getConstantIntValue(launch.getBlockSizeX()));
   }
   Location loc = b.getFusedLoc(locs);
-  Value one = index(b, loc, 1);
-  auto merged = gpu::LaunchOp::create(b, loc, index(b, loc, blocks), one, one, index(b, loc, threads), one, one);
+  Value one = cIndex(b, loc, 1);
+  auto merged = gpu::LaunchOp::create(b, loc, cIndex(b, loc, blocks), one, one, cIndex(b, loc, threads), one, one);
   merged->setAttr(kKernelFamily, b.getStringAttr("elementwise"));
   b.setInsertionPointToStart(&merged.getBody().front());
   gpu::TerminatorOp::create(b, loc);
@@ -153,13 +151,13 @@ void mergeGroup(SmallVector<gpu::LaunchOp> group) {
   // Blocks [first, first + n) run group[i]: a chain of ifs on the block index.
   int64_t first = 0;
   for (size_t i = 0; i < group.size(); ++i) {
-    int64_t n = *constant(group[i].getGridSizeX());
+    int64_t n = *getConstantIntValue(group[i].getGridSizeX());
     if (i + 1 == group.size()) {
       clonePart(b, merged, group[i], first, threads);
       break;
     }
     Value mine = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, merged.getBlockIds().x,
-                                       index(b, loc, first + n));
+                                       cIndex(b, loc, first + n));
     auto branch = scf::IfOp::create(b, loc, mine, /*withElseRegion=*/true);
     {
       OpBuilder::InsertionGuard guard(b);
