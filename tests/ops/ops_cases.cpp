@@ -1152,12 +1152,19 @@ struct Builder {
       }
     // Decode's mask made in the entry from a position, `key <= p`: a
     // generator, which cuda's scores kernel computes where it reads it.
-    for (Scalar d : kFloats) {
-      const int64_t G = 2, K = 200, D = 8, E = 4;
-      Case c = shapeCase("attention", "k200_pos", d, "matmul");
+    // k300_pos_e32 has value rows of 32 (a warp of value elements), which
+    // cuda runs as split-KV kernels (split_attention.h): positions in the
+    // first split of 8 keys, at a split's edge, in the second and third
+    // chunk of 128, and -1 (no key seen: every probability 1/300).
+    struct P { const char* tag; int64_t K, E; std::vector<int64_t> positions; };
+    for (Scalar d : kFloats)
+      for (const P& a : {P{"k200_pos", 200, 4, {0, 62, 63, 64, 129, 199}},
+                         P{"k300_pos_e32", 300, 32, {-1, 0, 7, 8, 130, 255, 299}}}) {
+      const int64_t G = 2, K = a.K, D = 8, E = a.E;
+      Case c = shapeCase("attention", a.tag, d, "matmul");
       Rng rng(c.name);
       auto values = [&](Shape shape) { return uniformValues(rng, d, shape); };
-      for (int64_t p : {0, 62, 63, 64, 129, 199})
+      for (int64_t p : a.positions)
         c.runs.push_back({values({1, 2, G, 1, D}), values({1, 2, K, D}), values({1, 2, K, E}),
                           floats(F32, {}, {0.35355339}), ints(I64, {}, {p})});
       c.params = fmt::format("q: {}, k: {}, v: {}, scale: f32, p: i64", ty(d, {1, 2, G, 1, D}), ty(d, {1, 2, K, D}),

@@ -15,18 +15,14 @@
 #include "targets/cuda/fuse_elementwise.h"
 #include "targets/cuda/masked_columns.h"
 #include "targets/cuda/product_buffers.h"
+#include "targets/cuda/row_kernels.h"
 #include "targets/cuda/warp_helpers.h"
 #include "targets/cuda/warp_kernels.h"
 
 namespace linnet::cuda {
 
-namespace {
-
 using namespace mlir;
 
-// A plain elementwise generic (fuse_elementwise.h) that can be computed at
-// one index: one result, its output map the identity and unread, each input
-// read at dims or zeros of the index.
 bool computableAtIndex(linalg::GenericOp g) {
   if (!g || !plainElementwise(g) || g.getNumDpsInits() != 1 || g->getNumResults() != 1) return false;
   if (!g.getMatchingIndexingMap(g.getDpsInitOperand(0)).isIdentity()) return false;
@@ -42,24 +38,34 @@ bool computableAtIndex(linalg::GenericOp g) {
   return true;
 }
 
-// Where a kernel reads a fused generic's inputs: their buffers, made before
-// the kernel; a scalar input is its value. Given: the inputs the kernel has
-// computed itself (a row's reduced value), each as its value.
-using Buffers = llvm::DenseMap<Value, Value>;
-using Given = llvm::DenseMap<Value, Value>;
-void addBuffers(OpBuilder& b, Location l, linalg::GenericOp g, Buffers& buffers, const Given& given = {}) {
+void addBuffers(OpBuilder& b, Location l, linalg::GenericOp g, Buffers& buffers, const Given& given) {
   for (OpOperand* in : g.getDpsInputOperands())
     if (!given.count(in->get()) && isa<RankedTensorType>(in->get().getType()) && !buffers.count(in->get()))
       buffers[in->get()] = readBuffer(b, l, in->get());
 }
 
-// The value `g` yields at iteration `idx`: each input loaded from its buffer
-// at its map of idx (or its given value), the body's ops cloned at b's
-// insertion point. With `masked` (a select of the body, masked_columns.h),
-// the select yields its false value, the masked score, and what only its
-// true side read is left unread.
+namespace {
+
+// `e`'s element read from `buffer`, which holds e's tensor in the same
+// row-major order (its shape may differ: a kernel's own [batch, rows, n]).
+Value readBack(OpBuilder& b, Location l, tensor::ExtractOp e, IRMapping& map, Value buffer) {
+  SmallVector<Value> at;
+  for (Value i : e.getIndices()) at.push_back(map.lookupOrDefault(i));
+  ArrayRef<int64_t> from = e.getTensor().getType().getShape();
+  ArrayRef<int64_t> to = cast<MemRefType>(buffer.getType()).getShape();
+  if (from != to) {
+    Value linear = cIndex(b, l, 0);
+    for (auto [i, n] : llvm::zip(at, from))
+      linear = arith::AddIOp::create(b, l, arith::MulIOp::create(b, l, linear, cIndex(b, l, n)), i);
+    at = delinearize(b, l, linear, to);
+  }
+  return memref::LoadOp::create(b, l, buffer, at);
+}
+
+}  // namespace
+
 Value computeAt(OpBuilder& b, Location l, linalg::GenericOp g, ArrayRef<Value> idx, const Buffers& buffers,
-                const Given& given = {}, Operation* masked = nullptr) {
+                const Given& given, Operation* masked) {
   Block& body = g.getRegion().front();
   IRMapping map;
   for (OpOperand* in : g.getDpsInputOperands()) {
@@ -77,12 +83,13 @@ Value computeAt(OpBuilder& b, Location l, linalg::GenericOp g, ArrayRef<Value> i
   for (Operation& op : body.without_terminator()) {
     if (auto index = dyn_cast<linalg::IndexOp>(op)) map.map(index.getResult(), idx[index.getDim()]);
     else if (&op == masked) map.map(op.getResult(0), map.lookupOrDefault(cast<arith::SelectOp>(op).getFalseValue()));
+    else if (auto e = dyn_cast<tensor::ExtractOp>(op); e && buffers.count(e.getTensor()))
+      map.map(e.getResult(), readBack(b, l, e, map, buffers.lookup(e.getTensor())));
     else b.clone(op, map);
   }
   return map.lookupOrDefault(body.getTerminator()->getOperand(0));
 }
 
-// Row `row`'s position among the leading axes `lead` (row-major).
 SmallVector<Value> rowIndices(OpBuilder& b, Location l, Value row, ArrayRef<int64_t> lead) {
   SmallVector<Value> idx(lead.size());
   Value rest = row;
@@ -95,6 +102,8 @@ SmallVector<Value> rowIndices(OpBuilder& b, Location l, Value row, ArrayRef<int6
 }
 
 
+namespace {
+
 // True when `map` reads, at x's index (lead.., k), the per-row value of
 // `rowType` ([..lead, 1] with keepdims, else [..lead]).
 bool broadcastsAlongRow(AffineMap map, RankedTensorType rowType, int64_t leadRank) {
@@ -106,10 +115,8 @@ bool broadcastsAlongRow(AffineMap map, RankedTensorType rowType, int64_t leadRan
   return rowType.getRank() == leadRank + 1 && c && c.getValue() == 0;
 }
 
-// What follows a reduction r (x [..lead, K] -> one value per row) in the
-// same kernel: its only use, a generic over x's shape that reads r's value
-// broadcast along the row (after fuseElementwise, the whole chain: the
-// norm's `x * rsqrt(r + eps) * w`, softmax's `exp(x - r)`), in r's block.
+}  // namespace
+
 linalg::GenericOp epilogueOf(ir::ReduceOp op) {
   auto xType = cast<RankedTensorType>(op.getX().getType());
   auto rowType = cast<RankedTensorType>(op.getType());
@@ -125,10 +132,6 @@ linalg::GenericOp epilogueOf(ir::ReduceOp op) {
   return g;
 }
 
-// The reduction of the same row whose value `second` (with its input
-// `producer` and its `epilogue`) reads and nothing else does: softmax's max,
-// read by exp(x - max) in the sum's input and in the division after it.
-// The two are then one kernel. Null when there is none.
 ir::ReduceOp leadingReduction(ir::ReduceOp second, linalg::GenericOp producer, linalg::GenericOp epilogue,
                               const transforms::SharedOptions& options) {
   if (!producer || !producer->hasOneUse()) return {};
@@ -149,6 +152,8 @@ ir::ReduceOp leadingReduction(ir::ReduceOp second, linalg::GenericOp producer, l
   }
   return {};
 }
+
+namespace {
 
 // How many of its columns a lane takes an iteration. A row's warp has no
 // other warps to hide the latency of its loads behind (decode's norms are
@@ -187,11 +192,8 @@ int64_t columnsAtOnce(int64_t rows, int64_t reads) {
   return n;
 }
 
-// Moves each read (memref.load, tensor.extract) of `block` up to just after the last of its
-// operands defined in the block (else to the block's start), so an
-// iteration's loads are issued before the arithmetic that waits for them.
-// Only for blocks that store into no buffer they load from (a row kernel
-// stores into its own fresh result).
+}  // namespace
+
 void issueLoadsFirst(Block* block) {
   // Constants first (a load's indices are often constants made beside it).
   SmallVector<Operation*> constants;
@@ -213,6 +215,8 @@ void issueLoadsFirst(Block* block) {
   }
 }
 
+namespace {
+
 // How many of the lane's columns lane, lane + 32, .. are below `end`:
 // ceil((end - lane) / 32), none when end <= lane.
 Value columnsBelow(OpBuilder& b, Location l, Value lane, Value end) {
@@ -222,24 +226,10 @@ Value columnsBelow(OpBuilder& b, Location l, Value lane, Value end) {
                                 cIndex(b, l, kWarpSize));
 }
 
-// One iteration of a lane's walk over its columns: the columns, whether
-// each is one of the lane's (empty: all are; else a column past the row's
-// end is given as its last column, in bounds, and must add nothing), the
-// values carried, the values carried on.
-using ColumnStep =
-    std::function<SmallVector<Value>(OpBuilder&, Location, ArrayRef<Value>, ArrayRef<Value>, ValueRange)>;
+}  // namespace
 
-// A lane's columns lane, lane + 32, .. < k (coalesced across the warp) in
-// order, `atOnce` an iteration while whole, then the rest in one
-// iteration of masked columns (a step that skips what is masked adds
-// nothing), each iteration's loads issued first; what `step` carries, at
-// the end. With `end` (an index at most k, computed in the kernel), the
-// columns below it. A lane's loads are in flight together only within an
-// iteration: the masked one keeps a row's last few columns (a bound short
-// of a group, decode's softmax at an early position) from costing a trip to
-// memory each.
 SmallVector<Value> overColumns(OpBuilder& b, Location l, Value lane, int64_t k, int64_t atOnce, ValueRange init,
-                               const ColumnStep& step, Value end = {}) {
+                               const ColumnStep& step, Value end) {
   int64_t perLane = k / kWarpSize;  // every lane has at least this many
   atOnce = std::min(atOnce, std::max<int64_t>(perLane, 1));
   int64_t grouped = perLane / atOnce * atOnce * kWarpSize;
@@ -295,6 +285,8 @@ SmallVector<Value> overColumns(OpBuilder& b, Location l, Value lane, int64_t k, 
   }
   return carried;
 }
+
+namespace {
 
 // This lane's first column at or past `end`.
 Value firstColumnFrom(OpBuilder& b, Location l, Value lane, Value end) {

@@ -23,6 +23,8 @@
 #include "targets/cuda/fuse_elementwise.h"
 #include "targets/cuda/product_buffers.h"
 #include "targets/cuda/product_epilogues.h"
+#include "targets/cuda/row_kernels.h"
+#include "targets/cuda/split_attention.h"
 #include "targets/cuda/warp_helpers.h"
 #include "transforms/pipeline.h"
 
@@ -279,7 +281,9 @@ constexpr int64_t kColumnsPerMaskedWarp = 8;
 // each), and a column no row keeps is stored as 0 without reading w's
 // row: attention's scores for the keys past the position (the whole warp
 // branches alike).
-void lowerProduct(ir::MatmulOp op) {
+// With `splits` (split_attention.cpp), a warp takes splits->keys
+// consecutive columns instead, and then builds splits->after.
+void lowerProduct(ir::MatmulOp op, const ScoreSplits* splits = nullptr) {
   OpBuilder b(op);
   Location l = op.getLoc();
   auto out = cast<RankedTensorType>(op.getType());
@@ -319,9 +323,20 @@ void lowerProduct(ir::MatmulOp op) {
       // a warp each (65,536 warps a layer on the 8B card, 8 waves of an
       // H200) was mostly warps that only stored zeros. The keys seen are a
       // prefix, so striding spreads them over the slots.
-      int64_t slots = (n + kColumnsPerMaskedWarp - 1) / kColumnsPerMaskedWarp;
+      int64_t perWarp = splits ? splits->keys : kColumnsPerMaskedWarp;
+      int64_t slots = (n + perWarp - 1) / perWarp;
       auto par = parallelLoop(b, l, {batch, slots, kWarpSize}, "attention");
-      auto columns = scf::ForOp::create(b, l, par.getInductionVars()[1], cIndex(b, l, n), cIndex(b, l, slots));
+      Value slot = par.getInductionVars()[1];
+      Value first = splits ? Value(arith::MulIOp::create(b, l, slot, cIndex(b, l, perWarp))) : slot;
+      Value end = splits ? Value(arith::MinUIOp::create(b, l, arith::AddIOp::create(b, l, first, cIndex(b, l, perWarp)),
+                                                        cIndex(b, l, n)))
+                         : cIndex(b, l, n);
+      auto columns = scf::ForOp::create(b, l, first, end, cIndex(b, l, splits ? 1 : slots));
+      if (splits) {
+        OpBuilder::InsertionGuard after(b);
+        b.setInsertionPointAfter(columns);
+        splits->after(b, l, par.getInductionVars()[0], first, par.getInductionVars()[2], result);
+      }
       b.setInsertionPoint(columns.getBody()->getTerminator());
       WarpProduct p{x, w, par.getInductionVars()[0], columns.getInductionVar(), par.getInductionVars()[2]};
       auto branch = scf::IfOp::create(b, l, anyKept(b, l, *keep, p.col), /*withElseRegion=*/true);
@@ -476,13 +491,16 @@ int64_t keysAtOnce(int64_t rows) { return std::clamp<int64_t>(32 / std::max<int6
 // once, and rounding once. One chunk is rounded and stored by its thread.
 // With skip_zero_terms, a k whose a is 0 in every row adds nothing, and a
 // group of keys all of which are is not read from b.
-void lowerSplitProduct(ir::MatmulOp op) {
+// With `computed` (split_attention.cpp), a's values are computed where
+// they are read, not loaded, and keys at or past computed->end add nothing.
+void lowerSplitProduct(ir::MatmulOp op, const ComputedA* computed = nullptr) {
   OpBuilder b(op);
   Location l = op.getLoc();
   auto out = cast<RankedTensorType>(op.getType());
   ProductShape shape = shapeOf(op);
   auto [batched, batch, rows, k, n] = shape;
-  auto [x, w] = stackOperands(b, l, op, shape);
+  Value x = computed ? Value() : stackBuffer(b, l, op.getA(), batched, batch, rows, k);
+  Value w = stackBuffer(b, l, op.getB(), batched, batch, k, n);
   int64_t splits = (k + kSplitChunk - 1) / kSplitChunk;
   Value result = memref::AllocOp::create(b, l, MemRefType::get({batch, rows, n}, out.getElementType()));
   // One chunk: its sums are the result.
@@ -499,15 +517,20 @@ void lowerSplitProduct(ir::MatmulOp op) {
     Value mat = par.getInductionVars()[0], split = par.getInductionVars()[1], col = par.getInductionVars()[2];
     Value from = arith::MulIOp::create(b, l, split, cIndex(b, l, kSplitChunk));
     Value to = arith::MinUIOp::create(b, l, arith::AddIOp::create(b, l, from, cIndex(b, l, kSplitChunk)), cIndex(b, l, k));
+    if (computed) {
+      computed->prologue(b, l, mat, col);
+      to = arith::MaxUIOp::create(b, l, from, arith::MinUIOp::create(b, l, to, computed->end(b, l)));
+    }
     // a's values of keys [first, first + keys) for every row (key-major),
-    // as loaded.
-    Type aType = cast<MemRefType>(x.getType()).getElementType();
+    // as loaded (or computed).
+    Type aType = cast<RankedTensorType>(op.getA().getType()).getElementType();
     auto loadA = [&](OpBuilder& lb, Location ll, Value first, int64_t keys) {
       SmallVector<Value> xs;
       for (int64_t u = 0; u < keys; ++u) {
         Value at = u == 0 ? first : Value(arith::AddIOp::create(lb, ll, first, cIndex(lb, ll, u)));
         for (int64_t r = 0; r < rows; ++r)
-          xs.push_back(memref::LoadOp::create(lb, ll, x, ValueRange{mat, cIndex(lb, ll, r), at}));
+          xs.push_back(computed ? computed->at(lb, ll, mat, r, at)
+                                : Value(memref::LoadOp::create(lb, ll, x, ValueRange{mat, cIndex(lb, ll, r), at})));
       }
       return xs;
     };
@@ -549,11 +572,13 @@ void lowerSplitProduct(ir::MatmulOp op) {
     };
     // Keys [lo, hi) in steps of `keys`: each iteration loads a's values of
     // its keys for every row and b's, then adds the terms in order of k.
+    // A computed a's reads (the scores) go first too, with b's.
     auto walk = [&](Value lo, Value hi, int64_t keys, ValueRange init) -> SmallVector<Value> {
       auto loop = scf::ForOp::create(b, l, lo, hi, cIndex(b, l, keys), init,
                                      [&](OpBuilder& lb, Location ll, Value first, ValueRange acc) {
         scf::YieldOp::create(lb, ll, terms(lb, ll, first, keys, asF32(lb, ll, loadA(lb, ll, first, keys)), acc, {}));
       });
+      if (computed) issueLoadsFirst(loop.getBody());
       return SmallVector<Value>(loop.getResults());
     };
     // With skip_zero_terms: a group whose every key every row weighs
@@ -595,8 +620,11 @@ void lowerSplitProduct(ir::MatmulOp op) {
     Value grouped = arith::AddIOp::create(
         b, l, from,
         arith::MulIOp::create(b, l, arith::DivUIOp::create(b, l, span, cIndex(b, l, atOnce)), cIndex(b, l, atOnce)));
+    // A computed a stops at its bound instead: below it, a zero term only
+    // arises from underflow, and the rows of b it weighs are ones the
+    // model wrote (finite).
     auto walkKeys = [&](Value lo, Value hi, int64_t keys, ValueRange init) {
-      return skipZeros ? walkSkipping(lo, hi, keys, init) : walk(lo, hi, keys, init);
+      return skipZeros && !computed ? walkSkipping(lo, hi, keys, init) : walk(lo, hi, keys, init);
     };
     SmallVector<Value> groups = walkKeys(from, grouped, atOnce, SmallVector<Value>(rows, zero));
     SmallVector<Value> sums = walkKeys(grouped, to, 1, groups);
@@ -664,11 +692,18 @@ Value recompute(Value v, Operation* launch, OpBuilder& b, IRMapping& map) {
 
 }  // namespace
 
+void lowerMaskedScores(ir::MatmulOp op, const ScoreSplits& splits) { lowerProduct(op, &splits); }
+
+void lowerComputedSplitProduct(ir::MatmulOp op, const ComputedA& a) { lowerSplitProduct(op, &a); }
+
 void lowerWarpKernels(ModuleOp module, const transforms::SharedOptions& options) {
   SmallVector<ir::MatmulOp> products;
   module.walk([&](Operation* op) {
     if (transforms::targetKeepsDecodeProduct(op, options)) products.push_back(cast<ir::MatmulOp>(op));
   });
+  // Attention's softmax between two of them first: those two are lowered with it.
+  llvm::DenseSet<Operation*> lowered = lowerSplitAttention(products, options);
+  llvm::erase_if(products, [&](ir::MatmulOp op) { return lowered.contains(op); });
   llvm::DenseSet<Operation*> fused;
   for (auto& [group, at] : fusibleGroups(products)) {
     for (ir::MatmulOp op : group) fused.insert(op);
