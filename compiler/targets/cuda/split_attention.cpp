@@ -10,6 +10,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "targets/cuda/masked_columns.h"
 #include "targets/cuda/product_buffers.h"
 #include "targets/cuda/row_kernels.h"
@@ -169,10 +170,44 @@ std::optional<Softmax> match(ir::MatmulOp values, const llvm::DenseSet<Operation
   return s;
 }
 
-// An index loop from `lo` below `hi` folding `init` with `step`.
-Value fold(OpBuilder& b, Location l, Value lo, Value hi, Value init,
-           const std::function<Value(OpBuilder&, Location, Value, Value)>& step) {
-  return scf::ForOp::create(b, l, lo, hi, cIndex(b, l, 1), ValueRange{init},
+// Moves each load of `block`, with the index arithmetic it needs (ops of
+// the block free of effects), to the block's start, in their order: every
+// load is issued before anything waits for one. For a block that stores
+// into no buffer it loads from.
+void readsFirst(Block* block) {
+  SmallVector<memref::LoadOp> loads(block->getOps<memref::LoadOp>());
+  Operation* last = nullptr;  // the last op moved to the front
+  llvm::DenseSet<Operation*> moved;
+  std::function<void(Operation*)> moveUp = [&](Operation* op) {
+    if (moved.contains(op)) return;
+    for (Value v : op->getOperands())
+      if (Operation* def = v.getDefiningOp(); def && def->getBlock() == block) moveUp(def);
+    if (last) op->moveAfter(last);
+    else op->moveBefore(&block->front());
+    last = op;
+    moved.insert(op);
+  };
+  for (memref::LoadOp load : loads) {
+    bool pure = true;
+    for (Value v : load->getOperands())
+      if (Operation* def = v.getDefiningOp(); def && def->getBlock() == block)
+        pure = pure && isPure(def) && def->getNumRegions() == 0;
+    if (pure) moveUp(load);
+  }
+}
+
+// `init` folded with `step` over the keys of a split from `first`: `whole`
+// (every split has kKeysPerSplit keys) as straight-line code, so that the
+// caller can issue every key's reads at once; else a loop below `end`.
+Value foldSplit(OpBuilder& b, Location l, Value first, Value end, bool whole, Value init,
+                const std::function<Value(OpBuilder&, Location, Value, Value)>& step) {
+  if (whole) {
+    Value acc = init;
+    for (int64_t u = 0; u < kKeysPerSplit; ++u)
+      acc = step(b, l, u == 0 ? first : Value(arith::AddIOp::create(b, l, first, cIndex(b, l, u))), acc);
+    return acc;
+  }
+  return scf::ForOp::create(b, l, first, end, cIndex(b, l, 1), ValueRange{init},
                             [&](OpBuilder& lb, Location ll, Value key, ValueRange acc) {
     scf::YieldOp::create(lb, ll, step(lb, ll, key, acc[0]));
   }).getResult(0);
@@ -199,7 +234,21 @@ void lower(Softmax s) {
   addBuffers(b, l, s.masked, reads);
   addBuffers(b, l, s.exps, reads, given({{maxOf, Value()}}));
   Value scores = s.scores.getResult();
-  ScoreSplits splitsOf{kKeysPerSplit, [&](OpBuilder& wb, Location, Value mat, Value first, Value lane, Value buffer) {
+  // One past the last key softmax sees (its mask's bound; every key when
+  // the mask leaves none), computed in a kernel. The values kernel reads
+  // the scores and the splits' statistics below it only.
+  auto keyBound = [&](OpBuilder& kb) {
+    auto scalar = [&](OpBuilder& sb, Value t) -> Value {
+      Value buffer = reads.lookup(t);
+      return buffer ? Value(memref::LoadOp::create(sb, l, buffer, ValueRange{})) : Value();
+    };
+    Value end = unmaskedEnd(kb, l, s.masked, s.select, n, scalar);
+    return end ? end : cIndex(kb, l, n);
+  };
+  auto read = [&](OpBuilder& rb, Location, Value first) -> Value {
+    return arith::CmpIOp::create(rb, l, arith::CmpIPredicate::ult, first, keyBound(rb));
+  };
+  ScoreSplits splitsOf{kKeysPerSplit, read, [&](OpBuilder& wb, Location, Value mat, Value first, Value lane, Value buffer) {
     // Lane 0 stored the split's scores: it reads them back (its own
     // stores) through the generics.
     Value isFirst = arith::CmpIOp::create(wb, l, arith::CmpIPredicate::eq, lane, cIndex(wb, l, 0));
@@ -212,12 +261,13 @@ void lower(Softmax s) {
     Value split = arith::DivUIOp::create(lb, l, first, cIndex(lb, l, kKeysPerSplit));
     Value minusInf = arith::ConstantOp::create(lb, l, lb.getF32FloatAttr(-INFINITY));
     Value zero = arith::ConstantOp::create(lb, l, lb.getF32FloatAttr(0.0f));
+    bool whole = n % kKeysPerSplit == 0;
     for (int64_t r = 0; r < rows; ++r) {
-      Value m = fold(lb, l, first, end, minusInf, [&](OpBuilder& fb, Location fl, Value key, Value acc) {
+      Value m = foldSplit(lb, l, first, end, whole, minusInf, [&](OpBuilder& fb, Location fl, Value key, Value acc) {
         Value x = computeAt(fb, fl, s.masked, rowAt(fb, mat, r, key), own);
         return combine(fb, fl, gpu::AllReduceOperation::MAXNUMF, acc, x);
       });
-      Value sum = fold(lb, l, first, end, zero, [&](OpBuilder& fb, Location fl, Value key, Value acc) {
+      Value sum = foldSplit(lb, l, first, end, whole, zero, [&](OpBuilder& fb, Location fl, Value key, Value acc) {
         Value e = computeAt(fb, fl, s.exps, rowAt(fb, mat, r, key), own, given({{maxOf, m}}));
         return Value(arith::AddFOp::create(fb, fl, acc, e));
       });
@@ -225,6 +275,9 @@ void lower(Softmax s) {
       memref::StoreOp::create(lb, l, m, maxes, at);
       memref::StoreOp::create(lb, l, sum, sums, at);
     }
+    // The split's scores read at once, one trip to memory, not one a key
+    // and row (a lane's reads wait in order).
+    readsFirst(only.thenBlock());
   }};
   lowerMaskedScores(s.scores, splitsOf);
 
@@ -238,12 +291,7 @@ void lower(Softmax s) {
   ComputedA computed;
   computed.prologue = [&](OpBuilder& pb, Location, Value mat, Value col) {
     Value lane = arith::RemUIOp::create(pb, l, col, cIndex(pb, l, kWarpSize));
-    auto scalar = [&](OpBuilder& sb, Value t) -> Value {
-      Value buffer = reads.lookup(t);
-      return buffer ? Value(memref::LoadOp::create(sb, l, buffer, ValueRange{})) : Value();
-    };
-    keyEnd = unmaskedEnd(pb, l, s.masked, s.select, n, scalar);
-    if (!keyEnd) keyEnd = cIndex(pb, l, n);
+    keyEnd = keyBound(pb);
     // The splits that hold a key below the bound.
     Value held = arith::DivUIOp::create(pb, l, arith::AddIOp::create(pb, l, keyEnd, cIndex(pb, l, kKeysPerSplit - 1)),
                                         cIndex(pb, l, kKeysPerSplit));

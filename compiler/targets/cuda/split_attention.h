@@ -32,11 +32,13 @@
 
 namespace linnet::cuda {
 
-// The scores kernel's splits: `keys` consecutive keys a warp, then `after`
-// built in the warp once its keys' scores are stored (by lane 0, into
-// `scores` [batch, rows, n]); `first` is the split's first key.
+// The scores kernel's splits: `keys` consecutive keys a warp, computed
+// only where `read` (built in the kernel) holds, then `after` built in the
+// warp once its keys' scores are stored (by lane 0, into `scores`
+// [batch, rows, n]); `first` is the split's first key.
 struct ScoreSplits {
   int64_t keys;
+  std::function<mlir::Value(mlir::OpBuilder&, mlir::Location, mlir::Value first)> read;
   std::function<void(mlir::OpBuilder&, mlir::Location, mlir::Value mat, mlir::Value first, mlir::Value lane,
                      mlir::Value scores)>
       after;

@@ -282,7 +282,8 @@ constexpr int64_t kColumnsPerMaskedWarp = 8;
 // row: attention's scores for the keys past the position (the whole warp
 // branches alike).
 // With `splits` (split_attention.cpp), a warp takes splits->keys
-// consecutive columns instead, and then builds splits->after.
+// consecutive columns instead, when splits->read, and then builds
+// splits->after.
 void lowerProduct(ir::MatmulOp op, const ScoreSplits* splits = nullptr) {
   OpBuilder b(op);
   Location l = op.getLoc();
@@ -331,6 +332,11 @@ void lowerProduct(ir::MatmulOp op, const ScoreSplits* splits = nullptr) {
       Value end = splits ? Value(arith::MinUIOp::create(b, l, arith::AddIOp::create(b, l, first, cIndex(b, l, perWarp)),
                                                         cIndex(b, l, n)))
                          : cIndex(b, l, n);
+      if (splits) {
+        // A split nothing reads (past the position) stores nothing.
+        auto read = scf::IfOp::create(b, l, splits->read(b, l, first), /*withElseRegion=*/false);
+        b.setInsertionPoint(read.thenBlock()->getTerminator());
+      }
       auto columns = scf::ForOp::create(b, l, first, end, cIndex(b, l, splits ? 1 : slots));
       if (splits) {
         OpBuilder::InsertionGuard after(b);
