@@ -289,17 +289,26 @@ void lower(Softmax s) {
   SmallVector<Value> rowMax(rows), rowSum(rows);
   Value keyEnd;
   ComputedA computed;
-  computed.prologue = [&](OpBuilder& pb, Location, Value mat, Value col) {
+  computed.prologue = [&](OpBuilder& pb, Location, Value mat, Value col, Value from) {
     Value lane = arith::RemUIOp::create(pb, l, col, cIndex(pb, l, kWarpSize));
     keyEnd = keyBound(pb);
-    // The splits that hold a key below the bound.
-    Value held = arith::DivUIOp::create(pb, l, arith::AddIOp::create(pb, l, keyEnd, cIndex(pb, l, kKeysPerSplit - 1)),
-                                        cIndex(pb, l, kKeysPerSplit));
     Value minusInf = arith::ConstantOp::create(pb, l, pb.getF32FloatAttr(-INFINITY));
     Value zero = arith::ConstantOp::create(pb, l, pb.getF32FloatAttr(0.0f));
+    // A chunk past the bound weighs nothing (its sums stay 0): its warps
+    // merge nothing. The branch is the whole warp's (one chunk a warp).
+    Value live = arith::CmpIOp::create(pb, l, arith::CmpIPredicate::ult, from, keyEnd);
+    auto branch = scf::IfOp::create(pb, l, SmallVector<Type>(2 * rows, pb.getF32Type()), live, /*withElse=*/true);
+    OpBuilder eb = OpBuilder::atBlockEnd(branch.elseBlock());
+    SmallVector<Value> unused(rows, minusInf);
+    unused.append(rows, zero);
+    scf::YieldOp::create(eb, l, unused);
+    OpBuilder mb = OpBuilder::atBlockEnd(branch.thenBlock());
+    // The splits that hold a key below the bound.
+    Value held = arith::DivUIOp::create(mb, l, arith::AddIOp::create(mb, l, keyEnd, cIndex(mb, l, kKeysPerSplit - 1)),
+                                        cIndex(mb, l, kKeysPerSplit));
     auto merge = [&](Value init, const std::function<Value(OpBuilder&, Location, int64_t, Value, Value)>& term,
                      gpu::AllReduceOperation kind) {
-      SmallVector<Value> partial = overColumns(pb, l, lane, splits, kSplitsAtOnce, SmallVector<Value>(rows, init),
+      SmallVector<Value> partial = overColumns(mb, l, lane, splits, kSplitsAtOnce, SmallVector<Value>(rows, init),
                                                [&](OpBuilder& cb, Location cl, ArrayRef<Value> cols,
                                                    ArrayRef<Value> valid, ValueRange acc) {
         SmallVector<Value> next(acc);
@@ -312,20 +321,25 @@ void lower(Softmax s) {
         return next;
       }, held);
       SmallVector<Value> total;
-      for (Value p : partial) total.push_back(gpu::SubgroupReduceOp::create(pb, l, p, kind, /*uniform=*/true));
+      for (Value p : partial) total.push_back(gpu::SubgroupReduceOp::create(mb, l, p, kind, /*uniform=*/true));
       return total;
     };
     auto statAt = [&](OpBuilder& cb, Location cl, Value stats, int64_t r, Value mat, Value split) {
       return Value(memref::LoadOp::create(cb, cl, stats, ValueRange{mat, cIndex(cb, cl, r), split}));
     };
-    rowMax = merge(minusInf, [&](OpBuilder& cb, Location cl, int64_t r, Value mat, Value split) {
+    SmallVector<Value> merged = merge(minusInf, [&](OpBuilder& cb, Location cl, int64_t r, Value mat, Value split) {
       return statAt(cb, cl, maxes, r, mat, split);
     }, gpu::AllReduceOperation::MAXNUMF);
-    rowSum = merge(zero, [&](OpBuilder& cb, Location cl, int64_t r, Value mat, Value split) {
+    llvm::append_range(merged, merge(zero, [&](OpBuilder& cb, Location cl, int64_t r, Value mat, Value split) {
       Value m = statAt(cb, cl, maxes, r, mat, split);
-      Value scale = math::ExpOp::create(cb, cl, arith::SubFOp::create(cb, cl, m, rowMax[r]));
+      Value scale = math::ExpOp::create(cb, cl, arith::SubFOp::create(cb, cl, m, merged[r]));
       return Value(arith::MulFOp::create(cb, cl, statAt(cb, cl, sums, r, mat, split), scale));
-    }, gpu::AllReduceOperation::ADD);
+    }, gpu::AllReduceOperation::ADD));
+    scf::YieldOp::create(mb, l, merged);
+    for (int64_t r = 0; r < rows; ++r) {
+      rowMax[r] = branch.getResult(r);
+      rowSum[r] = branch.getResult(rows + r);
+    }
   };
   computed.at = [&](OpBuilder& ab, Location, Value mat, int64_t r, Value key) {
     return computeAt(ab, l, s.probs, rowAt(ab, mat, r, key), probReads,

@@ -524,7 +524,7 @@ void lowerSplitProduct(ir::MatmulOp op, const ComputedA* computed = nullptr) {
     Value from = arith::MulIOp::create(b, l, split, cIndex(b, l, kSplitChunk));
     Value to = arith::MinUIOp::create(b, l, arith::AddIOp::create(b, l, from, cIndex(b, l, kSplitChunk)), cIndex(b, l, k));
     if (computed) {
-      computed->prologue(b, l, mat, col);
+      computed->prologue(b, l, mat, col, from);
       to = arith::MaxUIOp::create(b, l, from, arith::MinUIOp::create(b, l, to, computed->end(b, l)));
     }
     // a's values of keys [first, first + keys) for every row (key-major),
