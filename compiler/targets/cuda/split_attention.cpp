@@ -287,11 +287,11 @@ void lower(Softmax s) {
   Buffers probReads;
   addBuffers(vb, l, s.probs, probReads, given({{maxOf, Value()}, {sumOf, Value()}}));
   SmallVector<Value> rowMax(rows), rowSum(rows);
-  Value keyEnd;
+  Value valuesBound;  // the values kernel's, for its own `end`
   ComputedA computed;
   computed.prologue = [&](OpBuilder& pb, Location, Value mat, Value col, Value from) {
     Value lane = arith::RemUIOp::create(pb, l, col, cIndex(pb, l, kWarpSize));
-    keyEnd = keyBound(pb);
+    Value keyEnd = valuesBound = keyBound(pb);
     Value minusInf = arith::ConstantOp::create(pb, l, pb.getF32FloatAttr(-INFINITY));
     Value zero = arith::ConstantOp::create(pb, l, pb.getF32FloatAttr(0.0f));
     // A chunk past the bound weighs nothing (its sums stay 0): its warps
@@ -345,7 +345,11 @@ void lower(Softmax s) {
     return computeAt(ab, l, s.probs, rowAt(ab, mat, r, key), probReads,
                      given({{maxOf, rowMax[r]}, {sumOf, rowSum[r]}}));
   };
-  computed.end = [&](OpBuilder&, Location) { return keyEnd; };
+  // The bound: the values kernel's own, or built again (the chunks' sum).
+  computed.end = [&](OpBuilder& eb, Location) {
+    bool inValues = valuesBound && valuesBound.getParentRegion()->isAncestor(eb.getInsertionBlock()->getParent());
+    return inValues ? valuesBound : keyBound(eb);
+  };
   Value probsInput = s.values.getA();
   lowerComputedSplitProduct(s.values, computed);
 

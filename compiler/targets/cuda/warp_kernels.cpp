@@ -498,7 +498,8 @@ int64_t keysAtOnce(int64_t rows) { return std::clamp<int64_t>(32 / std::max<int6
 // With skip_zero_terms, a k whose a is 0 in every row adds nothing, and a
 // group of keys all of which are is not read from b.
 // With `computed` (split_attention.cpp), a's values are computed where
-// they are read, not loaded, and keys at or past computed->end add nothing.
+// they are read, not loaded, and keys at or past computed->end add nothing
+// (nor do the chunks past it in the chunks' sum).
 void lowerSplitProduct(ir::MatmulOp op, const ComputedA* computed = nullptr) {
   OpBuilder b(op);
   Location l = op.getLoc();
@@ -643,10 +644,19 @@ void lowerSplitProduct(ir::MatmulOp op, const ComputedA* computed = nullptr) {
     OpBuilder::InsertionGuard guard(b);
     auto par = parallelLoop(b, l, {batch, rows, n}, "attention");
     Value mat = par.getInductionVars()[0], row = par.getInductionVars()[1], col = par.getInductionVars()[2];
-    // The chunks' sums in order, their loads several at once.
-    int64_t atOnce = std::min(kKeysAtOnce, splits), grouped = splits / atOnce * atOnce;
-    auto add = [&](int64_t lo, int64_t hi, int64_t step, Value init) {
-      return scf::ForOp::create(b, l, cIndex(b, l, lo), cIndex(b, l, hi), cIndex(b, l, step), ValueRange{init},
+    // The chunks' sums in order, their loads several at once. With a
+    // computed a, the chunks below its bound: the others' sums are 0.
+    int64_t atOnce = std::min(kKeysAtOnce, splits);
+    Value chunks = cIndex(b, l, splits);
+    if (computed) {
+      Value end = computed->end(b, l);
+      chunks = arith::DivUIOp::create(b, l, arith::AddIOp::create(b, l, end, cIndex(b, l, kSplitChunk - 1)),
+                                      cIndex(b, l, kSplitChunk));
+    }
+    Value grouped = arith::MulIOp::create(b, l, arith::DivUIOp::create(b, l, chunks, cIndex(b, l, atOnce)),
+                                          cIndex(b, l, atOnce));
+    auto add = [&](Value lo, Value hi, int64_t step, Value init) {
+      return scf::ForOp::create(b, l, lo, hi, cIndex(b, l, step), ValueRange{init},
                                 [&](OpBuilder& lb, Location ll, Value first, ValueRange acc) {
         SmallVector<Value> vs;
         for (int64_t u = 0; u < step; ++u) {
@@ -658,8 +668,22 @@ void lowerSplitProduct(ir::MatmulOp op, const ComputedA* computed = nullptr) {
         scf::YieldOp::create(lb, ll, total);
       }).getResult(0);
     };
-    Value total = add(0, grouped, atOnce, zero);
-    if (grouped < splits) total = add(grouped, splits, 1, total);
+    Value total = add(cIndex(b, l, 0), grouped, atOnce, zero);
+    if (computed && atOnce > 1) {
+      // The chunks short of a group in one step, their loads at once (a
+      // chunk past the bound read in bounds and not added).
+      SmallVector<Value> vs, valid;
+      for (int64_t u = 0; u < atOnce - 1; ++u) {
+        Value at = arith::AddIOp::create(b, l, grouped, cIndex(b, l, u));
+        valid.push_back(arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, at, chunks));
+        at = arith::MinUIOp::create(b, l, at, cIndex(b, l, splits - 1));
+        vs.push_back(memref::LoadOp::create(b, l, partial, ValueRange{mat, at, row, col}));
+      }
+      for (auto [v, in] : llvm::zip(vs, valid))
+        total = arith::SelectOp::create(b, l, in, arith::AddFOp::create(b, l, total, v), total);
+    } else if (computed || splits % atOnce != 0) {
+      total = add(grouped, chunks, 1, total);
+    }
     memref::StoreOp::create(b, l, rounded(b, total), result, ValueRange{mat, row, col});
   }
   op.getResult().replaceAllUsesWith(resultTensor(b, l, result, batched, out));

@@ -30,7 +30,9 @@ inline constexpr int64_t kWarpSize = 32;
 // - a product with b read as [.., K, N], K at least 64 (attention's
 //   probabilities times the cache's values) as K split in chunks of 128: a
 //   thread per (matrix, chunk, n) summing its chunk in f32, then (more than
-//   one chunk) a thread per output adding the chunks in order; rounded once.
+//   one chunk) a thread per output adding the chunks in order; rounded once;
+// - first, decode's softmax between a masked scores product and such a
+//   split product, with both, as split-KV kernels (split_attention.h).
 void lowerWarpKernels(mlir::ModuleOp module, const transforms::SharedOptions& options);
 
 // Each row reduction the shared pipeline left to the target
