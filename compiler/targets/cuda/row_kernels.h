@@ -28,6 +28,10 @@ using Given = llvm::DenseMap<mlir::Value, mlir::Value>;
 void addBuffers(mlir::OpBuilder& b, mlir::Location l, mlir::linalg::GenericOp g, Buffers& buffers,
                 const Given& given = Given());
 
+// A 0-d input's value, read from its buffer in `buffers` (null when it has
+// none): masked_columns.h's `scalar`.
+std::function<mlir::Value(mlir::OpBuilder&, mlir::Value)> scalarReader(const Buffers& buffers, mlir::Location l);
+
 // The value `g` yields at iteration `idx`: each input loaded from its buffer
 // at its map of idx (or its given value), the body's ops cloned at b's
 // insertion point (a tensor.extract of a tensor in `buffers` a load of that
@@ -60,6 +64,13 @@ ir::ReduceOp leadingReduction(ir::ReduceOp second, mlir::linalg::GenericOp produ
 // start), so an iteration's loads are issued before the arithmetic that
 // waits for them. Only for blocks that store into no buffer they load from.
 void issueLoadsFirst(mlir::Block* block);
+
+// The same, stronger: each read moved to the block's start with the index
+// arithmetic it needs (ops of the block free of effects), in their order,
+// so every read is issued before anything waits for one, where
+// issueLoadsFirst leaves a read after index arithmetic that comes after
+// another read's consumers. Reads whose indices need anything else stay.
+void issueReadsFirst(mlir::Block* block);
 
 // One iteration of a lane's walk over its columns: the columns, whether
 // each is one of the lane's (empty: all are; else a column past the row's

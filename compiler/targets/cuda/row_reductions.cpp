@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "targets/cuda/fuse_elementwise.h"
 #include "targets/cuda/masked_columns.h"
 #include "targets/cuda/product_buffers.h"
@@ -42,6 +43,13 @@ void addBuffers(OpBuilder& b, Location l, linalg::GenericOp g, Buffers& buffers,
   for (OpOperand* in : g.getDpsInputOperands())
     if (!given.count(in->get()) && isa<RankedTensorType>(in->get().getType()) && !buffers.count(in->get()))
       buffers[in->get()] = readBuffer(b, l, in->get());
+}
+
+std::function<Value(OpBuilder&, Value)> scalarReader(const Buffers& buffers, Location l) {
+  return [&buffers, l](OpBuilder& b, Value t) -> Value {
+    Value buffer = buffers.lookup(t);
+    return buffer ? Value(memref::LoadOp::create(b, l, buffer, ValueRange{})) : Value();
+  };
 }
 
 namespace {
@@ -215,6 +223,30 @@ void issueLoadsFirst(Block* block) {
   }
 }
 
+void issueReadsFirst(Block* block) {
+  SmallVector<Operation*> reads;
+  for (Operation& op : *block)
+    if (isa<memref::LoadOp, tensor::ExtractOp>(op)) reads.push_back(&op);
+  Operation* last = nullptr;  // the last op moved to the front
+  llvm::DenseSet<Operation*> moved;
+  std::function<void(Operation*)> moveUp = [&](Operation* op) {
+    if (moved.contains(op)) return;
+    for (Value v : op->getOperands())
+      if (Operation* def = v.getDefiningOp(); def && def->getBlock() == block) moveUp(def);
+    if (last) op->moveAfter(last);
+    else op->moveBefore(&block->front());
+    last = op;
+    moved.insert(op);
+  };
+  for (Operation* read : reads) {
+    bool pure = true;
+    for (Value v : read->getOperands())
+      if (Operation* def = v.getDefiningOp(); def && def->getBlock() == block)
+        pure = pure && isPure(def) && def->getNumRegions() == 0;
+    if (pure) moveUp(read);
+  }
+}
+
 namespace {
 
 // How many of the lane's columns lane, lane + 32, .. are below `end`:
@@ -373,10 +405,7 @@ void lowerRowReduction(ir::ReduceOp op, ir::ReduceOp first = {}) {
   };
   // Decode's mask as a bound (masked_columns.h): where it is `col <= pos`,
   // the columns past it; a fold stops there when they add nothing to it.
-  auto scalar = [&](OpBuilder& sb, Value t) -> Value {
-    Value buffer = buffers.lookup(t);
-    return buffer ? Value(memref::LoadOp::create(sb, l, buffer, ValueRange{})) : Value();
-  };
+  auto scalar = scalarReader(buffers, l);
   auto boundOf = [&](linalg::GenericOp g, std::optional<MaskedSelect>& m) -> Value {
     m = maskedSelect(g);
     Value end = m ? unmaskedEnd(b, l, g, *m, k, scalar) : Value();

@@ -10,7 +10,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "targets/cuda/masked_columns.h"
 #include "targets/cuda/product_buffers.h"
 #include "targets/cuda/row_kernels.h"
@@ -170,32 +169,6 @@ std::optional<Softmax> match(ir::MatmulOp values, const llvm::DenseSet<Operation
   return s;
 }
 
-// Moves each load of `block`, with the index arithmetic it needs (ops of
-// the block free of effects), to the block's start, in their order: every
-// load is issued before anything waits for one. For a block that stores
-// into no buffer it loads from.
-void readsFirst(Block* block) {
-  SmallVector<memref::LoadOp> loads(block->getOps<memref::LoadOp>());
-  Operation* last = nullptr;  // the last op moved to the front
-  llvm::DenseSet<Operation*> moved;
-  std::function<void(Operation*)> moveUp = [&](Operation* op) {
-    if (moved.contains(op)) return;
-    for (Value v : op->getOperands())
-      if (Operation* def = v.getDefiningOp(); def && def->getBlock() == block) moveUp(def);
-    if (last) op->moveAfter(last);
-    else op->moveBefore(&block->front());
-    last = op;
-    moved.insert(op);
-  };
-  for (memref::LoadOp load : loads) {
-    bool pure = true;
-    for (Value v : load->getOperands())
-      if (Operation* def = v.getDefiningOp(); def && def->getBlock() == block)
-        pure = pure && isPure(def) && def->getNumRegions() == 0;
-    if (pure) moveUp(load);
-  }
-}
-
 // `init` folded with `step` over the keys of a split from `first`: `whole`
 // (every split has kKeysPerSplit keys) as straight-line code, so that the
 // caller can issue every key's reads at once; else a loop below `end`.
@@ -238,11 +211,7 @@ void lower(Softmax s) {
   // the mask leaves none), computed in a kernel. The values kernel reads
   // the scores and the splits' statistics below it only.
   auto keyBound = [&](OpBuilder& kb) {
-    auto scalar = [&](OpBuilder& sb, Value t) -> Value {
-      Value buffer = reads.lookup(t);
-      return buffer ? Value(memref::LoadOp::create(sb, l, buffer, ValueRange{})) : Value();
-    };
-    Value end = unmaskedEnd(kb, l, s.masked, s.select, n, scalar);
+    Value end = unmaskedEnd(kb, l, s.masked, s.select, n, scalarReader(reads, l));
     return end ? end : cIndex(kb, l, n);
   };
   auto read = [&](OpBuilder& rb, Location, Value first) -> Value {
@@ -277,7 +246,7 @@ void lower(Softmax s) {
     }
     // The split's scores read at once, one trip to memory, not one a key
     // and row (a lane's reads wait in order).
-    readsFirst(only.thenBlock());
+    issueReadsFirst(only.thenBlock());
   }};
   lowerMaskedScores(s.scores, splitsOf);
 
@@ -287,11 +256,10 @@ void lower(Softmax s) {
   Buffers probReads;
   addBuffers(vb, l, s.probs, probReads, given({{maxOf, Value()}, {sumOf, Value()}}));
   SmallVector<Value> rowMax(rows), rowSum(rows);
-  Value valuesBound;  // the values kernel's, for its own `end`
   ComputedA computed;
   computed.prologue = [&](OpBuilder& pb, Location, Value mat, Value col, Value from) {
     Value lane = arith::RemUIOp::create(pb, l, col, cIndex(pb, l, kWarpSize));
-    Value keyEnd = valuesBound = keyBound(pb);
+    Value keyEnd = keyBound(pb);
     Value minusInf = arith::ConstantOp::create(pb, l, pb.getF32FloatAttr(-INFINITY));
     Value zero = arith::ConstantOp::create(pb, l, pb.getF32FloatAttr(0.0f));
     // A chunk past the bound weighs nothing (its sums stay 0): its warps
@@ -340,27 +308,19 @@ void lower(Softmax s) {
       rowMax[r] = branch.getResult(r);
       rowSum[r] = branch.getResult(rows + r);
     }
+    return keyEnd;
   };
   computed.at = [&](OpBuilder& ab, Location, Value mat, int64_t r, Value key) {
     return computeAt(ab, l, s.probs, rowAt(ab, mat, r, key), probReads,
                      given({{maxOf, rowMax[r]}, {sumOf, rowSum[r]}}));
   };
-  // The bound: the values kernel's own, or built again (the chunks' sum).
-  computed.end = [&](OpBuilder& eb, Location) {
-    bool inValues = valuesBound && valuesBound.getParentRegion()->isAncestor(eb.getInsertionBlock()->getParent());
-    return inValues ? valuesBound : keyBound(eb);
-  };
+  computed.end = [&](OpBuilder& eb, Location) { return keyBound(eb); };
   Value probsInput = s.values.getA();
   lowerComputedSplitProduct(s.values, computed);
 
   // Softmax, now computed in the two kernels.
-  for (Operation* def = probsInput.getDefiningOp(); def && def != s.probs.getOperation();) {
-    Operation* next = def->getOperand(0).getDefiningOp();
-    if (def->use_empty()) def->erase();
-    def = next;
-  }
-  for (Operation* op : {s.probs.getOperation(), s.sum.getOperation(), s.exps.getOperation(), s.max.getOperation(),
-                        s.masked.getOperation()})
+  eraseUnread(probsInput);
+  for (Operation* op : {s.sum.getOperation(), s.exps.getOperation(), s.max.getOperation(), s.masked.getOperation()})
     if (op->use_empty()) op->erase();
 }
 

@@ -48,11 +48,12 @@ void lowerMaskedScores(ir::MatmulOp op, const ScoreSplits& splits);
 
 // A split product's a computed where it is read: `prologue` built first in
 // each thread (mat, col: its matrix and value element; from: its chunk's
-// first key), `at` gives
-// a[mat, row, key] (a's element type), and keys at or past `end` (built
-// in a kernel where called) add nothing.
+// first key) returns the bound at or past which keys add nothing, `at`
+// gives a[mat, row, key] (a's element type), and `end` builds the same
+// bound in another kernel (the chunks' sum).
 struct ComputedA {
-  std::function<void(mlir::OpBuilder&, mlir::Location, mlir::Value mat, mlir::Value col, mlir::Value from)> prologue;
+  std::function<mlir::Value(mlir::OpBuilder&, mlir::Location, mlir::Value mat, mlir::Value col, mlir::Value from)>
+      prologue;
   std::function<mlir::Value(mlir::OpBuilder&, mlir::Location, mlir::Value mat, int64_t row, mlir::Value key)> at;
   std::function<mlir::Value(mlir::OpBuilder&, mlir::Location)> end;
 };

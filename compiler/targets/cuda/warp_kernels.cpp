@@ -262,16 +262,6 @@ Value anyKept(OpBuilder& b, Location l, const KeepMask& keep, Value col) {
   return loop.getResult(0);
 }
 
-// Erases `v`'s producers that nothing reads any more, through reshapes.
-void eraseUnread(Value v) {
-  while (Operation* def = v.getDefiningOp()) {
-    if (!def->use_empty() || !isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, linalg::GenericOp>(def)) return;
-    v = isa<linalg::GenericOp>(def) ? Value() : def->getOperand(0);
-    def->erase();
-    if (!v) return;
-  }
-}
-
 // How many columns a warp of a product with keep_columns takes.
 constexpr int64_t kColumnsPerMaskedWarp = 8;
 
@@ -525,8 +515,8 @@ void lowerSplitProduct(ir::MatmulOp op, const ComputedA* computed = nullptr) {
     Value from = arith::MulIOp::create(b, l, split, cIndex(b, l, kSplitChunk));
     Value to = arith::MinUIOp::create(b, l, arith::AddIOp::create(b, l, from, cIndex(b, l, kSplitChunk)), cIndex(b, l, k));
     if (computed) {
-      computed->prologue(b, l, mat, col, from);
-      to = arith::MaxUIOp::create(b, l, from, arith::MinUIOp::create(b, l, to, computed->end(b, l)));
+      Value bound = computed->prologue(b, l, mat, col, from);
+      to = arith::MaxUIOp::create(b, l, from, arith::MinUIOp::create(b, l, to, bound));
     }
     // a's values of keys [first, first + keys) for every row (key-major),
     // as loaded (or computed).
@@ -585,7 +575,7 @@ void lowerSplitProduct(ir::MatmulOp op, const ComputedA* computed = nullptr) {
                                      [&](OpBuilder& lb, Location ll, Value first, ValueRange acc) {
         scf::YieldOp::create(lb, ll, terms(lb, ll, first, keys, asF32(lb, ll, loadA(lb, ll, first, keys)), acc, {}));
       });
-      if (computed) issueLoadsFirst(loop.getBody());
+      if (computed) issueReadsFirst(loop.getBody());
       return SmallVector<Value>(loop.getResults());
     };
     // With skip_zero_terms: a group whose every key every row weighs
@@ -721,6 +711,15 @@ Value recompute(Value v, Operation* launch, OpBuilder& b, IRMapping& map) {
 
 
 }  // namespace
+
+void eraseUnread(Value v) {
+  while (Operation* def = v.getDefiningOp()) {
+    if (!def->use_empty() || !isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, linalg::GenericOp>(def)) return;
+    v = isa<linalg::GenericOp>(def) ? Value() : def->getOperand(0);
+    def->erase();
+    if (!v) return;
+  }
+}
 
 void lowerMaskedScores(ir::MatmulOp op, const ScoreSplits& splits) { lowerProduct(op, &splits); }
 

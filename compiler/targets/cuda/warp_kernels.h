@@ -35,6 +35,10 @@ inline constexpr int64_t kWarpSize = 32;
 //   split product, with both, as split-KV kernels (split_attention.h).
 void lowerWarpKernels(mlir::ModuleOp module, const transforms::SharedOptions& options);
 
+// Erases `v`'s producers that nothing reads any more, through reshapes, up
+// to and including the first generic.
+void eraseUnread(mlir::Value v);
+
 // Each row reduction the shared pipeline left to the target
 // (SharedOptions::targetRowReductions: a float sum, mean, max or min over
 // the last axis, at least 64 long) as a warp per row, lane l folding
