@@ -200,10 +200,26 @@ std::optional<std::string> fullConfigKey(const ConfigValues& values, const std::
   return full;
 }
 
+namespace {
+
+// "a / b": the floor quotient of two whole-number keys, as transformers
+// derives a value that a config leaves out (a Qwen2 config has no head_dim:
+// hidden_size / num_attention_heads). Absent unless both are present and
+// the divisor is positive.
+std::optional<nlohmann::json> quotientOf(const ConfigValues& values, const std::string& key, size_t slash) {
+  std::optional<nlohmann::json> a = findConfigValue(values, key.substr(0, slash));
+  std::optional<nlohmann::json> b = findConfigValue(values, key.substr(slash + 3));
+  if (!a || !b || !a->is_number_integer() || !b->is_number_integer() || b->get<int64_t>() <= 0) return std::nullopt;
+  return a->get<int64_t>() / b->get<int64_t>();
+}
+
+}  // namespace
+
 std::optional<nlohmann::json> findConfigValue(const ConfigValues& values, const std::string& key) {
   std::optional<std::string> fullKey = fullConfigKey(values, key);
   if (!fullKey) return std::nullopt;
   const std::string& full = *fullKey;
+  if (size_t slash = full.find(" / "); slash != std::string::npos) return quotientOf(values, full, slash);
   const nlohmann::json* node = nullptr;
   if (auto it = values.values.find(full); it != values.values.end()) node = &*it;
   if (!node && values.dotted) {

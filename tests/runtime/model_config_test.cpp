@@ -92,6 +92,12 @@ TEST_CASE("config values: dotted keys, null as missing, {arch}", "[model_config]
   CHECK(*linnet::nest::findConfigValue(g, "{arch}.block_count") == 2);
   g.arch.clear();
   CHECK_FALSE(linnet::nest::findConfigValue(g, "{arch}.block_count"));
+  // "a / b": a floor quotient of two whole numbers (head_dim where a config has none).
+  ConfigValues q = json(R"({"hidden_size": 896, "num_attention_heads": 14, "zero": 0, "f": 1.5})");
+  CHECK(*linnet::nest::findConfigValue(q, "hidden_size / num_attention_heads") == 64);
+  CHECK_FALSE(linnet::nest::findConfigValue(q, "hidden_size / missing"));
+  CHECK_FALSE(linnet::nest::findConfigValue(q, "hidden_size / zero"));
+  CHECK_FALSE(linnet::nest::findConfigValue(q, "f / num_attention_heads"));
   CHECK(linnet::nest::elementTypeOfTorch("bfloat16") == "bf16");
   CHECK(linnet::nest::elementTypeOfTorch("torch.float32") == "f32");
   CHECK_FALSE(linnet::nest::elementTypeOfTorch("int8"));
@@ -282,7 +288,8 @@ TEST_CASE("recommended sampling: generation_config.json, else the card's [sampli
 TEST_CASE("every zoo card accepts its model's published config.json, and takes its generics from it", "[model_config]") {
   // tests/data/nest/configs: the configs as the Hub publishes them (tests/nest/make_param_counts.py).
   for (const char* card : {"llama-3.1-8b-instruct", "llama-3.2-1b-instruct", "smollm2-135m-instruct",
-                           "smollm2-1.7b-instruct", "tinyllama-1.1b-chat", "mistral-7b-instruct-v0.3"}) {
+                           "smollm2-1.7b-instruct", "tinyllama-1.1b-chat", "mistral-7b-instruct-v0.3", "qwen3-0.6b",
+                           "qwen2.5-0.5b-instruct"}) {
     INFO(card);
     const std::string package = std::string(LINNET_SOURCE_DIR) + "/nest/" + card;
     linnet::test::TempDir dir;
@@ -298,8 +305,9 @@ TEST_CASE("every zoo card accepts its model's published config.json, and takes i
     o.genericsFromConfig = true;
     linnet::nest::LoadOptions taken = linnet::nest::prepareLoad(package, o);
     CardConfig c = linnet::nest::readCardConfig(package);
-    for (const char* g : {"Vocab", "H", "Heads", "KvHeads", "Inner", "Layers"}) {
+    for (const char* g : {"Vocab", "H", "Heads", "KvHeads", "D", "Inner", "Layers"}) {
       INFO(g);
+      if (g == std::string("D") && !c.generics.count(g)) continue;  // the Llama source has none
       REQUIRE(taken.generics.count(g));
       CHECK(taken.generics.at(g).str() == c.generics.at(g).str());
     }
