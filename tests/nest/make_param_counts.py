@@ -59,6 +59,12 @@ CONFIGS = {
         num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768,
         rms_norm_eps=1e-6, rope_theta=1000000.0, sliding_window=32768, max_window_layers=21,
         use_sliding_window=False, tie_word_embeddings=True)),
+    "phi-3-mini-4k-instruct": ("Phi3Config", dict(
+        vocab_size=32064, hidden_size=3072, intermediate_size=8192, num_hidden_layers=32,
+        num_attention_heads=32, num_key_value_heads=32, max_position_embeddings=4096,
+        original_max_position_embeddings=4096, rms_norm_eps=1e-5, rope_theta=10000.0,
+        sliding_window=2047, tie_word_embeddings=False, bos_token_id=1, eos_token_id=32000,
+        pad_token_id=32000)),
 }
 
 

@@ -123,7 +123,8 @@ std::vector<int64_t> cat(std::vector<int64_t> a, const std::vector<int64_t>& b) 
 constexpr double kTol = 1e-4;
 #if defined(LINNET_TEST_FAMILIES)
 const Fixture kConfigs[] = {{"qwen3-0.6b", "families/qwen3-0.6b", true},
-                            {"qwen2.5-0.5b-instruct", "families/qwen2.5-0.5b-instruct", true}};
+                            {"qwen2.5-0.5b-instruct", "families/qwen2.5-0.5b-instruct", true},
+                            {"phi-3-mini-4k-instruct", "families/phi-3-mini-4k-instruct", true}};
 #elif defined(LINNET_TEST_GQA2_ONLY)
 // cuda-emulated compiles every entry shape a second time through the cuda
 // target's host/device split: grouped attention only, to keep CI's time
