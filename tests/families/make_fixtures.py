@@ -16,7 +16,8 @@ The cards load these folders with `--weights DIR --generics-from-config`
 every entry the Llama card's fixtures check, on each family). The configs are chosen so that each
 family's differences show: Qwen3's head dimension is not hidden / heads and
 its q_norm/k_norm weights are not ones; Qwen2's q/k/v biases are not zeros;
-Phi-3's weights are fused.
+Phi-3's weights are fused; Gemma 3's prompts are longer than its
+sliding window, and its greedy steps run past it.
 
 Run: python3 tests/families/make_fixtures.py   (needs torch, transformers 4.55,
 safetensors from PyPI; CI only reads the committed files)."""
@@ -48,6 +49,14 @@ FAMILIES = {
                                     num_key_value_heads=2, rope_theta=10000.0, rms_norm_eps=1e-5,
                                     tie_word_embeddings=False, sliding_window=2047,
                                     bos_token_id=1, eos_token_id=2, pad_token_id=0)),
+    # Seven layers: a pattern of five local and one global, then one more
+    # local; a window of 4 positions under prompts of 9 and 5 tokens; the
+    # scores scaled by 24^-0.5, not head_dim's 16^-0.5.
+    "gemma-3-270m": ("Gemma3TextConfig", "Gemma3ForCausalLM",
+                     dict(COMMON, hidden_size=48, intermediate_size=80, num_attention_heads=4,
+                          num_key_value_heads=1, head_dim=16, num_hidden_layers=7, sliding_window=4,
+                          query_pre_attn_scalar=24, rope_local_base_freq=10000.0, initializer_range=0.05,
+                          hidden_activation="gelu_pytorch_tanh", attn_implementation="eager")),
 }
 PROMPTS = (("1", 9), ("2", 5))
 STEPS = 12

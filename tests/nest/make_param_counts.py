@@ -65,7 +65,15 @@ CONFIGS = {
         original_max_position_embeddings=4096, rms_norm_eps=1e-5, rope_theta=10000.0,
         sliding_window=2047, tie_word_embeddings=False, bos_token_id=1, eos_token_id=32000,
         pad_token_id=32000)),
+    "gemma-3-270m": ("Gemma3TextConfig", dict(
+        vocab_size=262144, hidden_size=640, intermediate_size=2048, num_hidden_layers=18,
+        num_attention_heads=4, num_key_value_heads=1, head_dim=256, max_position_embeddings=32768,
+        rms_norm_eps=1e-6, rope_theta=1000000.0, rope_local_base_freq=10000.0, sliding_window=512,
+        query_pre_attn_scalar=256, hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True,
+        bos_token_id=2, eos_token_id=1, pad_token_id=0)),
 }
+# Where the Hub's config.json names a class or type otherwise than the config class does.
+PUBLISHED = {"Gemma3TextConfig": ("Gemma3ForCausalLM", "gemma3_text")}
 
 
 def main():
@@ -82,8 +90,9 @@ def main():
     (data / "configs").mkdir(parents=True, exist_ok=True)
     (data / "param_counts.json").write_text(json.dumps(out, indent=1) + "\n")
     for card, (config_class, fields) in CONFIGS.items():
-        published = {"architectures": [config_class.replace("Config", "ForCausalLM")],
-                     "model_type": config_class.replace("Config", "").lower(),
+        architecture, model_type = PUBLISHED.get(
+            config_class, (config_class.replace("Config", "ForCausalLM"), config_class.replace("Config", "").lower()))
+        published = {"architectures": [architecture], "model_type": model_type,
                      "rope_scaling": None, "torch_dtype": "bfloat16", **fields}
         (data / "configs" / f"{card}.json").write_text(json.dumps(published, indent=2) + "\n")
 

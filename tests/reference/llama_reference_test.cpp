@@ -124,7 +124,8 @@ constexpr double kTol = 1e-4;
 #if defined(LINNET_TEST_FAMILIES)
 const Fixture kConfigs[] = {{"qwen3-0.6b", "families/qwen3-0.6b", true},
                             {"qwen2.5-0.5b-instruct", "families/qwen2.5-0.5b-instruct", true},
-                            {"phi-3-mini-4k-instruct", "families/phi-3-mini-4k-instruct", true}};
+                            {"phi-3-mini-4k-instruct", "families/phi-3-mini-4k-instruct", true},
+                            {"gemma-3-270m", "families/gemma-3-270m", true}};
 #elif defined(LINNET_TEST_GQA2_ONLY)
 // cuda-emulated compiles every entry shape a second time through the cuda
 // target's host/device split: grouped attention only, to keep CI's time

@@ -289,7 +289,8 @@ TEST_CASE("every zoo card accepts its model's published config.json, and takes i
   // tests/data/nest/configs: the configs as the Hub publishes them (tests/nest/make_param_counts.py).
   for (const char* card : {"llama-3.1-8b-instruct", "llama-3.2-1b-instruct", "smollm2-135m-instruct",
                            "smollm2-1.7b-instruct", "tinyllama-1.1b-chat", "mistral-7b-instruct-v0.3", "qwen3-0.6b",
-                           "qwen2.5-0.5b-instruct", "phi-3-mini-4k-instruct"}) {
+                           "qwen2.5-0.5b-instruct", "phi-3-mini-4k-instruct",
+                           "gemma-3-270m"}) {
     INFO(card);
     const std::string package = std::string(LINNET_SOURCE_DIR) + "/nest/" + card;
     linnet::test::TempDir dir;
