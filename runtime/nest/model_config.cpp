@@ -13,6 +13,7 @@
 #include "base/diagnostics.h"
 #include "common/dtype.h"
 #include "nest/backend.h"
+#include "nest/families.h"
 #include "sema/program.h"
 
 #ifdef LINNET_HAVE_GGUF
@@ -370,6 +371,8 @@ LoadOptions prepareLoad(const std::string& package, const LoadOptions& options) 
                                                : "the folder has no config.json"));
     return out;
   }
+  // A checkpoint of another family is told by its name before its numbers.
+  if (std::optional<Family> family = cardFamily(package)) checkFamily(*family, package, *values);
   CardConfig card = readCardConfig(package);
   const std::optional<KeyTable>& table = values->dotted ? card.config : card.gguf;
   if (!table) {

@@ -140,8 +140,34 @@ def gguf_set_f32(base, key, value):
     return bytes(data)
 
 
+def safetensors_rows(base, tensor, rows):
+    """A copy of the .safetensors file `base` whose tensor `tensor` keeps
+    only its first `rows` rows (the header and offsets rewritten to fit)."""
+    with open(base, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack_from("<Q", data)
+    header = json.loads(data[8:8 + n])
+    body = data[8 + n:]
+    out, blobs = {}, []
+    for name, info in header.items():
+        if name == "__metadata__":
+            out[name] = info
+            continue
+        start, end = info["data_offsets"]
+        blob = body[start:end]
+        if name == tensor:
+            blob = blob[:len(blob) // info["shape"][0] * rows]
+            info = dict(info, shape=[rows] + info["shape"][1:])
+        offset = sum(len(b) for b in blobs)
+        out[name] = dict(info, data_offsets=[offset, offset + len(blob)])
+        blobs.append(blob)
+    h = json.dumps(out).encode()
+    return struct.pack("<Q", len(h)) + h + b"".join(blobs)
+
+
 GENERATORS = {
     "repeat": repeat, "long_chain": long_chain, "nested": nested, "with_nul": with_nul,
     "tokenizer": tokenizer, "tokenizer_config": tokenizer_config, "npy": npy, "npy_header": npy_header,
     "safetensors_header": safetensors_header, "index_json": index_json, "gguf_set_f32": gguf_set_f32,
+    "safetensors_rows": safetensors_rows,
 }

@@ -139,6 +139,7 @@ def main():
         os.makedirs(tmp)
         places = {"tmp": tmp, "data": os.path.join(SOURCE, "tests", "data"),
                   "card": os.path.join(SOURCE, "nest", "llama-3.1-8b-instruct"),
+                  "nest": os.path.join(SOURCE, "nest"),
                   "gqa2": os.path.join(SOURCE, "tests", "data", "llama", "gqa2")}
         problem = run_case(case, args, places)
         if problem:

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "nest/families.h"
 #include "nest/model_config.h"
 #include "nest/text.h"
 #include "temp_dir.h"
@@ -297,6 +298,11 @@ TEST_CASE("every zoo card accepts its model's published config.json, and takes i
     std::filesystem::copy_file(std::string(LINNET_TEST_DATA) + "/nest/configs/" + card + ".json",
                                dir.path() / "config.json");
     std::ofstream(dir.path() / "model.safetensors").put('\0');  // found, not read: nothing is bound here
+    // Every card names a family the zoo describes (nest/families), and its
+    // model's config.json is that family's.
+    std::optional<linnet::nest::Family> family = linnet::nest::cardFamily(package);
+    REQUIRE(family);
+    CHECK_NOTHROW(linnet::nest::checkFamily(*family, package, linnet::nest::readConfigJson((dir.path() / "config.json").string())));
     linnet::nest::LoadOptions o;
     o.weights = dir.path().string();
     // The card's own generics (SmolLM2-135M's f32 T aside, which is never checked) agree with the config.
