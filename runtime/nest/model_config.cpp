@@ -72,6 +72,20 @@ KeyTable readTable(const toml::table& t, const std::string& section, const std::
       }
       continue;
     }
+    if (key == "expect") {
+      const toml::table* e = value.as_table();
+      if (!e) throw bad(key, "a table of keys and the values the source assumes");
+      for (const auto& [k, v] : *e) {
+        nlohmann::json j;
+        if (auto b = v.value_exact<bool>()) j = *b;
+        else if (auto i = v.value_exact<int64_t>()) j = *i;
+        else if (auto f = v.value_exact<double>()) j = *f;
+        else if (auto str = v.value_exact<std::string>()) j = *str;
+        else throw bad(key + "." + std::string(k.str()), "a string, a number or a boolean");
+        out.expected.emplace_back(std::string(k.str()), std::move(j));
+      }
+      continue;
+    }
     KeyMapping m{key, {}};
     if (auto s = value.value<std::string>()) {
       m.keys.push_back(*s);
@@ -337,6 +351,12 @@ ConfigCheck checkConfig(const CardConfig& card, const KeyTable& table, const Con
                                          at, m.name, inCard->second.str(), card.nestToml, source, m.name,
                                          fromSource->str()));
   }
+  for (const auto& [key, want] : table.expected)
+    if (auto v = findConfigValue(values, key); v && *v != want)
+      out.problems.push_back(fmt::format("{}: {} = {}, but the card assumes {} ({} [{}] expect): its source "
+                                         "computes otherwise",
+                                         values.what, *fullConfigKey(values, key), shown(*v), shown(want),
+                                         card.nestToml, table.section));
   for (const std::string& key : table.absent)
     if (auto v = findConfigValue(values, key))
       out.problems.push_back(fmt::format("{}: {} = {}, but the card assumes it is null or missing ({} [{}] "

@@ -57,6 +57,9 @@ struct KeyTable {
   std::string section;  // "config" or "gguf", for messages
   std::vector<KeyMapping> mappings;
   std::vector<std::string> absent;
+  // Keys whose value the source assumes (`expect = { hidden_act = "silu" }`):
+  // a checkpoint that says another computes otherwise.
+  std::vector<std::pair<std::string, nlohmann::json>> expected;
 };
 
 // The nest.toml tables read here.

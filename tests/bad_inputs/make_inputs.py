@@ -140,6 +140,14 @@ def gguf_set_f32(base, key, value):
     return bytes(data)
 
 
+def json_set(base, key, value):
+    """A copy of the JSON object in `base` with `key` set to `value`."""
+    with open(base) as f:
+        data = json.load(f)
+    data[key] = value
+    return json.dumps(data, indent=2)
+
+
 def safetensors_rows(base, tensor, rows):
     """A copy of the .safetensors file `base` whose tensor `tensor` keeps
     only its first `rows` rows (the header and offsets rewritten to fit)."""
@@ -169,5 +177,5 @@ GENERATORS = {
     "repeat": repeat, "long_chain": long_chain, "nested": nested, "with_nul": with_nul,
     "tokenizer": tokenizer, "tokenizer_config": tokenizer_config, "npy": npy, "npy_header": npy_header,
     "safetensors_header": safetensors_header, "index_json": index_json, "gguf_set_f32": gguf_set_f32,
-    "safetensors_rows": safetensors_rows,
+    "safetensors_rows": safetensors_rows, "json_set": json_set,
 }

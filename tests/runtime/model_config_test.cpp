@@ -148,6 +148,23 @@ TEST_CASE("constants compare within a relative 1e-6; absent keys must be null or
       linnet::nest::checkConfig(card, *card.config, json(R"({"rope_theta": 1})"), {}, false, nullptr).problems.empty());
 }
 
+TEST_CASE("expect: a key whose value the source assumes is checked when present", "[model_config]") {
+  CardConfig card = linnet::nest::parseCardConfig(
+      "[config]\nH = \"hidden_size\"\nexpect = { hidden_act = \"silu\", use_sliding_window = false }\n", "m/nest.toml");
+  auto run = [&](const std::string& config) {
+    return linnet::nest::checkConfig(card, *card.config, json(config), {}, false, constants).problems;
+  };
+  CHECK(run(R"({"hidden_size": 8, "hidden_act": "silu", "use_sliding_window": false})").empty());
+  CHECK(run(R"({"hidden_size": 8})").empty());  // absent: nothing to compare
+  auto problems = run(R"({"hidden_act": "gelu", "use_sliding_window": true})");
+  REQUIRE(problems.size() == 2);
+  CHECK(problems[0] ==
+        "m/config.json: hidden_act = \"gelu\", but the card assumes \"silu\" (m/nest.toml [config] expect): its source "
+        "computes otherwise");
+  CHECK_THROWS_WITH(linnet::nest::parseCardConfig("[config]\nexpect = { a = [1] }\n", "m/nest.toml"),
+                    Contains("[config] expect.a must be a string, a number or a boolean"));
+}
+
 TEST_CASE("--generics-from-config takes the config's generics; a --set that disagrees is an error", "[model_config]") {
   const char* config = R"({"hidden_size": 576, "num_hidden_layers": 30, "torch_dtype": "bfloat16"})";
   auto r = check(config, {{"MaxSeq", 512}}, true);
