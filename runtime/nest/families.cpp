@@ -67,7 +67,6 @@ Family readFamily(const std::string& file) {
   const toml::table* f = t["family"].as_table();
   if (!f) throw Error(fmt::format("{}: no [family] table", file));
   Family out;
-  out.file = file;
   out.name = (*f)["name"].value_or(std::string());
   if (out.name.empty()) throw Error(fmt::format("{}: [family] has no `name`", file));
   out.modelTypes = strings(*f, "model_types", file);
@@ -75,23 +74,15 @@ Family readFamily(const std::string& file) {
   return out;
 }
 
-std::optional<Family> cardFamily(const std::string& package) {
-  fs::path nestToml = fs::path(package) / "nest.toml";
+std::optional<Family> cardFamily(const std::string& package, const CardConfig& card) {
   std::error_code ec;
   fs::path dir = familiesDir(package);
-  if (!fs::is_regular_file(nestToml, ec) || !fs::is_directory(dir, ec)) return std::nullopt;
-  std::string name;
-  try {
-    name = toml::parse_file(nestToml.string())["model"]["family"].value_or(std::string());
-  } catch (const toml::parse_error&) {
-    return std::nullopt;  // reported in full where the card's tables are read
-  }
-  if (name.empty()) return std::nullopt;
-  fs::path file = dir / (name + ".toml");
+  if (card.family.empty() || !fs::is_directory(dir, ec)) return std::nullopt;
+  fs::path file = dir / (card.family + ".toml");
   if (!fs::is_regular_file(file, ec))
     throw Error(fmt::format("{}: [model] family = \"{}\", but the zoo has no descriptor of it ({}); add one, "
                             "or name a family the zoo has",
-                            nestToml.string(), name, file.string()));
+                            card.nestToml, card.family, file.string()));
   return readFamily(file.string());
 }
 
@@ -110,11 +101,12 @@ void checkFamily(const Family& family, const std::string& package, const ConfigV
   std::string key = json ? "model_type" : "general.architecture";
   std::string card = fmt::format("the card {} is the {} family's ({} {})", package, family.name, key,
                                  fmt::join(family.*names, ", "));
-  if (auto other = familyNaming(familiesDir(package), named, names))
+  const fs::path dir = familiesDir(package);
+  if (auto other = familyNaming(dir, named, names))
     throw Error(fmt::format("{}: {} = \"{}\" is the {} family's, but {}; load it with a {} card", values.what, key,
                             named, other->name, card, other->name));
   throw Error(fmt::format("{}: {} = \"{}\" is no family the zoo knows ({}), and {}", values.what, key, named,
-                          familiesDir(package).string(), card));
+                          dir.string(), card));
 }
 
 }  // namespace linnet::nest

@@ -15,7 +15,6 @@ namespace linnet::nest {
 
 struct Family {
   std::string name;
-  std::string file;  // the descriptor, for messages
   std::vector<std::string> modelTypes;
   std::vector<std::string> ggufArchitectures;
 };
@@ -23,10 +22,11 @@ struct Family {
 // The descriptor at `file`; Error naming the file when it is malformed.
 Family readFamily(const std::string& file);
 
-// The family of the card at `package`: nullopt when its nest.toml names
-// none, or the card is not in a zoo (no families/ folder beside it). Error
-// when the zoo has no descriptor of the family the card names.
-std::optional<Family> cardFamily(const std::string& package);
+// The family of the card at `package` (`card`: its nest.toml, as
+// readCardConfig gives it): nullopt when it names none, or the card is not
+// in a zoo (no families/ folder beside it). Error when the zoo has no
+// descriptor of the family the card names.
+std::optional<Family> cardFamily(const std::string& package, const CardConfig& card);
 
 // Error when `values` (a config.json or a GGUF's metadata) names an
 // architecture that is not `family`'s, naming both families.

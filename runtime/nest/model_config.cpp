@@ -141,6 +141,7 @@ CardConfig parseCardConfig(const std::string& text, const std::string& nestToml)
     throw Error(fmt::format("{}:{}:{}: malformed TOML: {}", nestToml, e.source().begin.line, e.source().begin.column,
                             e.description()));
   }
+  card.family = t["model"]["family"].value_or(std::string());
   if (const toml::table* g = t["generics"].as_table())
     for (const auto& [k, value] : *g) {
       if (auto i = value.value<int64_t>()) card.generics.emplace(std::string(k.str()), GenericValue(*i));
@@ -391,9 +392,9 @@ LoadOptions prepareLoad(const std::string& package, const LoadOptions& options) 
                                                : "the folder has no config.json"));
     return out;
   }
-  // A checkpoint of another family is told by its name before its numbers.
-  if (std::optional<Family> family = cardFamily(package)) checkFamily(*family, package, *values);
   CardConfig card = readCardConfig(package);
+  // A checkpoint of another family is told by its name before its numbers.
+  if (std::optional<Family> family = cardFamily(package, card)) checkFamily(*family, package, *values);
   const std::optional<KeyTable>& table = values->dotted ? card.config : card.gguf;
   if (!table) {
     if (options.genericsFromConfig)

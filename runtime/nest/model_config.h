@@ -65,6 +65,7 @@ struct KeyTable {
 // The nest.toml tables read here.
 struct CardConfig {
   std::string nestToml;                          // its path, for messages; empty without one
+  std::string family;                            // [model] family; empty when it names none
   std::map<std::string, GenericValue> generics;  // [generics]
   std::set<std::string> constants;               // the names [constants] sets
   std::optional<KeyTable> config, gguf;          // [config], [gguf]

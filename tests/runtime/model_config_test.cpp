@@ -317,7 +317,7 @@ TEST_CASE("every zoo card accepts its model's published config.json, and takes i
     std::ofstream(dir.path() / "model.safetensors").put('\0');  // found, not read: nothing is bound here
     // Every card names a family the zoo describes (nest/families), and its
     // model's config.json is that family's.
-    std::optional<linnet::nest::Family> family = linnet::nest::cardFamily(package);
+    std::optional<linnet::nest::Family> family = linnet::nest::cardFamily(package, linnet::nest::readCardConfig(package));
     REQUIRE(family);
     CHECK_NOTHROW(linnet::nest::checkFamily(*family, package, linnet::nest::readConfigJson((dir.path() / "config.json").string())));
     linnet::nest::LoadOptions o;
