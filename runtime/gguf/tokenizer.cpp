@@ -162,7 +162,7 @@ TokenizerData readTokenizer(const File& file) {
   return t;
 }
 
-std::vector<std::string> mergesFromScores(const std::vector<std::string>& tokens, const std::vector<float>& scores) {
+std::vector<MergePair> mergesFromScores(const std::vector<std::string>& tokens, const std::vector<float>& scores) {
   std::unordered_map<std::string_view, std::int64_t> vocab;  // first id of each token
   std::unordered_map<std::string_view, float> score;         // last score (Python dict semantics)
   std::vector<std::string_view> order;                       // first-occurrence order
@@ -196,9 +196,9 @@ std::vector<std::string> mergesFromScores(const std::vector<std::string>& tokens
   std::stable_sort(merges.begin(), merges.end(), [](const M& a, const M& b) {
     return std::tuple(a.score, a.ll, a.lr) > std::tuple(b.score, b.ll, b.lr);
   });
-  std::vector<std::string> out;
+  std::vector<MergePair> out;
   out.reserve(merges.size());
-  for (const M& m : merges) out.push_back(std::string(m.l) + " " + std::string(m.r));
+  for (const M& m : merges) out.emplace_back(m.l, m.r);
   return out;
 }
 
@@ -232,10 +232,14 @@ json tokenizerJson(const TokenizerData& t) {
   for (std::size_t i = 0; i < t.tokens.size(); ++i)
     if (!vocab.contains(t.tokens[i])) vocab[t.tokens[i]] = i;  // the first of duplicate tokens wins
   json merges = json::array();
-  if (!t.merges.empty()) {
+  // A SentencePiece model merges by score, as llama.cpp does: merges the
+  // file may also carry are not what it reads.
+  if (spm) {
+    // Pairs, not "a b" strings: SentencePiece vocabularies (Gemma's) have
+    // tokens that hold spaces.
+    for (auto& [l, r] : mergesFromScores(t.tokens, t.scores)) merges.push_back(json::array({std::move(l), std::move(r)}));
+  } else if (!t.merges.empty()) {
     for (const std::string& m : t.merges) merges.push_back(m);
-  } else if (spm) {
-    for (std::string& m : mergesFromScores(t.tokens, t.scores)) merges.push_back(std::move(m));
   } else {
     throw Error("a 'gpt2' tokenizer needs tokenizer.ggml.merges, which the file does not have");
   }

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gguf/gguf.h"
@@ -56,9 +57,10 @@ struct TokenizerData {
 TokenizerData readTokenizer(const File& file);
 
 // An equivalent Hugging Face tokenizer.json:
-//  * "llama": BPE with byte fallback; merges from the file or, as
-//    transformers does for SentencePiece models, generated from the
-//    vocabulary ordered by score; normalizer Prepend("▁") (when
+//  * "llama": BPE with byte fallback; merges generated from the
+//    vocabulary ordered by score, as transformers does for SentencePiece
+//    models (llama.cpp merges by score too, and reads no merges for them),
+//    written as ["a", "b"] pairs since tokens may hold spaces; normalizer Prepend("▁") (when
 //    add_space_prefix, the default) + Replace(" ", "▁"); decoder
 //    Replace/ByteFallback/Fuse/Strip.
 //  * "gpt2": byte-level BPE with the file's merges and the split regex of
@@ -82,6 +84,7 @@ nlohmann::json huggingFaceTokenizerConfig(const TokenizerData& t);
 // descending (lengths in code points), ties in vocabulary order. Tokens
 // longer than 1024 bytes get no merges (bounding the quadratic cost).
 // Exposed for tests.
-std::vector<std::string> mergesFromScores(const std::vector<std::string>& tokens, const std::vector<float>& scores);
+using MergePair = std::pair<std::string, std::string>;
+std::vector<MergePair> mergesFromScores(const std::vector<std::string>& tokens, const std::vector<float>& scores);
 
 }  // namespace linnet::gguf
