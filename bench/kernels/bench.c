@@ -177,8 +177,8 @@ static void setup(product* p, int64_t format, int64_t m, int64_t n, int64_t k, f
 static void bench_table(void) {
   const int64_t ms[] = {1, 16, 128, 512};
   const int64_t nks[][2] = {{576, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
-  const int64_t formats[] = {LINNET_STORAGE_F32, LINNET_STORAGE_Q8_0, LINNET_STORAGE_Q4_1, LINNET_STORAGE_Q4_K,
-                             LINNET_STORAGE_Q6_K};
+  const int64_t formats[] = {LINNET_STORAGE_F32, LINNET_STORAGE_Q8_0, LINNET_STORAGE_Q4_1, LINNET_STORAGE_Q5_0,
+                             LINNET_STORAGE_Q4_K, LINNET_STORAGE_Q6_K};
   /* The machine may be shared: each row's bounds are measured right
    * before it, under the same load, and the best seen is printed too. */
   double best_peak[3] = {0, 0, 0};

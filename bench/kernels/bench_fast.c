@@ -126,8 +126,8 @@ static const char* format_name(int64_t f) {
   return names[f];
 }
 
-static const int64_t kFormats[] = {LINNET_STORAGE_Q8_0, LINNET_STORAGE_Q4_0, LINNET_STORAGE_Q4_1, LINNET_STORAGE_Q4_K,
-                                   LINNET_STORAGE_Q5_K, LINNET_STORAGE_Q6_K};
+static const int64_t kFormats[] = {LINNET_STORAGE_Q8_0, LINNET_STORAGE_Q4_0, LINNET_STORAGE_Q4_1, LINNET_STORAGE_Q5_0,
+                                   LINNET_STORAGE_Q5_1, LINNET_STORAGE_Q4_K, LINNET_STORAGE_Q5_K, LINNET_STORAGE_Q6_K};
 #define NFORMATS (sizeof kFormats / sizeof kFormats[0])
 
 static void bench_table(void) {

@@ -6,7 +6,8 @@
 //    int8-dequantized x (as ggml's quantize_row_q8_0: e_b = max_b |x| / 127,
 //    d_b = e_b rounded to f16), w the exactly dequantized
 //    weight and a_j its magnitude before cancellation (|w_j| for Q8_0, Q4_0,
-//    Q6_K, |d q_j| + |m| for Q4_1, |d sc q_j| + |dmin mn| for Q4_K, Q5_K),
+//    Q5_0, Q6_K, |d q_j| + |m| for Q4_1, Q5_1, |d sc q_j| + |dmin mn| for
+//    Q4_K, Q5_K),
 //      |fast - exact| <= sum_b ((e_b / 2)(1 + 2^-16) + 127 |d_b - e_b|) sum_{j in b} |w_j|
 //                        + 4 K FLT_EPSILON sum_j (|x_j| + d_b) a_j;
 //  - that the 8-bit activations really are used, for every M (M <= 8: the
@@ -62,7 +63,7 @@ std::vector<Kernel> fastKernels() {
 }
 
 // The exactly dequantized row w and each value's magnitude before
-// cancellation a: the offset term (m of Q4_1, -dmin mn of the K-quants) is
+// cancellation a: the offset term (m of Q4_1, Q5_1, -dmin mn of the K-quants) is
 // the dequantized value of the block with its quants zeroed.
 struct DeqRow {
   std::vector<float> w;
@@ -75,6 +76,7 @@ DeqRow dequantWithMagnitudes(const Format& f, const uint8_t* row, int64_t k) {
   std::vector<uint8_t> zeroed(row, row + rowBytes(f, k));
   int64_t from = 0, to = 0;  // the quant bytes in each block
   if (f.id == LINNET_STORAGE_Q4_1) from = 4, to = 20;
+  if (f.id == LINNET_STORAGE_Q5_1) from = 4, to = 24;  // qh and qs
   if (f.id == LINNET_STORAGE_Q4_K) from = 16, to = 144;
   if (f.id == LINNET_STORAGE_Q5_K) from = 16, to = 176;
   for (int64_t b = 0; to > 0 && b < k / blockElements(f); ++b)

@@ -213,6 +213,42 @@ TEST_CASE("matmul_packed against a double-precision product", "[cpu_kernels]") {
         }
 }
 
+// The 32-value formats' fused decode kernels dequantize in registers and
+// feed each value to the accumulator that the f32 kernel gives the same
+// column (linnet_kernels.c, FUSED_32), and the prefill path dequantizes
+// into its panel: with K a multiple of 64, a product is bitwise the f32
+// product of the weights gguf::dequantize gives, on every path.
+TEST_CASE("matmul_packed of the 32-value formats equals matmul_f32 on the dequantized weights bit for bit",
+          "[cpu_kernels]") {
+  std::mt19937 rng(8);
+  for (const Kernels& ks : allKernels())
+    for (const Format& f : kFormats) {
+      if (blockElements(f) != 32) continue;
+      for (int64_t k : {64, 576, 1152})
+        for (int64_t m : {1, 2, 3, 4, 5, 15, 16, 23}) {
+          const int64_t n = 37;
+          INFO(ks.name << " " << f.name << " M=" << m << " K=" << k);
+          Weights w = randomWeights(f, n, k, rng, 3, 5);
+          Matrix wf = makeMatrix(n, k);
+          for (int64_t i = 0; i < n; ++i) {
+            std::vector<float> row = referenceRow(f, w, i);
+            for (int64_t j = 0; j < k; ++j) wf.at(i, j) = row[j];
+          }
+          Matrix x = makeMatrix(m, k, 1, 2);
+          fillRandom(x, rng);
+          Matrix packed = makeMatrix(m, n), plain = makeMatrix(m, n);
+          linnet_memref2 xm = x.memref(), wm = w.memref(), wfm = wf.memref(), pm = packed.memref(),
+                         fm = plain.memref();
+          ks.matmulPacked(&xm, &wm, &pm, f.id, k);
+          ks.matmulF32(&xm, &wfm, &fm);
+          int64_t bad = 0;
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) bad += !sameBits(packed.at(i, j), plain.at(i, j));
+          CHECK(bad == 0);
+        }
+    }
+}
+
 TEST_CASE("matmul through views with inner strides", "[cpu_kernels]") {
   std::mt19937 rng(5);
   for (const Kernels& ks : allKernels())

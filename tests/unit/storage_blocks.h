@@ -34,6 +34,7 @@ inline const Format kFormats[] = {
     {LINNET_STORAGE_Q4_0, "q4_0", GgmlType::Q4_0, true},  {LINNET_STORAGE_Q4_1, "q4_1", GgmlType::Q4_1, true},
     {LINNET_STORAGE_Q4_K, "q4_k", GgmlType::Q4_K, true},  {LINNET_STORAGE_Q5_K, "q5_k", GgmlType::Q5_K, true},
     {LINNET_STORAGE_Q6_K, "q6_k", GgmlType::Q6_K, true},
+    {LINNET_STORAGE_Q5_0, "q5_0", GgmlType::Q5_0, true},  {LINNET_STORAGE_Q5_1, "q5_1", GgmlType::Q5_1, true},
 };
 
 inline int64_t blockElements(const Format& f) { return linnet_storage_block_elements[f.id]; }
@@ -63,8 +64,10 @@ inline void randomBlock(const Format& f, std::mt19937& rng, uint8_t* b) {
     case LINNET_STORAGE_F16: putU16(b, gguf::f32ToF16(u(rng))); break;
     case LINNET_STORAGE_BF16: putU16(b, gguf::f32ToBf16(u(rng))); break;
     case LINNET_STORAGE_Q8_0:
-    case LINNET_STORAGE_Q4_0: putU16(b, randomScale(rng)); break;
+    case LINNET_STORAGE_Q4_0:
+    case LINNET_STORAGE_Q5_0: putU16(b, randomScale(rng)); break;
     case LINNET_STORAGE_Q4_1:
+    case LINNET_STORAGE_Q5_1:
     case LINNET_STORAGE_Q4_K:
     case LINNET_STORAGE_Q5_K:
       putU16(b, randomScale(rng));

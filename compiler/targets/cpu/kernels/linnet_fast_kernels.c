@@ -22,7 +22,7 @@
  *    (AVX512-VNNI vpdpbusd, u8 x s8 -> s32; AVX2's vpmaddubsw and vpmaddwd
  *    for the 32-value formats, linnet_fast_kernels_avx2.h; or the same sums
  *    in plain C),
- *    scaled once by the weight's scale and d_b; Q4_1 and the K-quants add
+ *    scaled once by the weight's scale and d_b; Q4_1, Q5_1 and the K-quants add
  *    their min/offset term from per-block sums of q; all of it accumulated
  *    in f32. Q6_K's sub-blocks of 16 take the 32-block of x they fall in.
  *  - F32, F16 and BF16 have no integer path: they run the exact kernel, as
@@ -40,7 +40,7 @@
  * the rounding of x_j * 127 / a_b; |d_b - e_b| <= max(2^-11 e_b, 2^-25), f16's
  * half ulp), so, with w_j the exactly dequantized weight
  * (linnet::gguf::dequantize) and a_j its magnitude before cancellation
- * (a_j = |w_j| for Q8_0, Q4_0, Q6_K; |d q_j| + |m| for Q4_1;
+ * (a_j = |w_j| for Q8_0, Q4_0, Q5_0, Q6_K; |d q_j| + |m| for Q4_1, Q5_1;
  * |d sc q_j| + |dmin mn| for Q4_K and Q5_K),
  *
  *   |fast - exact| <= sum_b ((e_b / 2) (1 + 2^-16) + 127 |d_b - e_b|) sum_{j in b} |w_j|   (quantization of x)
@@ -117,10 +117,10 @@ typedef struct {
   int8_t* q;      /* [Kp] */
   int32_t* corr;  /* [Kp/4] -bias * (sum of the lane's q): the weight's zero point, folded in */
   float* dxl;     /* [Kp/4] d_b of the lane's block */
-  float* dxsl;    /* [Kp/4] d_b * (sum of the lane's q) (Q4_1's offset term) */
+  float* dxsl;    /* [Kp/4] d_b * (sum of the lane's q) (Q4_1's, Q5_1's offset term) */
   float* dxs16;   /* [K/256][16] 8 zeros, then d_b * sum_b q of the 256's 8 blocks (K-quants' mins) */
   float* d;       /* [K/32] d_b */
-  float* dxsb;    /* [K/32] d_b * sum_b q (Q4_1's offset term) */
+  float* dxsb;    /* [K/32] d_b * sum_b q (Q4_1's, Q5_1's offset term) */
   int32_t* sum;   /* [K/32] sum_b q */
 } xrow;
 
@@ -227,6 +227,7 @@ static int format_bias(int64_t format) {
     case LINNET_STORAGE_Q8_0: return 128; /* s8 weights as u8 = w + 128 */
 #endif
     case LINNET_STORAGE_Q4_0: return 8;
+    case LINNET_STORAGE_Q5_0: return 16;
     case LINNET_STORAGE_Q6_K: return 32;
     default: return 0;
   }
@@ -268,6 +269,28 @@ static float dot_row_c(int64_t format, const uint8_t* w, int64_t k, const xrow* 
       for (int64_t b = 0; b < k / 32; ++b, w += 20, q += 32) {
         int32_t s = 0;
         for (int j = 0; j < 16; ++j) s += (w[4 + j] & 0xF) * q[j] + (w[4 + j] >> 4) * q[16 + j];
+        acc += f16_at(w) * x->d[b] * (float)s + f16_at(w + 2) * x->d[b] * (float)x->sum[b];
+      }
+      break;
+    case LINNET_STORAGE_Q5_0:
+      for (int64_t b = 0; b < k / 32; ++b, w += 22, q += 32) {
+        uint32_t qh;
+        memcpy(&qh, w + 2, 4);
+        int32_t s = 0;
+        for (int j = 0; j < 16; ++j)
+          s += (((w[6 + j] & 0xF) | (int)(((qh >> j) & 1) << 4)) - 16) * q[j] +
+               (((w[6 + j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4)) - 16) * q[16 + j];
+        acc += f16_at(w) * x->d[b] * (float)s;
+      }
+      break;
+    case LINNET_STORAGE_Q5_1:
+      for (int64_t b = 0; b < k / 32; ++b, w += 24, q += 32) {
+        uint32_t qh;
+        memcpy(&qh, w + 4, 4);
+        int32_t s = 0;
+        for (int j = 0; j < 16; ++j)
+          s += ((w[8 + j] & 0xF) | (int)(((qh >> j) & 1) << 4)) * q[j] +
+               ((w[8 + j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4)) * q[16 + j];
         acc += f16_at(w) * x->d[b] * (float)s + f16_at(w + 2) * x->d[b] * (float)x->sum[b];
       }
       break;
@@ -430,6 +453,36 @@ static ALWAYS_INLINE void pair_q4_1(facc acc, const uint8_t* a, const uint8_t* b
   for (int r = 0; r < mr; ++r) acc[r][u] = _mm512_fmadd_ps(mw, _mm512_loadu_ps(x[r]->dxsl + e / 4), acc[r][u]);
 }
 
+/* Q5_0/Q5_1: the nibbles of two blocks (nibbles_pair) with each value's
+ * 5th bit added as 16: bit j of a's qh for byte j, of b's for byte 32 + j. */
+static ALWAYS_INLINE __m512i q5_pair(const uint8_t* qha, const uint8_t* qsa, const uint8_t* qhb, const uint8_t* qsb,
+                                     int two) {
+  uint32_t ha, hb = 0;
+  memcpy(&ha, qha, 4);
+  if (two) memcpy(&hb, qhb, 4);
+  const __m512i v = nibbles_pair(qsa, qsb, two);
+  return _mm512_mask_add_epi8(v, (__mmask64)ha | ((__mmask64)hb << 32), v, _mm512_set1_epi8(16));
+}
+
+/* Q5_0: q - 16 as u8 q with corr = -16 * the lane's sum of x's q. */
+static ALWAYS_INLINE void pair_q5_0(facc acc, const uint8_t* a, const uint8_t* b, int two, int64_t e,
+                                    const xrow* const* x, int mr, int u) {
+  const __m512 sw = two ? f16_pair(a, b) : _mm512_maskz_mov_ps(0x00FF, f16_pair(a, a));
+  FEED(q5_pair(a + 2, a + 6, b + 2, b + 6, two), sw, e, u);
+}
+
+static ALWAYS_INLINE void pair_q5_1(facc acc, const uint8_t* a, const uint8_t* b, int two, int64_t e,
+                                    const xrow* const* x, int mr, int u) {
+  uint32_t da, db = 0;
+  memcpy(&da, a, 4);
+  if (two) memcpy(&db, b, 4);
+  const __m512 dm = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)(da | ((uint64_t)db << 32)))));
+  const __m512 sw = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2), dm);
+  const __m512 mw = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3), dm);
+  FEED(q5_pair(a + 4, a + 8, b + 4, b + 8, two), sw, e, u);
+  for (int r = 0; r < mr; ++r) acc[r][u] = _mm512_fmadd_ps(mw, _mm512_loadu_ps(x[r]->dxsl + e / 4), acc[r][u]);
+}
+
 /* 8 f16 at a, a + stride, ..., a + 7 stride, as f32. */
 static ALWAYS_INLINE __m256 f16x8(const uint8_t* a, int stride) {
   uint64_t lo = 0, hi = 0;
@@ -490,6 +543,30 @@ static ALWAYS_INLINE void group8_q4_1(facc acc, const uint8_t* w, int64_t b, con
   for (int p = 0; p < 4; ++p) FEED8(nibbles_pair(w + 40 * p + 4, w + 40 * p + 24, 1), 32 * b + 64 * p, p, p & 1);
 }
 
+static ALWAYS_INLINE void group8_q5_0(facc acc, const uint8_t* w, int64_t b, const xrow* const* x, int mr) {
+  const __m256 dw = f16x8(w, 22);
+  __m256 s8[FAST_ROWS];
+  for (int r = 0; r < mr; ++r) s8[r] = _mm256_mul_ps(dw, _mm256_loadu_ps(x[r]->d + b));
+  for (int p = 0; p < 4; ++p) {
+    const uint8_t* a = w + 44 * p;
+    FEED8(q5_pair(a + 2, a + 6, a + 24, a + 28, 1), 32 * b + 64 * p, p, p & 1);
+  }
+}
+
+static ALWAYS_INLINE void group8_q5_1(facc acc, const uint8_t* w, int64_t b, const xrow* const* x, int mr) {
+  const __m256 dw = f16x8(w, 24), mw = f16x8(w + 2, 24);
+  __m256 s8[FAST_ROWS];
+  for (int r = 0; r < mr; ++r) {
+    s8[r] = _mm256_mul_ps(dw, _mm256_loadu_ps(x[r]->d + b));
+    acc[r][1] = _mm512_fmadd_ps(_mm512_zextps256_ps512(mw), _mm512_zextps256_ps512(_mm256_loadu_ps(x[r]->dxsb + b)),
+                                acc[r][1]);
+  }
+  for (int p = 0; p < 4; ++p) {
+    const uint8_t* a = w + 48 * p;
+    FEED8(q5_pair(a + 4, a + 8, a + 28, a + 32, 1), 32 * b + 64 * p, p, p & 1);
+  }
+}
+
 /* The 32-value formats, eight blocks per step, then the rest two at a time. */
 #define ROW_32(name, bytes)                                                                                 \
   static ALWAYS_INLINE void row_##name(const uint8_t* w, int64_t nb, const xrow* const* x, int mr,          \
@@ -508,6 +585,8 @@ static ALWAYS_INLINE void group8_q4_1(facc acc, const uint8_t* w, int64_t b, con
 ROW_32(q8_0, 34)
 ROW_32(q4_0, 18)
 ROW_32(q4_1, 20)
+ROW_32(q5_0, 22)
+ROW_32(q5_1, 24)
 #undef ROW_32
 
 /* d * sc (lanes 0-7) and dmin * mn (lanes 8-15) of a Q4_K/Q5_K block. */
@@ -619,6 +698,8 @@ static void product_rows(const fast_product* p, int64_t n0, int64_t n1) {
     case LINNET_STORAGE_Q8_0: ROWS_LOOP(row_q8_0); break;
     case LINNET_STORAGE_Q4_0: ROWS_LOOP(row_q4_0); break;
     case LINNET_STORAGE_Q4_1: ROWS_LOOP(row_q4_1); break;
+    case LINNET_STORAGE_Q5_0: ROWS_LOOP(row_q5_0); break;
+    case LINNET_STORAGE_Q5_1: ROWS_LOOP(row_q5_1); break;
     case LINNET_STORAGE_Q4_K: ROWS_LOOP(row_q4_k); break;
     case LINNET_STORAGE_Q5_K: ROWS_LOOP(row_q5_k); break;
     case LINNET_STORAGE_Q6_K: ROWS_LOOP(row_q6_k); break;
@@ -687,6 +768,8 @@ static int has_integer_path(int64_t format) {
     case LINNET_STORAGE_Q8_0:
     case LINNET_STORAGE_Q4_0:
     case LINNET_STORAGE_Q4_1:
+    case LINNET_STORAGE_Q5_0:
+    case LINNET_STORAGE_Q5_1:
     case LINNET_STORAGE_Q4_K:
     case LINNET_STORAGE_Q5_K:
     case LINNET_STORAGE_Q6_K: return 1;

@@ -1,7 +1,7 @@
 /* The `fast` product's integer path on AVX2 machines without AVX512-VNNI,
  * included by linnet_fast_kernels.c in place of the VNNI one, for Q8_0,
- * Q4_0, Q4_1 and Q4_K (Q5_K and Q6_K take dot_row_c): per block of 32
- * weights, 32 u8 x s8 products summed in pairs by vpmaddubsw (no
+ * Q4_0, Q4_1, Q5_0, Q5_1 and Q4_K (Q5_K and Q6_K take dot_row_c): per
+ * block of 32 weights, 32 u8 x s8 products summed in pairs by vpmaddubsw (no
  * saturation: |pair| <= 2 * 128 * 127) and in fours by vpmaddwd, so that
  * each int32 lane is the exact integer dot of 4 values (the lanes of
  * xrow's corr), then scaled by the weight's scale * d_b into 8 f32 lanes,
@@ -26,7 +26,7 @@ static ALWAYS_INLINE __m256i nibbles_u8(const uint8_t* q) {
 
 static float dot_row_avx2(int64_t format, const uint8_t* w, int64_t k, const xrow* x) {
   __m256 acc = _mm256_setzero_ps();
-  float offset = 0.0f; /* Q4_1: sum_b m * d_b * sum_b q; Q4_K: minus its mins' terms */
+  float offset = 0.0f; /* Q4_1, Q5_1: sum_b m * d_b * sum_b q; Q4_K: minus its mins' terms */
   const int64_t nb = k / 32;
   const int8_t* q = x->q;
   switch (format) {
@@ -48,6 +48,20 @@ static float dot_row_avx2(int64_t format, const uint8_t* w, int64_t k, const xro
     case LINNET_STORAGE_Q4_1:
       for (int64_t b = 0; b < nb; ++b, w += 20, q += 32) {
         const __m256i dots = lane_dots(nibbles_u8(w + 4), _mm256_loadu_si256((const __m256i*)q));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_scale(w) * x->d[b]), _mm256_cvtepi32_ps(dots), acc);
+        offset += f16_scale(w + 2) * x->dxsb[b];
+      }
+      break;
+    case LINNET_STORAGE_Q5_0: /* (n - 16) q: n q, plus corr = -16 * the lane's sum of q */
+      for (int64_t b = 0; b < nb; ++b, w += 22, q += 32) {
+        const __m256i dots = _mm256_add_epi32(lane_dots(q5_bytes(w + 2, w + 6), _mm256_loadu_si256((const __m256i*)q)),
+                                              _mm256_loadu_si256((const __m256i*)(x->corr + 8 * b)));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_scale(w) * x->d[b]), _mm256_cvtepi32_ps(dots), acc);
+      }
+      break;
+    case LINNET_STORAGE_Q5_1:
+      for (int64_t b = 0; b < nb; ++b, w += 24, q += 32) {
+        const __m256i dots = lane_dots(q5_bytes(w + 4, w + 8), _mm256_loadu_si256((const __m256i*)q));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_scale(w) * x->d[b]), _mm256_cvtepi32_ps(dots), acc);
         offset += f16_scale(w + 2) * x->dxsb[b];
       }

@@ -95,6 +95,32 @@ MAYBE_UNUSED static void deq_q4_1_c(const uint8_t* x, float* y) {
   }
 }
 
+/* Q5_0 and Q5_1: value j's 5th bit is bit j of the little-endian uint32 qh
+ * (value j < 16 in qs[j] & 0xF, value j >= 16 in qs[j - 16] >> 4). */
+MAYBE_UNUSED static void deq_q5_0_c(const uint8_t* x, float* y) {
+  const float d = f16_at(x);
+  uint32_t qh;
+  memcpy(&qh, x + 2, 4);
+  for (int j = 0; j < 16; ++j) {
+    const int x0 = ((x[6 + j] & 0x0F) | (int)(((qh >> j) << 4) & 0x10)) - 16;
+    const int x1 = ((x[6 + j] >> 4) | (int)((qh >> (j + 12)) & 0x10)) - 16;
+    y[j] = (float)x0 * d;
+    y[j + 16] = (float)x1 * d;
+  }
+}
+
+MAYBE_UNUSED static void deq_q5_1_c(const uint8_t* x, float* y) {
+  const float d = f16_at(x), m = f16_at(x + 2);
+  uint32_t qh;
+  memcpy(&qh, x + 4, 4);
+  for (int j = 0; j < 16; ++j) {
+    const int x0 = (x[8 + j] & 0x0F) | (int)(((qh >> j) << 4) & 0x10);
+    const int x1 = (x[8 + j] >> 4) | (int)((qh >> (j + 12)) & 0x10);
+    y[j] = (float)x0 * d + m;
+    y[j + 16] = (float)x1 * d + m;
+  }
+}
+
 /* d * scale and min * m for the 8 sub-blocks of a Q4_K/Q5_K block. */
 static inline void k4_scales(const uint8_t* x, float* ds, float* ms) {
   const float d = f16_at(x), min = f16_at(x + 2);
@@ -215,6 +241,34 @@ static ALWAYS_INLINE void deq_q4_1_v(const uint8_t* x, float* y) {
   _mm512_storeu_ps(y + 16, _mm512_add_ps(_mm512_mul_ps(hi, d), m));
 }
 
+/* A Q5_0/Q5_1 block's 32 5-bit values q (0..31) as two vectors of 16 int32
+ * lanes: the nibbles from qs, bit j of qh (as a mask) adding 16 to value j. */
+static ALWAYS_INLINE void q5_values(const uint8_t* qh, const uint8_t* qs, __m512i* lo, __m512i* hi) {
+  uint32_t h;
+  memcpy(&h, qh, 4);
+  const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)qs)), sixteen = _mm512_set1_epi32(16);
+  const __m512i l = _mm512_and_si512(b, _mm512_set1_epi32(0xF)), u = _mm512_srli_epi32(b, 4);
+  *lo = _mm512_mask_or_epi32(l, (__mmask16)(h & 0xFFFF), l, sixteen);
+  *hi = _mm512_mask_or_epi32(u, (__mmask16)(h >> 16), u, sixteen);
+}
+
+static ALWAYS_INLINE void deq_q5_0_v(const uint8_t* x, float* y) {
+  const __m512 d = f16_bcast(x);
+  const __m512i sixteen = _mm512_set1_epi32(16);
+  __m512i lo, hi;
+  q5_values(x + 2, x + 6, &lo, &hi);
+  _mm512_storeu_ps(y, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(lo, sixteen)), d));
+  _mm512_storeu_ps(y + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(hi, sixteen)), d));
+}
+
+static ALWAYS_INLINE void deq_q5_1_v(const uint8_t* x, float* y) {
+  const __m512 d = f16_bcast(x), m = f16_bcast(x + 2);
+  __m512i lo, hi;
+  q5_values(x + 4, x + 8, &lo, &hi);
+  _mm512_storeu_ps(y, _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(lo), d), m));
+  _mm512_storeu_ps(y + 16, _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(hi), d), m));
+}
+
 static ALWAYS_INLINE void deq_q4_k_v(const uint8_t* x, float* y) {
   float ds[8], ms[8];
   k4_scales(x, ds, ms);
@@ -322,6 +376,8 @@ static void dequantize(int64_t format, const uint8_t* src, int64_t count, float*
     case LINNET_STORAGE_Q8_0: DEQ_BLOCKS(deq_q8_0); return;
     case LINNET_STORAGE_Q4_0: DEQ_BLOCKS(deq_q4_0); return;
     case LINNET_STORAGE_Q4_1: DEQ_BLOCKS(deq_q4_1); return;
+    case LINNET_STORAGE_Q5_0: DEQ_BLOCKS(deq_q5_0); return;
+    case LINNET_STORAGE_Q5_1: DEQ_BLOCKS(deq_q5_1); return;
     case LINNET_STORAGE_Q4_K: DEQ_BLOCKS(deq_q4_k); return;
     case LINNET_STORAGE_Q6_K: DEQ_BLOCKS(deq_q6_k); return;
 #undef DEQ_BLOCKS
@@ -422,7 +478,37 @@ static ALWAYS_INLINE void block_q4_1(dot_acc acc, const uint8_t* w, int64_t k0, 
   FEED(lookup(t, _mm512_srli_epi32(q, 4)), k0 + 16, u + 1);
 }
 
-/* Blocks in pairs, so that each has its own accumulators. */
+/* 5-bit formats: the 32 possible values in two tables (q < 16, q >= 16),
+ * computed with the same operations as each value, looked up by a
+ * two-table permute on q's low 5 bits. */
+static ALWAYS_INLINE __m512 lookup32(__m512 lo, __m512 hi, __m512i q) { return _mm512_permutex2var_ps(lo, q, hi); }
+
+static ALWAYS_INLINE void block_q5_0(dot_acc acc, const uint8_t* w, int64_t k0, const float* const* x, int mr,
+                                     int u) {
+  const __m512 d = f16_bcast(w);
+  const __m512 tlo = _mm512_mul_ps(_mm512_sub_ps(nibble_values(), _mm512_set1_ps(16)), d); /* (q-16)*d, q < 16 */
+  const __m512 thi = _mm512_mul_ps(nibble_values(), d);                                    /* q >= 16 */
+  __m512i lo, hi;
+  q5_values(w + 2, w + 6, &lo, &hi);
+  FEED(lookup32(tlo, thi, lo), k0, u);
+  FEED(lookup32(tlo, thi, hi), k0 + 16, u + 1);
+}
+
+static ALWAYS_INLINE void block_q5_1(dot_acc acc, const uint8_t* w, int64_t k0, const float* const* x, int mr,
+                                     int u) {
+  const __m512 d = f16_bcast(w), m = f16_bcast(w + 2);
+  const __m512 tlo = _mm512_add_ps(_mm512_mul_ps(nibble_values(), d), m); /* q*d + m, q < 16 */
+  const __m512 thi = _mm512_add_ps(_mm512_mul_ps(_mm512_add_ps(nibble_values(), _mm512_set1_ps(16)), d), m);
+  __m512i lo, hi;
+  q5_values(w + 4, w + 8, &lo, &hi);
+  FEED(lookup32(tlo, thi, lo), k0, u);
+  FEED(lookup32(tlo, thi, hi), k0 + 16, u + 1);
+}
+
+/* Blocks in pairs, so that each has its own accumulators: value 16u + i of
+ * each 64 goes to sum u, as dot_chunk sends it, so that for K a multiple of
+ * 64 a row's sum is bitwise dot_chunk's over the dequantized row (the unit
+ * test checks it). */
 #define FUSED_32(name, bytes)                                                                                \
   static ALWAYS_INLINE void fused_##name(const uint8_t* w, int64_t nb, const float* const* x, int mr,       \
                                          float* const* out) {                                              \
@@ -440,6 +526,8 @@ static ALWAYS_INLINE void block_q4_1(dot_acc acc, const uint8_t* w, int64_t k0, 
 FUSED_32(q8_0, 34)
 FUSED_32(q4_0, 18)
 FUSED_32(q4_1, 20)
+FUSED_32(q5_0, 22)
+FUSED_32(q5_1, 24)
 #undef FUSED_32
 
 static ALWAYS_INLINE void fused_q4_k(const uint8_t* w, int64_t nb, const float* const* x, int mr,
@@ -562,6 +650,8 @@ static ALWAYS_INLINE void buffered_row(int64_t format, const uint8_t* wrow, int6
 #define CALL_Q8_0(r) fused_q8_0(wrow, nb, x, r, o)
 #define CALL_Q4_0(r) fused_q4_0(wrow, nb, x, r, o)
 #define CALL_Q4_1(r) fused_q4_1(wrow, nb, x, r, o)
+#define CALL_Q5_0(r) fused_q5_0(wrow, nb, x, r, o)
+#define CALL_Q5_1(r) fused_q5_1(wrow, nb, x, r, o)
 #define CALL_Q4_K(r) fused_q4_k(wrow, nb, x, r, o)
 #define CALL_Q6_K(r) fused_q6_k(wrow, nb, x, r, o)
 #define CALL_BUFFERED(r) buffered_row(p->format, wrow, p->k, x, r, o)
@@ -573,6 +663,8 @@ static void decode_rows(const product* p, int64_t n0, int64_t n1) {
     case LINNET_STORAGE_Q8_0: DECODE_LOOP(CALL_Q8_0); break;
     case LINNET_STORAGE_Q4_0: DECODE_LOOP(CALL_Q4_0); break;
     case LINNET_STORAGE_Q4_1: DECODE_LOOP(CALL_Q4_1); break;
+    case LINNET_STORAGE_Q5_0: DECODE_LOOP(CALL_Q5_0); break;
+    case LINNET_STORAGE_Q5_1: DECODE_LOOP(CALL_Q5_1); break;
     case LINNET_STORAGE_Q4_K: DECODE_LOOP(CALL_Q4_K); break;
     case LINNET_STORAGE_Q6_K: DECODE_LOOP(CALL_Q6_K); break;
     default: DECODE_LOOP(CALL_BUFFERED); break;

@@ -36,6 +36,21 @@ static ALWAYS_INLINE __m256 q4_0_values(__m256i q, __m256 d) {
 static ALWAYS_INLINE __m256 q4_1_values(__m256i q, __m256 d, __m256 m) {
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), d, m);
 }
+/* Q5_1's q * d + m as one FMA (a 5-bit q times an f16 scale, 16
+ * significant bits, is exact in f32, as above); Q5_0's (q - 16) * d is
+ * i8x8_ps of the staged q - 16 times d. */
+static ALWAYS_INLINE __m256 q5_1_values(__m256i q, __m256 d, __m256 m) {
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), d, m);
+}
+/* A Q5 block's values staged as 32 bytes (q5_bytes; Q5_0's as q - 16, s8),
+ * then read back 8 at a time by the widening loads the other formats use:
+ * fewer vector ops than extracting the 5th bits per group of 8. */
+static ALWAYS_INLINE void q5_0_stage(const uint8_t* x, uint8_t* q) {
+  _mm256_store_si256((__m256i*)q, _mm256_sub_epi8(q5_bytes(x + 2, x + 6), _mm256_set1_epi8(16)));
+}
+static ALWAYS_INLINE void q5_1_stage(const uint8_t* x, uint8_t* q) {
+  _mm256_store_si256((__m256i*)q, q5_bytes(x + 4, x + 8));
+}
 /* Q4_K's ds * q - ms (ds = d * scale, exact as above). */
 static ALWAYS_INLINE __m256 q4_k_values(__m256i q, __m256 ds, __m256 ms) {
   return _mm256_fmsub_ps(ds, _mm256_cvtepi32_ps(q), ms);
@@ -93,6 +108,21 @@ static ALWAYS_INLINE void deq_q4_1_v(const uint8_t* x, float* y) {
     _mm256_storeu_ps(y + 8 * g, q4_1_values(_mm256_and_si256(b, low4_epi32()), d, m));
     _mm256_storeu_ps(y + 16 + 8 * g, q4_1_values(_mm256_srli_epi32(b, 4), d, m));
   }
+}
+
+static ALWAYS_INLINE void deq_q5_0_v(const uint8_t* x, float* y) {
+  const __m256 d = f16_bcast(x);
+  _Alignas(32) uint8_t q[32];
+  q5_0_stage(x, q);
+  for (int g = 0; g < 4; ++g) _mm256_storeu_ps(y + 8 * g, _mm256_mul_ps(i8x8_ps(q + 8 * g), d));
+}
+
+static ALWAYS_INLINE void deq_q5_1_v(const uint8_t* x, float* y) {
+  __m256 d, m;
+  q4_1_scales(x, &d, &m); /* the same d, m header as Q4_1 */
+  _Alignas(32) uint8_t q[32];
+  q5_1_stage(x, q);
+  for (int g = 0; g < 4; ++g) _mm256_storeu_ps(y + 8 * g, q5_1_values(u8x8(q + 8 * g), d, m));
 }
 
 static ALWAYS_INLINE void deq_q4_k_v(const uint8_t* x, float* y) {

@@ -54,7 +54,8 @@ static ALWAYS_INLINE void dot_chunk(dot_acc acc, const float* w, const float* co
 }
 
 /* The fused kernels, one block at a time: each group of 8 values of a
- * block goes to its own sum. */
+ * block goes to its own sum, the one dot_chunk gives it, so that a row's sum
+ * is bitwise dot_chunk's over the dequantized row (the unit test checks it). */
 static ALWAYS_INLINE void block_q8_0(dot_acc acc, const uint8_t* w, int64_t k0, const float* const* x, int mr) {
   const __m256 d = f16_bcast(w);
   for (int g = 0; g < 4; ++g) FEED(_mm256_mul_ps(i8x8_ps(w + 2 + 8 * g), d), k0 + 8 * g, g);
@@ -79,6 +80,21 @@ static ALWAYS_INLINE void block_q4_1(dot_acc acc, const uint8_t* w, int64_t k0, 
   }
 }
 
+static ALWAYS_INLINE void block_q5_0(dot_acc acc, const uint8_t* w, int64_t k0, const float* const* x, int mr) {
+  const __m256 d = f16_bcast(w);
+  _Alignas(32) uint8_t q[32];
+  q5_0_stage(w, q);
+  for (int g = 0; g < 4; ++g) FEED(_mm256_mul_ps(i8x8_ps(q + 8 * g), d), k0 + 8 * g, g);
+}
+
+static ALWAYS_INLINE void block_q5_1(dot_acc acc, const uint8_t* w, int64_t k0, const float* const* x, int mr) {
+  __m256 d, m;
+  q4_1_scales(w, &d, &m);
+  _Alignas(32) uint8_t q[32];
+  q5_1_stage(w, q);
+  for (int g = 0; g < 4; ++g) FEED(q5_1_values(u8x8(q + 8 * g), d, m), k0 + 8 * g, g);
+}
+
 #define FUSED_32(name, bytes)                                                                          \
   static ALWAYS_INLINE void fused_##name(const uint8_t* w, int64_t nb, const float* const* x, int mr, \
                                          float* const* out) {                                        \
@@ -93,6 +109,8 @@ static ALWAYS_INLINE void block_q4_1(dot_acc acc, const uint8_t* w, int64_t k0, 
 FUSED_32(q8_0, 34)
 FUSED_32(q4_0, 18)
 FUSED_32(q4_1, 20)
+FUSED_32(q5_0, 22)
+FUSED_32(q5_1, 24)
 #undef FUSED_32
 
 static ALWAYS_INLINE void fused_q4_k(const uint8_t* w, int64_t nb, const float* const* x, int mr,

@@ -1,6 +1,7 @@
 /* What the CPU kernel sources (linnet_kernels.c, linnet_fast_kernels.c)
  * share: scalar readers of ggml's block fields, the Q4_K/Q5_K scale
- * unpacking and the weight-stream prefetch. Internal: static inline, so each
+ * unpacking, the weight-stream prefetch and (AVX2) a Q5_0/Q5_1 block's
+ * values as bytes. Internal: static inline, so each
  * translation unit (and the unit test's portable copy) has its own. */
 #ifndef LINNET_KERNELS_COMMON_H
 #define LINNET_KERNELS_COMMON_H
@@ -85,6 +86,22 @@ static ALWAYS_INLINE float hsum8(__m256 v) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+/* A Q5_0/Q5_1 block's 32 values q (0..31) in order, as u8: the nibbles of
+ * qs (value j < 16 the low nibble of qs[j], value j >= 16 the high nibble
+ * of qs[j - 16]), plus 16 where bit j of the little-endian uint32 at qh is
+ * set (byte j of 32 takes byte j / 8 of qh and keeps bit j % 8). */
+static ALWAYS_INLINE __m256i q5_bytes(const uint8_t* qh, const uint8_t* qs) {
+  uint32_t h;
+  memcpy(&h, qh, 4);
+  const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)h),
+                                             _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL,
+                                                               0x0101010101010101LL, 0x0000000000000000LL));
+  const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+  const __m256i high = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
+  const __m128i b = _mm_loadu_si128((const __m128i*)qs), low4 = _mm_set1_epi8(0xF);
+  return _mm256_or_si256(_mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), low4), _mm_and_si128(b, low4)), high);
 }
 #endif
 
