@@ -90,6 +90,7 @@ install(TARGETS ${tools} linnet_runtime EXPORT LinnetTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/stdlib/ DESTINATION ${LINNET_INSTALL_STDLIBDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/nest/families/ DESTINATION ${LINNET_INSTALL_FAMILIESDIR})
 foreach(header ${LINNET_PUBLIC_HEADERS})
   get_filename_component(folder ${header} DIRECTORY)
   get_filename_component(folder ${folder} NAME)  # runtime/nest -> nest, common -> common

@@ -71,6 +71,14 @@ std::string defaultStdlibDir() {
   return installed.empty() ? LINNET_STDLIB_DIR : installed;
 }
 
+std::string defaultFamiliesDir() {
+  if (const char* env = std::getenv("LINNET_FAMILIES")) return env;
+  std::string installed =
+      beside(ownModuleDir(), {LINNET_FAMILIES_FROM_BIN, LINNET_FAMILIES_FROM_LIB},
+             [](const fs::path& p, std::error_code& ec) { return fs::is_regular_file(p / "llama.toml", ec); });
+  return installed.empty() ? LINNET_FAMILIES_DIR : installed;
+}
+
 std::string defaultLinnetc() {
   if (const char* env = std::getenv("LINNETC")) return env;
   std::string installed = beside(ownModuleDir(), {LINNET_LINNETC_FROM_BIN, LINNET_LINNETC_FROM_LIB},

@@ -21,7 +21,8 @@
 #include "export/quantize.h"
 #include "export/rope_scaling.h"
 #include "export/tokenizer_source.h"
-#include "gguf/llama.h"
+#include "gguf/architecture.h"
+#include "nest/families.h"
 #include "nest/conventions.h"
 #include "nest/params.h"
 #include "nest/tensor.h"
@@ -292,12 +293,17 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
 
   ParamValues paramValues(facts, o.load);
 
+  // A GGUF source's tensors, found through its own family's names; those
+  // only its dequantized values give (shifted norms) are taken as bound.
+  std::optional<nest::Family> sourceFamily;
+  if (source) sourceFamily = nest::ggufFamily(o.package, source->architecture());
   std::size_t fallbacks = 0;
   for (Planned& t : plan) {
     const nest::ParamInfo& p = facts.params[t.param];
-    if (source)
+    if (sourceFamily)
       if (auto hf = boundName(t.param))
-        if (auto g = gguf::llamaGgufName(*hf)) t.stored = source->find(*g);
+        if (auto g = sourceFamily->gguf.ggufName(*hf); g && sourceFamily->gguf.shiftOf(*hf) == 0)
+          t.stored = source->find(*g);
     if (t.stored && t.stored->shape != p.shape) t.stored = nullptr;  // bound otherwise (cannot happen after bind)
     const std::int64_t row = t.shape.back();
     if (o.type) {
@@ -381,7 +387,7 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
     };
     const bool wholeRows = t.shape.size() >= 2 || gguf::typeTraits(t.type).blockSize == 1;
     if (t.stored && t.stored->type == t.type && wholeRows) {
-      gguf::StoredTensor st = gguf::storedAsHuggingFace(*source, *t.stored);
+      gguf::StoredTensor st = *gguf::storedAsHuggingFace(*source, sourceFamily->gguf, *t.stored);
       w.writeTensor(permuted(st.data));  // the source's own blocks: bit-exact
       continue;
     }
@@ -391,7 +397,7 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
     }
     std::vector<float> values;
     if (t.stored) {
-      gguf::StoredTensor st = gguf::storedAsHuggingFace(*source, *t.stored);
+      gguf::StoredTensor st = *gguf::storedAsHuggingFace(*source, sourceFamily->gguf, *t.stored);
       values.resize(t.stored->elementCount);
       gguf::dequantize(st.type, st.data, values);
     } else {

@@ -1,7 +1,9 @@
-#include "gguf/llama.h"
+#include "gguf/architecture.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <fstream>
@@ -10,37 +12,6 @@
 namespace linnet::gguf {
 
 namespace {
-
-struct Pair {
-  std::string_view gguf;
-  std::string_view hf;
-};
-
-// Per-layer tensors: blk.N.<gguf> <-> model.layers.N.<hf>.
-constexpr Pair kLayer[] = {
-    {"attn_norm.weight", "input_layernorm.weight"},
-    {"attn_q.weight", "self_attn.q_proj.weight"},
-    {"attn_q.bias", "self_attn.q_proj.bias"},
-    {"attn_k.weight", "self_attn.k_proj.weight"},
-    {"attn_k.bias", "self_attn.k_proj.bias"},
-    {"attn_v.weight", "self_attn.v_proj.weight"},
-    {"attn_v.bias", "self_attn.v_proj.bias"},
-    {"attn_output.weight", "self_attn.o_proj.weight"},
-    {"attn_output.bias", "self_attn.o_proj.bias"},
-    {"ffn_norm.weight", "post_attention_layernorm.weight"},
-    {"ffn_gate.weight", "mlp.gate_proj.weight"},
-    {"ffn_gate.bias", "mlp.gate_proj.bias"},
-    {"ffn_up.weight", "mlp.up_proj.weight"},
-    {"ffn_up.bias", "mlp.up_proj.bias"},
-    {"ffn_down.weight", "mlp.down_proj.weight"},
-    {"ffn_down.bias", "mlp.down_proj.bias"},
-};
-
-constexpr Pair kGlobal[] = {
-    {"token_embd.weight", "model.embed_tokens.weight"},
-    {"output_norm.weight", "model.norm.weight"},
-    {"output.weight", "lm_head.weight"},
-};
 
 // "<prefix><digits>.<rest>" -> (digits, rest).
 bool splitLayer(std::string_view name, std::string_view prefix, std::string_view& layer, std::string_view& rest) {
@@ -55,19 +26,34 @@ bool splitLayer(std::string_view name, std::string_view prefix, std::string_view
   return true;
 }
 
-// Layer index and whether this is a q or k projection weight or bias.
-struct QK {
-  bool isQ = false;
+constexpr std::string_view kGgufLayer = "blk.", kHfLayer = "model.layers.";
+
+std::optional<std::string> renamed(std::string_view name, const Architecture& arch, bool toHf) {
+  for (const TensorName& p : arch.tensors)
+    if (name == (toHf ? p.gguf : p.hf)) return toHf ? p.hf : p.gguf;
+  std::string_view layer, rest;
+  if (!splitLayer(name, toHf ? kGgufLayer : kHfLayer, layer, rest)) return std::nullopt;
+  for (const TensorName& p : arch.layerTensors)
+    if (rest == (toHf ? p.gguf : p.hf))
+      return fmt::format("{}{}.{}", toHf ? kHfLayer : kGgufLayer, layer, toHf ? p.hf : p.gguf);
+  return std::nullopt;
+}
+
+// A permuted tensor: its layer and stem entry.
+struct Permuted {
+  const PermutedTensor* entry = nullptr;
   std::int64_t layer = 0;
 };
-std::optional<QK> qkOf(std::string_view ggufName) {
+std::optional<Permuted> permutedOf(const Architecture& arch, std::string_view ggufName) {
   std::string_view layer, rest;
-  if (!splitLayer(ggufName, "blk.", layer, rest)) return std::nullopt;
-  QK r;
-  if (rest == "attn_q.weight" || rest == "attn_q.bias") r.isQ = true;
-  else if (rest != "attn_k.weight" && rest != "attn_k.bias") return std::nullopt;
-  std::from_chars(layer.data(), layer.data() + layer.size(), r.layer);
-  return r;
+  if (!splitLayer(ggufName, kGgufLayer, layer, rest)) return std::nullopt;
+  for (const PermutedTensor& p : arch.permuted)
+    if (rest == p.stem + ".weight" || rest == p.stem + ".bias") {
+      Permuted r{&p, 0};
+      std::from_chars(layer.data(), layer.data() + layer.size(), r.layer);
+      return r;
+    }
+  return std::nullopt;
 }
 
 std::int64_t perLayer(const File& file, std::string_view key, std::int64_t layer);
@@ -101,13 +87,26 @@ void reorder(std::span<float> data, std::int64_t rows, std::int64_t cols, std::i
   reorderRows(std::as_writable_bytes(data), rows, static_cast<std::size_t>(cols) * sizeof(float), heads, undo);
 }
 
+std::string withArch(const File& file, const std::string& key) {
+  std::string full = key;
+  for (std::size_t at; (at = full.find("{arch}")) != std::string::npos;) full.replace(at, 6, file.architecture());
+  return full;
+}
+
 // The head count whose rope layout llama.cpp gave tensor `t`'s rows, with
 // the check that they can be un-permuted.
-std::int64_t qkHeads(const File& file, const TensorInfo& t, const QK& qk) {
-  const std::string key = qk.isQ ? "llama.attention.head_count" : "llama.attention.head_count_kv";
-  const std::int64_t heads = (!qk.isQ && !file.metadata().contains(key))
-                                 ? perLayer(file, "llama.attention.head_count", qk.layer)
-                                 : perLayer(file, key, qk.layer);
+std::int64_t permutedHeads(const File& file, const TensorInfo& t, const Permuted& p) {
+  std::string key;
+  for (const std::string& k : p.entry->headKeys)
+    if (file.metadata().contains(withArch(file, k))) {
+      key = withArch(file, k);
+      break;
+    }
+  if (key.empty())
+    throw Error(fmt::format("{}: tensor '{}' has its rows in llama.cpp's rope order, but no metadata key gives its "
+                            "head count (looked for {})",
+                            file.label(), t.name, fmt::join(p.entry->headKeys, ", ")));
+  const std::int64_t heads = perLayer(file, key, p.layer);
   const std::int64_t rows = t.shape.empty() ? 1 : t.shape[0];
   if (t.shape.empty() || t.shape.size() > 2 || heads <= 0 || heads > rows || rows % (2 * heads) != 0)
     throw Error(fmt::format("{}: tensor '{}' has shape {}, which cannot be un-permuted for {} = {} heads (its "
@@ -149,26 +148,41 @@ double metadataNumber(const Value& v) {
   return 0.0;
 }
 
-}  // namespace
-
-std::optional<std::string> llamaHuggingFaceName(std::string_view name) {
-  for (const Pair& p : kGlobal)
-    if (name == p.gguf) return std::string(p.hf);
-  std::string_view layer, rest;
-  if (!splitLayer(name, "blk.", layer, rest)) return std::nullopt;
-  for (const Pair& p : kLayer)
-    if (rest == p.gguf) return fmt::format("model.layers.{}.{}", layer, p.hf);
+// A metadata value as config.json holds it: numbers, strings, booleans, an
+// array as its length.
+std::optional<nlohmann::json> configValue(const Value& v) {
+  if (std::holds_alternative<float>(v.data) || std::holds_alternative<double>(v.data)) return metadataNumber(v);
+  if (auto i = v.asInt()) return *i;
+  if (const bool* b = std::get_if<bool>(&v.data)) return *b;
+  if (const std::string* s = std::get_if<std::string>(&v.data)) return *s;
+  if (const Array* a = std::get_if<Array>(&v.data)) return a->size();
   return std::nullopt;
 }
 
-std::optional<std::string> llamaGgufName(std::string_view name) {
-  for (const Pair& p : kGlobal)
-    if (name == p.hf) return std::string(p.gguf);
-  std::string_view layer, rest;
-  if (!splitLayer(name, "model.layers.", layer, rest)) return std::nullopt;
-  for (const Pair& p : kLayer)
-    if (rest == p.hf) return fmt::format("blk.{}.{}", layer, p.gguf);
-  return std::nullopt;
+// Sets a dotted config key ("rope_scaling.factor") inside `c`.
+void setDotted(nlohmann::json& c, const std::string& key, nlohmann::json value) {
+  nlohmann::json* node = &c;
+  std::size_t start = 0;
+  for (std::size_t dot; (dot = key.find('.', start)) != std::string::npos; start = dot + 1) {
+    nlohmann::json& next = (*node)[key.substr(start, dot - start)];
+    if (!next.is_object()) next = nlohmann::json::object();
+    node = &next;
+  }
+  (*node)[key.substr(start)] = std::move(value);
+}
+
+}  // namespace
+
+std::optional<std::string> Architecture::huggingFaceName(std::string_view name) const {
+  return renamed(name, *this, true);
+}
+
+std::optional<std::string> Architecture::ggufName(std::string_view name) const { return renamed(name, *this, false); }
+
+double Architecture::shiftOf(std::string_view hfName) const {
+  for (const ShiftedTensor& s : shifted)
+    if (hfName.ends_with(s.hfSuffix)) return s.by;
+  return 0;
 }
 
 void unpermuteRows(std::span<float> data, std::int64_t rows, std::int64_t cols, std::int64_t heads) {
@@ -200,11 +214,20 @@ std::vector<float> Tensor::toF32() const {
   return out;
 }
 
-StoredTensor storedAsHuggingFace(const File& file, const TensorInfo& t) {
+void checkArchitecture(const File& file, const Architecture& arch) {
+  const std::string name = file.architecture();
+  if (std::find(arch.names.begin(), arch.names.end(), name) == arch.names.end())
+    throw Error(fmt::format("{}: general.architecture is {}, not the {} family's ({})", file.label(),
+                            name.empty() ? std::string("missing") : "'" + name + "'", arch.family,
+                            fmt::join(arch.names, ", ")));
+}
+
+std::optional<StoredTensor> storedAsHuggingFace(const File& file, const Architecture& arch, const TensorInfo& t) {
+  if (auto hf = arch.huggingFaceName(t.name); hf && arch.shiftOf(*hf) != 0) return std::nullopt;
   StoredTensor r{t.type, t.shape, t.data, nullptr};
-  auto qk = qkOf(t.name);
-  if (!qk || t.data.empty()) return r;
-  const std::int64_t heads = qkHeads(file, t, *qk), rows = t.shape[0];
+  auto permuted = permutedOf(arch, t.name);
+  if (!permuted || t.data.empty()) return r;
+  const std::int64_t heads = permutedHeads(file, t, *permuted), rows = t.shape[0];
   auto owned = std::make_shared<std::vector<std::byte>>(t.data.begin(), t.data.end());
   reorderRows(*owned, rows, owned->size() / static_cast<std::size_t>(rows), heads, true);
   r.data = *owned;
@@ -216,84 +239,91 @@ bool hasTiedEmbeddings(const File& file) {
   return file.find("token_embd.weight") != nullptr && file.find("output.weight") == nullptr;
 }
 
-std::map<std::string, Tensor> loadAsHuggingFace(const std::filesystem::path& path, const HfLoadOptions& options) {
-  return loadAsHuggingFace(File::open(path), options);
+std::map<std::string, Tensor> loadAsHuggingFace(const std::filesystem::path& path, const Architecture& arch,
+                                                const HfLoadOptions& options) {
+  return loadAsHuggingFace(File::open(path), arch, options);
 }
 
-std::map<std::string, Tensor> loadAsHuggingFace(const File& file, const HfLoadOptions& options) {
-  const std::string arch = file.architecture();
-  if (arch != "llama")
-    throw Error(fmt::format("{}: general.architecture is {}; loading as Hugging Face tensors supports 'llama' only",
-                            file.label(), arch.empty() ? std::string("missing") : "'" + arch + "'"));
+namespace {
+
+// Tensor `t` (Hugging Face name `hf`) dequantized, its rows and values as
+// Hugging Face holds them.
+Tensor huggingFaceTensor(const File& file, const Architecture& arch, const TensorInfo& t, const std::string& hf,
+                         DType dtype) {
+  Tensor r;
+  r.shape = t.shape;
+  r.dtype = dtype;
+  r.ggufName = t.name;
+  r.ggufType = t.type;
+  const auto permuted = permutedOf(arch, t.name);
+  const double shift = arch.shiftOf(hf);
+  if (!permuted && shift == 0) {
+    r.data = file.read(t, dtype);
+    return r;
+  }
+  std::vector<float> v = file.dequantize(t);
+  if (permuted && !v.empty()) {
+    const std::int64_t heads = permutedHeads(file, t, *permuted), rows = t.shape[0];
+    unpermuteRows(v, rows, rows ? static_cast<std::int64_t>(t.elementCount) / rows : 0, heads);
+  }
+  // (x + s) - s is x exactly wherever the sum was exact; a float rounds
+  // the subtraction of an exact float once.
+  for (float& x : v) x = static_cast<float>(static_cast<double>(x) - shift);
+  r.data = convertF32(v, dtype);
+  return r;
+}
+
+}  // namespace
+
+std::map<std::string, Tensor> loadAsHuggingFace(const File& file, const Architecture& arch,
+                                                const HfLoadOptions& options) {
+  checkArchitecture(file, arch);
   std::map<std::string, Tensor> out;
   std::vector<std::string> unknown;
   for (const TensorInfo& t : file.tensors()) {
-    if (t.name == "rope_freqs.weight") continue;
-    std::optional<std::string> hf = llamaHuggingFaceName(t.name);
+    if (std::find(arch.ignored.begin(), arch.ignored.end(), t.name) != arch.ignored.end()) continue;
+    std::optional<std::string> hf = arch.huggingFaceName(t.name);
     if (!hf) {
       unknown.push_back(t.name);
       continue;
     }
-    Tensor r;
-    r.shape = t.shape;
-    r.dtype = options.dtype;
-    r.ggufName = t.name;
-    r.ggufType = t.type;
-    if (auto qk = qkOf(t.name)) {
-      const std::int64_t heads = qkHeads(file, t, *qk);
-      const std::int64_t rows = t.shape[0];
-      std::vector<float> v = file.dequantize(t);
-      const std::int64_t cols = rows ? static_cast<std::int64_t>(t.elementCount) / rows : 0;
-      if (!v.empty()) unpermuteRows(v, rows, cols, heads);
-      r.data = convertF32(v, options.dtype);
-    } else {
-      r.data = file.read(t, options.dtype);
-    }
-    out.emplace(std::move(*hf), std::move(r));
+    out.emplace(*hf, huggingFaceTensor(file, arch, t, *hf, options.dtype));
   }
   if (!unknown.empty() && !options.skipUnknown) {
     std::string list;
     for (std::size_t i = 0; i < unknown.size() && i < 10; ++i) list += (i ? ", '" : "'") + unknown[i] + "'";
     if (unknown.size() > 10) list += fmt::format(", ... ({} in all)", unknown.size());
-    throw Error(fmt::format("{}: {} tensor(s) have no Hugging Face llama name: {} (pass skipUnknown to leave them out)",
-                            file.label(), unknown.size(), list));
+    throw Error(fmt::format("{}: {} tensor(s) have no Hugging Face name in the {} family's table: {} (pass "
+                            "skipUnknown to leave them out)",
+                            file.label(), unknown.size(), arch.family, list));
   }
   return out;
 }
 
-nlohmann::json huggingFaceConfig(const File& file) {
-  const std::string arch = file.architecture();
-  if (arch != "llama")
-    throw Error(fmt::format("{}: general.architecture is {}; a Hugging Face config can be made for 'llama' only",
-                            file.label(), arch.empty() ? std::string("missing") : "'" + arch + "'"));
+nlohmann::json huggingFaceConfig(const File& file, const Architecture& arch) {
+  checkArchitecture(file, arch);
   const Metadata& md = file.metadata();
-  nlohmann::json c;
-  c["architectures"] = {"LlamaForCausalLM"};
-  c["model_type"] = "llama";
-  const std::int64_t hidden = md.getInt("llama.embedding_length");
-  const std::int64_t heads = perLayer(file, "llama.attention.head_count", 0);
-  c["hidden_size"] = hidden;
-  c["intermediate_size"] = perLayer(file, "llama.feed_forward_length", 0);
-  c["num_hidden_layers"] = md.getInt("llama.block_count");
-  c["num_attention_heads"] = heads;
-  c["num_key_value_heads"] = md.contains("llama.attention.head_count_kv")
-                                 ? perLayer(file, "llama.attention.head_count_kv", 0)
-                                 : heads;
-  if (auto k = md.findInt("llama.attention.key_length")) c["head_dim"] = *k;
-  else if (heads > 0) c["head_dim"] = hidden / heads;
-  if (const Value* v = md.find("llama.attention.layer_norm_rms_epsilon")) c["rms_norm_eps"] = metadataNumber(*v);
-  c["rope_theta"] = md.find("llama.rope.freq_base") ? metadataNumber(*md.find("llama.rope.freq_base")) : 10000.0;
-  if (auto n = md.findInt("llama.context_length")) c["max_position_embeddings"] = *n;
-  if (auto n = md.findInt("llama.vocab_size")) c["vocab_size"] = *n;
-  else if (const Array* a = md.findArray("tokenizer.ggml.tokens", ValueType::String)) c["vocab_size"] = a->size();
-  else if (const TensorInfo* e = file.find("token_embd.weight"); e && !e->shape.empty()) c["vocab_size"] = e->shape[0];
-  if (const std::string* s = md.findString("llama.rope.scaling.type"); s && *s == "linear")
-    if (const Value* f = md.find("llama.rope.scaling.factor"))
-      c["rope_scaling"] = {{"type", "linear"}, {"factor", metadataNumber(*f)}};
+  nlohmann::json c = arch.configDefaults;
+  for (const ConfigKey& k : arch.config)
+    for (const std::string& key : k.gguf)
+      if (const Value* v = md.find(withArch(file, key))) {
+        // A per-layer array of integers (head counts) gives its first
+        // entry; another array (the tokens) its length.
+        const Array* a = std::get_if<Array>(&v->data);
+        const bool perLayerInts = a && a->size() > 0 && a->type() != ValueType::String &&
+                                  a->type() != ValueType::F32 && a->type() != ValueType::F64 &&
+                                  a->type() != ValueType::Bool && a->type() != ValueType::Array;
+        std::optional<nlohmann::json> value =
+            perLayerInts ? nlohmann::json(perLayer(file, withArch(file, key), 0)) : configValue(*v);
+        if (!value) continue;
+        setDotted(c, k.hf, std::move(*value));
+        break;
+      }
+  if (!c.contains("head_dim") && c.value("num_attention_heads", 0) > 0 && c.contains("hidden_size"))
+    c["head_dim"] = c["hidden_size"].get<std::int64_t>() / c["num_attention_heads"].get<std::int64_t>();
   c["tie_word_embeddings"] = hasTiedEmbeddings(file);
   if (auto b = md.findInt("tokenizer.ggml.bos_token_id")) c["bos_token_id"] = *b;
   if (auto e = md.findInt("tokenizer.ggml.eos_token_id")) c["eos_token_id"] = *e;
-  c["hidden_act"] = "silu";
   return c;
 }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <toml++/toml.h>
 
+#include "common/install.h"
 #include "nest/backend.h"
 
 namespace linnet::nest {
@@ -15,12 +16,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The zoo's descriptors: `families/` beside the card's folder.
+// The descriptors a card sees: `families/` beside the card's folder (its
+// zoo's), else the installed ones.
 fs::path familiesDir(const std::string& package) {
   std::error_code ec;
   fs::path card = fs::absolute(package, ec).lexically_normal();
   if (card.filename().empty()) card = card.parent_path();  // "nest/qwen3-0.6b/"
-  return card.parent_path() / "families";
+  fs::path zoo = card.parent_path() / "families";
+  return fs::is_directory(zoo, ec) ? zoo : fs::path(defaultFamiliesDir());
 }
 
 std::vector<std::string> strings(const toml::table& t, const char* key, const std::string& file) {
@@ -56,7 +59,12 @@ std::optional<Family> familyNaming(const fs::path& dir, const std::string& name,
 
 }  // namespace
 
-Family readFamily(const std::string& file) {
+namespace {
+
+// Descriptors extend each other this deep at most (a cycle ends here).
+constexpr int kMaxExtends = 8;
+
+Family readFamilyAt(const std::string& file, int depth) {
   toml::table t;
   try {
     t = toml::parse_file(file);
@@ -71,19 +79,69 @@ Family readFamily(const std::string& file) {
   if (out.name.empty()) throw Error(fmt::format("{}: [family] has no `name`", file));
   out.modelTypes = strings(*f, "model_types", file);
   out.ggufArchitectures = strings(*f, "gguf", file);
+  const toml::table* g = t["gguf"].as_table();
+  if (!g) throw Error(fmt::format("{}: no [gguf] table (how llama.cpp names the family's tensors and keys)", file));
+  std::optional<gguf::Architecture> base;
+  if (auto extends = (*g)["extends"].value<std::string>()) {
+    if (depth >= kMaxExtends)
+      throw Error(fmt::format("{}: [gguf] extends = \"{}\" goes {} descriptors deep: a cycle?", file, *extends,
+                              kMaxExtends));
+    base = readFamilyAt((fs::path(file).parent_path() / (*extends + ".toml")).string(), depth + 1).gguf;
+  }
+  try {
+    out.gguf = gguf::architectureFrom(*g, out.name, out.ggufArchitectures, file, base ? &*base : nullptr);
+  } catch (const gguf::Error& e) {
+    throw Error(e.what());
+  }
   return out;
 }
+
+}  // namespace
+
+Family readFamily(const std::string& file) { return readFamilyAt(file, 0); }
 
 std::optional<Family> cardFamily(const std::string& package, const CardConfig& card) {
   std::error_code ec;
   fs::path dir = familiesDir(package);
-  if (card.family.empty() || !fs::is_directory(dir, ec)) return std::nullopt;
+  if (card.family.empty()) return std::nullopt;
   fs::path file = dir / (card.family + ".toml");
   if (!fs::is_regular_file(file, ec))
     throw Error(fmt::format("{}: [model] family = \"{}\", but the zoo has no descriptor of it ({}); add one, "
                             "or name a family the zoo has",
                             card.nestToml, card.family, file.string()));
   return readFamily(file.string());
+}
+
+std::optional<Family> ggufFamily(const std::string& package, const std::string& arch) {
+  return familyNaming(familiesDir(package), arch, &Family::ggufArchitectures);
+}
+
+namespace {
+
+std::vector<std::string> ggufKeysOf(const std::string& configKey, const gguf::Architecture& arch) {
+  if (size_t slash = configKey.find(" / "); slash != std::string::npos) {
+    auto a = ggufKeysOf(configKey.substr(0, slash), arch), b = ggufKeysOf(configKey.substr(slash + 3), arch);
+    if (a.empty() || b.empty()) return {};
+    return {a.front() + " / " + b.front()};
+  }
+  for (const gguf::ConfigKey& k : arch.config)
+    if (k.hf == configKey) return k.gguf;
+  return {};
+}
+
+}  // namespace
+
+KeyTable ggufTable(const KeyTable& config, const Family& family) {
+  KeyTable out;
+  out.section = "config";
+  for (const KeyMapping& m : config.mappings) {
+    KeyMapping g{m.name, {}};
+    for (const std::string& key : m.keys)
+      for (std::string& k : ggufKeysOf(key, family.gguf))
+        if (std::find(g.keys.begin(), g.keys.end(), k) == g.keys.end()) g.keys.push_back(std::move(k));
+    if (!g.keys.empty()) out.mappings.push_back(std::move(g));
+  }
+  return out;
 }
 
 void checkFamily(const Family& family, const std::string& package, const ConfigValues& values) {

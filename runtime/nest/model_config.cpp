@@ -394,7 +394,11 @@ LoadOptions prepareLoad(const std::string& package, const LoadOptions& options) 
   }
   CardConfig card = readCardConfig(package);
   // A checkpoint of another family is told by its name before its numbers.
-  if (std::optional<Family> family = cardFamily(package, card)) checkFamily(*family, package, *values);
+  std::optional<Family> family = cardFamily(package, card);
+  if (family) checkFamily(*family, package, *values);
+  // A GGUF's metadata: the card's own [gguf], else its [config] read
+  // through the family's descriptor.
+  if (!values->dotted && !card.gguf && card.config && family) card.gguf = ggufTable(*card.config, *family);
   const std::optional<KeyTable>& table = values->dotted ? card.config : card.gguf;
   if (!table) {
     if (options.genericsFromConfig)

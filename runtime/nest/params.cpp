@@ -14,7 +14,8 @@
 #include "weights/safetensors.h"
 
 #ifdef LINNET_HAVE_GGUF
-#include "gguf/llama.h"
+#include "gguf/architecture.h"
+#include "nest/families.h"
 #endif
 
 namespace linnet::nest {
@@ -67,6 +68,8 @@ std::optional<Storage> storageOf(gguf::GgmlType t) {
     case gguf::GgmlType::Q4_K: return Storage::Q4_K;
     case gguf::GgmlType::Q5_K: return Storage::Q5_K;
     case gguf::GgmlType::Q6_K: return Storage::Q6_K;
+    case gguf::GgmlType::Q5_0: return Storage::Q5_0;
+    case gguf::GgmlType::Q5_1: return Storage::Q5_1;
     default: return std::nullopt;
   }
 }
@@ -89,13 +92,23 @@ struct Opened {
 // written to a temporary safetensors file that is mapped and then unlinked,
 // so that the same binding checks apply to both. A GGUF's quantized
 // matrices are also kept as stored, for compiled code to read.
-Opened openCheckpoint(const std::string& path, const std::map<std::string, int64_t>& dims) {
+Opened openCheckpoint(const std::string& package, const std::string& path,
+                      const std::map<std::string, int64_t>& dims) {
   if (!path.ends_with(".gguf")) return {weights::Checkpoint::open(path), {}};
 #ifdef LINNET_HAVE_GGUF
   // Opened once: its metadata is checked, then its tensors are read.
   gguf::File file = gguf::File::open(path);
   checkGgufShapes(file, path, dims);
-  auto tensors = gguf::loadAsHuggingFace(file);
+  // Read with its own family's table (prepareLoad has checked that it is
+  // the card's family).
+  const std::string arch = file.architecture();
+  std::optional<Family> family = ggufFamily(package, arch);
+  if (!family)
+    throw Error(fmt::format("{}: general.architecture = \"{}\" is no family with a descriptor (nest/families); "
+                            "add one that says how llama.cpp names its tensors",
+                            path, arch));
+  const gguf::Architecture& table = family->gguf;
+  auto tensors = gguf::loadAsHuggingFace(file, table);
   auto temp = std::filesystem::temp_directory_path() /
               fmt::format("linnet-{}-{}.safetensors", ::getpid(), std::filesystem::path(path).stem().string());
   gguf::writeSafetensors(temp, tensors, {{"converted_from", path}});
@@ -113,11 +126,12 @@ Opened openCheckpoint(const std::string& path, const std::map<std::string, int64
   auto keep = std::make_shared<gguf::File>(file);
   for (const gguf::TensorInfo& t : file.tensors()) {
     auto storage = storageOf(t.type);
-    auto hf = gguf::llamaHuggingFaceName(t.name);
+    auto hf = table.huggingFaceName(t.name);
     if (!storage || !hf || t.shape.size() != 2) continue;
-    gguf::StoredTensor st = gguf::storedAsHuggingFace(file, t);
-    std::shared_ptr<const void> owner = st.owned ? std::shared_ptr<const void>(st.owned) : keep;
-    opened.stored.emplace(*hf, Stored{*storage, st.data, owner});
+    std::optional<gguf::StoredTensor> st = gguf::storedAsHuggingFace(file, table, t);
+    if (!st) continue;
+    std::shared_ptr<const void> owner = st->owned ? std::shared_ptr<const void>(st->owned) : keep;
+    opened.stored.emplace(*hf, Stored{*storage, st->data, owner});
   }
   return opened;
 #else
@@ -163,7 +177,7 @@ std::vector<ParamBytes> bindParams(const std::string& package, const std::vector
   try {
     std::vector<weights::ParamSpec> specs;
     for (const auto& p : params) specs.push_back({p.path, p.shape, p.dtype});
-    Opened opened = openCheckpoint(options.weights, dims);
+    Opened opened = openCheckpoint(package, options.weights, dims);
     weights::Checkpoint& checkpoint = opened.checkpoint;
     std::filesystem::path bindingsPath = std::filesystem::path(package) / "bindings.json";
     weights::BindOptions bindOptions;

@@ -16,7 +16,7 @@
 #include "export/gguf_export.h"
 #include "export/gguf_names.h"
 #include "export/quantize.h"
-#include "gguf/llama.h"
+#include "gguf/architecture.h"
 #include "gguf/tokenizer.h"
 #include "weights/safetensors.h"
 
@@ -29,6 +29,13 @@ using Catch::Matchers::Contains;
 namespace ex = linnet::exporter;
 
 namespace {
+
+// The llama family's GGUF names (nest/families/llama.toml).
+const gguf::Architecture& llama() {
+  static const gguf::Architecture a =
+      gguf::readArchitecture(std::filesystem::path(LINNET_SOURCE_DIR) / "nest/families/llama.toml");
+  return a;
+}
 
 ex::GgufExportOptions gqa2(const std::filesystem::path& out) {
   return test::gqa2Export<ex::GgufExportOptions>(out.string());
@@ -54,7 +61,7 @@ TEST_CASE("an f32 export reads back as the checkpoint it came from", "[export][g
 
   weights::Checkpoint source = weights::Checkpoint::open(kGqa2);
   gguf::File file = gguf::File::open(out);
-  auto hf = gguf::loadAsHuggingFace(file);
+  auto hf = gguf::loadAsHuggingFace(file, llama());
   CHECK(hf.size() == source.tensors().size());
   for (const auto& [name, t] : hf) {
     INFO(name);
@@ -123,7 +130,7 @@ TEST_CASE("a quantized export holds the encoders' blocks; norms stay f32", "[exp
                                                    : type;
         CHECK(t.type == want);
         if (t.name == "rope_freqs.weight") continue;
-        std::string hfName = *gguf::llamaHuggingFaceName(t.name);
+        std::string hfName = *llama().huggingFaceName(t.name);
         std::vector<float> values = f32Of(*source.find(hfName));
         if (t.name.find("attn_q.") != std::string::npos) gguf::permuteRows(values, t.shape[0], t.shape[1], 4);
         if (t.name.find("attn_k.") != std::string::npos) gguf::permuteRows(values, t.shape[0], t.shape[1], 2);

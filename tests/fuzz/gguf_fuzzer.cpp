@@ -9,10 +9,11 @@
 //   /tmp/ggfuzz -max_total_time=60 -max_len=65536 tests/fuzz/corpus_gguf
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <span>
 
 #include "gguf/gguf.h"
-#include "gguf/llama.h"
+#include "gguf/architecture.h"
 #include "gguf/tokenizer.h"
 
 using namespace linnet::gguf;
@@ -42,13 +43,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     sink += huggingFaceTokenizerConfig(tok).dump().size();
   } catch (const Error&) {
   }
-  try {
-    sink += huggingFaceConfig(file).dump().size();
-  } catch (const Error&) {
-  }
-  try {
-    sink += loadAsHuggingFace(file, {DType::F16, true}).size();
-  } catch (const Error&) {
+  // Every family's table (the zoo's descriptors), each file read as its own.
+  static const std::vector<Architecture> families = [] {
+    std::vector<Architecture> out;
+    for (const auto& e : std::filesystem::directory_iterator(LINNET_FAMILIES_DIR))
+      if (e.path().extension() == ".toml") out.push_back(readArchitecture(e.path()));
+    return out;
+  }();
+  for (Architecture arch : families) {
+    arch.names = {file.architecture()};
+    try {
+      sink += huggingFaceConfig(file, arch).dump().size();
+    } catch (const Error&) {
+    }
+    try {
+      sink += loadAsHuggingFace(file, arch, {DType::F16, true}).size();
+    } catch (const Error&) {
+    }
   }
   static volatile std::size_t observed;
   observed = sink;  // keep the work observable

@@ -1,17 +1,28 @@
-// llama-architecture files as Hugging Face checkpoints: names, the undoing
-// of convert_hf_to_gguf.py's q/k row permutation, tied embeddings, config.
+// GGUF files as Hugging Face checkpoints through the zoo's family
+// descriptors (nest/families): names, the undoing of convert_hf_to_gguf.py's
+// q/k row permutation and of Gemma's norm shift, tied embeddings, config.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <set>
 
-#include "gguf/llama.h"
+#include "gguf/architecture.h"
 #include "gguf_test_util.h"
 
 using namespace linnet::gguf;
 using linnet::DType;
 using namespace linnet::gguf::test;
 using Catch::Matchers::Contains;
+
+namespace {
+const std::filesystem::path kFamilies = std::filesystem::path(LINNET_SOURCE_DIR) / "nest" / "families";
+const Architecture& llama() {
+  static const Architecture a = readArchitecture(kFamilies / "llama.toml");
+  return a;
+}
+}  // namespace
 
 TEST_CASE("llama.cpp names <-> Hugging Face names", "[gguf][llama]") {
   const std::pair<const char*, const char*> pairs[] = {
@@ -30,13 +41,13 @@ TEST_CASE("llama.cpp names <-> Hugging Face names", "[gguf][llama]") {
       {"blk.31.ffn_down.weight", "model.layers.31.mlp.down_proj.weight"},
   };
   for (auto [g, h] : pairs) {
-    CHECK(llamaHuggingFaceName(g) == std::optional<std::string>(h));
-    CHECK(llamaGgufName(h) == std::optional<std::string>(g));
+    CHECK(llama().huggingFaceName(g) == std::optional<std::string>(h));
+    CHECK(llama().ggufName(h) == std::optional<std::string>(g));
   }
   for (const char* bad : {"rope_freqs.weight", "blk.x.attn_q.weight", "blk..attn_q.weight", "blk.01.attn_q.weight",
                           "blk.1.attn_q", "blk.1.ffn_gate_exps.weight", "token_embd", "blk.1"})
-    CHECK(llamaHuggingFaceName(bad) == std::nullopt);
-  CHECK(llamaGgufName("model.layers.1.self_attn.rotary_emb.inv_freq") == std::nullopt);
+    CHECK(llama().huggingFaceName(bad) == std::nullopt);
+  CHECK(llama().ggufName("model.layers.1.self_attn.rotary_emb.inv_freq") == std::nullopt);
 }
 
 TEST_CASE("permuteRows matches convert_hf_to_gguf.py's permute, unpermuteRows undoes it", "[gguf][llama]") {
@@ -67,7 +78,7 @@ TEST_CASE("loadAsHuggingFace restores the Hugging Face tensors", "[gguf][llama]"
   CHECK(f.metadata().getInt("llama.attention.head_count_kv") == manifest["n_head_kv"].get<int>());
   CHECK_FALSE(hasTiedEmbeddings(f));
 
-  auto tensors = loadAsHuggingFace(f);
+  auto tensors = loadAsHuggingFace(f, llama());
   REQUIRE(tensors.size() == manifest["tensors"].size());
   std::size_t compared = 0;
   for (const auto& e : manifest["tensors"]) {
@@ -77,7 +88,7 @@ TEST_CASE("loadAsHuggingFace restores the Hugging Face tensors", "[gguf][llama]"
     const Tensor& t = tensors.at(name);
     CHECK(t.shape == e["shape"].get<std::vector<std::int64_t>>());
     CHECK(t.dtype == DType::F32);
-    CHECK(llamaGgufName(name) == std::optional<std::string>(t.ggufName));
+    CHECK(llama().ggufName(name) == std::optional<std::string>(t.ggufName));
     const std::int64_t off = e["offset"];
     if (off < 0) continue;
     const std::size_t n = e["count"];
@@ -96,7 +107,7 @@ TEST_CASE("loadAsHuggingFace restores the Hugging Face tensors", "[gguf][llama]"
   CHECK(raw != tensors.at("model.layers.0.self_attn.q_proj.weight").toF32());
 
   // bf16 output: every value the f32 one rounded to nearest even.
-  auto b = loadAsHuggingFace(f, {DType::BF16, false});
+  auto b = loadAsHuggingFace(f, llama(), {DType::BF16, false});
   const Tensor& q = b.at("model.layers.0.self_attn.q_proj.weight");
   CHECK(q.dtype == DType::BF16);
   REQUIRE(q.data.size() == 32 * 32 * 2);
@@ -106,7 +117,7 @@ TEST_CASE("loadAsHuggingFace restores the Hugging Face tensors", "[gguf][llama]"
     std::memcpy(&h, q.data.data() + 2 * i, 2);
     REQUIRE(h == f32ToBf16(q32[i]));
   }
-  auto h16 = loadAsHuggingFace(dataDir() / "llama.gguf", {DType::F16, false});
+  auto h16 = loadAsHuggingFace(dataDir() / "llama.gguf", llama(), {DType::F16, false});
   const Tensor& emb = h16.at("model.embed_tokens.weight");  // stored F16: copied as is
   CHECK(emb.ggufType == GgmlType::F16);
   CHECK(std::memcmp(emb.data.data(), f.at("token_embd.weight").data.data(), emb.data.size()) == 0);
@@ -114,13 +125,15 @@ TEST_CASE("loadAsHuggingFace restores the Hugging Face tensors", "[gguf][llama]"
 
 TEST_CASE("storedAsHuggingFace keeps the blocks and moves whole q/k rows", "[gguf][llama]") {
   File f = File::open(dataDir() / "llama.gguf");
-  auto tensors = loadAsHuggingFace(f);
+  auto tensors = loadAsHuggingFace(f, llama());
   std::size_t reordered = 0;
   for (const TensorInfo& t : f.tensors()) {
-    auto hf = llamaHuggingFaceName(t.name);
+    auto hf = llama().huggingFaceName(t.name);
     if (!hf) continue;
     INFO("tensor " << t.name);
-    StoredTensor stored = storedAsHuggingFace(f, t);
+    std::optional<StoredTensor> found = storedAsHuggingFace(f, llama(), t);
+    REQUIRE(found);
+    const StoredTensor& stored = *found;
     CHECK(stored.type == t.type);
     CHECK(stored.shape == t.shape);
     REQUIRE(stored.data.size() == t.data.size());
@@ -137,16 +150,16 @@ TEST_CASE("storedAsHuggingFace keeps the blocks and moves whole q/k rows", "[ggu
 TEST_CASE("tied embeddings: no output.weight, no lm_head", "[gguf][llama]") {
   File f = File::open(dataDir() / "tied.gguf");
   CHECK(hasTiedEmbeddings(f));
-  auto tensors = loadAsHuggingFace(f);
+  auto tensors = loadAsHuggingFace(f, llama());
   CHECK(tensors.count("lm_head.weight") == 0);
   CHECK(tensors.count("model.embed_tokens.weight") == 1);
   CHECK(tensors.size() == 12);  // embed, norm, and 10 per layer (q bias included)
-  CHECK(huggingFaceConfig(f)["tie_word_embeddings"] == true);
+  CHECK(huggingFaceConfig(f, llama())["tie_word_embeddings"] == true);
 }
 
 TEST_CASE("Hugging Face config from metadata", "[gguf][llama]") {
   File f = File::open(dataDir() / "llama.gguf");
-  const nlohmann::json c = huggingFaceConfig(f);
+  const nlohmann::json c = huggingFaceConfig(f, llama());
   CHECK(c["model_type"] == "llama");
   CHECK(c["architectures"] == nlohmann::json::array({"LlamaForCausalLM"}));
   CHECK(c["hidden_size"] == 32);
@@ -166,9 +179,9 @@ TEST_CASE("Hugging Face config from metadata", "[gguf][llama]") {
 
 TEST_CASE("loadAsHuggingFace refuses other architectures and unknown tensors", "[gguf][llama]") {
   File other = File::open(dataDir() / "types.gguf");
-  CHECK_THROWS_WITH(loadAsHuggingFace(other), Contains("types.gguf") && Contains("'linnet-test'") &&
-                                                  Contains("'llama' only"));
-  CHECK_THROWS_WITH(huggingFaceConfig(other), Contains("'llama' only"));
+  CHECK_THROWS_WITH(loadAsHuggingFace(other, llama()), Contains("types.gguf") && Contains("'linnet-test'") &&
+                                                            Contains("not the llama family's (llama)"));
+  CHECK_THROWS_WITH(huggingFaceConfig(other, llama()), Contains("not the llama family's"));
 
   Builder g;
   g.string("general.architecture", "llama").u32("llama.attention.head_count", 2);
@@ -176,9 +189,9 @@ TEST_CASE("loadAsHuggingFace refuses other architectures and unknown tensors", "
   g.f32("blk.0.ffn_gate_exps.weight", {1}, {1});
   g.f32("rope_freqs.weight", {1}, {1});
   File f = File::parseCopy(g.build(), "moe.gguf");
-  CHECK_THROWS_WITH(loadAsHuggingFace(f), Contains("moe.gguf") && Contains("'blk.0.ffn_gate_exps.weight'") &&
-                                              Contains("no Hugging Face llama name"));
-  auto t = loadAsHuggingFace(f, {DType::F32, true});
+  CHECK_THROWS_WITH(loadAsHuggingFace(f, llama()), Contains("moe.gguf") && Contains("'blk.0.ffn_gate_exps.weight'") &&
+                                              Contains("no Hugging Face name in the llama family's table"));
+  auto t = loadAsHuggingFace(f, llama(), {DType::F32, true});
   CHECK(t.size() == 1);  // rope_freqs.weight is left out silently
   CHECK(t.at("model.embed_tokens.weight").shape == std::vector<std::int64_t>{2, 2});
 
@@ -186,13 +199,13 @@ TEST_CASE("loadAsHuggingFace refuses other architectures and unknown tensors", "
   q.string("general.architecture", "llama").u32("llama.attention.head_count", 4);
   q.f32("blk.0.attn_q.weight", {1, 6}, {1, 2, 3, 4, 5, 6});
   File fq = File::parseCopy(q.build(), "q.gguf");
-  CHECK_THROWS_WITH(loadAsHuggingFace(fq), Contains("q.gguf") && Contains("'blk.0.attn_q.weight'") &&
+  CHECK_THROWS_WITH(loadAsHuggingFace(fq, llama()), Contains("q.gguf") && Contains("'blk.0.attn_q.weight'") &&
                                                Contains("[6, 1]") && Contains("4 heads"));
   Builder k;  // head_count missing
   k.string("general.architecture", "llama");
   k.f32("blk.0.attn_k.weight", {1, 4}, {1, 2, 3, 4});
-  CHECK_THROWS_WITH(loadAsHuggingFace(File::parseCopy(k.build(), "k.gguf")),
-                    Contains("'llama.attention.head_count' is missing"));
+  CHECK_THROWS_WITH(loadAsHuggingFace(File::parseCopy(k.build(), "k.gguf"), llama()),
+                    Contains("no metadata key gives its head count") && Contains("{arch}.attention.head_count_kv"));
 }
 
 TEST_CASE("per-layer head counts (arrays) are honoured", "[gguf][llama]") {
@@ -204,7 +217,7 @@ TEST_CASE("per-layer head counts (arrays) are honoured", "[gguf][llama]") {
   std::iota(v.begin(), v.end(), 0.0f);
   g.f32("blk.0.attn_k.weight", {1, 8}, v);
   g.f32("blk.1.attn_k.weight", {1, 8}, v);
-  auto t = loadAsHuggingFace(File::parseCopy(g.build(), "a.gguf"));
+  auto t = loadAsHuggingFace(File::parseCopy(g.build(), "a.gguf"), llama());
   std::vector<float> one = v, two = v;
   unpermuteRows(one, 8, 1, 1);
   unpermuteRows(two, 8, 1, 2);
@@ -242,4 +255,107 @@ TEST_CASE("safetensors bytes of the loaded tensors", "[gguf][llama]") {
   TempDir tmp;
   writeSafetensors(tmp.path() / "m.safetensors", m);
   CHECK(std::filesystem::file_size(tmp.path() / "m.safetensors") == toSafetensors(m).size());
+}
+
+namespace {
+const Architecture& family(const char* name) {
+  static std::map<std::string, Architecture> read;
+  auto it = read.find(name);
+  if (it == read.end()) it = read.emplace(name, readArchitecture(kFamilies / (std::string(name) + ".toml"))).first;
+  return it->second;
+}
+}  // namespace
+
+TEST_CASE("every family's names go both ways, one GGUF name per Hugging Face name", "[gguf][families]") {
+  for (const auto& entry : std::filesystem::directory_iterator(kFamilies)) {
+    if (entry.path().extension() != ".toml") continue;
+    const Architecture a = readArchitecture(entry.path());
+    INFO(entry.path().string());
+    CHECK_FALSE(a.names.empty());
+    std::set<std::string> hf;
+    for (const TensorName& t : a.layerTensors) {
+      CHECK(hf.insert(t.hf).second);
+      CHECK(a.huggingFaceName("blk.7." + t.gguf) == "model.layers.7." + t.hf);
+      CHECK(a.ggufName("model.layers.7." + t.hf) == "blk.7." + t.gguf);
+    }
+    for (const TensorName& t : a.tensors) {
+      CHECK(a.huggingFaceName(t.gguf) == t.hf);
+      CHECK(a.ggufName(t.hf) == t.gguf);
+    }
+  }
+  // What each family adds to or changes in Llama's table.
+  CHECK(family("gemma3").huggingFaceName("blk.2.ffn_norm.weight") == "model.layers.2.pre_feedforward_layernorm.weight");
+  CHECK(family("gemma3").huggingFaceName("blk.2.post_attention_norm.weight") ==
+        "model.layers.2.post_attention_layernorm.weight");
+  CHECK(family("qwen3").huggingFaceName("blk.0.attn_k_norm.weight") == "model.layers.0.self_attn.k_norm.weight");
+  CHECK(family("phi3").huggingFaceName("blk.1.attn_qkv.weight") == "model.layers.1.self_attn.qkv_proj.weight");
+  CHECK(family("phi3").huggingFaceName("blk.1.ffn_up.weight") == "model.layers.1.mlp.gate_up_proj.weight");
+  CHECK(family("llama").huggingFaceName("blk.1.attn_q_norm.weight") == std::nullopt);
+  for (const char* name : {"qwen2", "qwen3", "phi3", "gemma3"}) CHECK(family(name).permuted.empty());
+  CHECK(family("llama").permuted.size() == 2);
+}
+
+TEST_CASE("Gemma 3's norms are stored as 1 + w, and its rows in Hugging Face's order", "[gguf][families]") {
+  Builder g;
+  g.string("general.architecture", "gemma3").u32("gemma3.attention.head_count", 2);
+  g.u32("gemma3.attention.head_count_kv", 1).u32("gemma3.embedding_length", 8).u32("gemma3.attention.key_length", 4);
+  g.u32("gemma3.attention.sliding_window", 512).u32("gemma3.block_count", 1);
+  g.f32("blk.0.attn_norm.weight", {4}, {1.5f, 0.75f, 2.0f, 1.0f});
+  g.f32("blk.0.attn_q_norm.weight", {2}, {1.25f, 3.0f});
+  std::vector<float> q(16);
+  std::iota(q.begin(), q.end(), 0.0f);
+  g.f32("blk.0.attn_q.weight", {2, 8}, q);
+  g.f32("token_embd.weight", {2, 2}, {1, 2, 3, 4});
+  File f = File::parseCopy(g.build(), "gemma.gguf");
+  const Architecture& gemma = family("gemma3");
+  auto t = loadAsHuggingFace(f, gemma);
+  CHECK(t.at("model.layers.0.input_layernorm.weight").toF32() == std::vector<float>{0.5f, -0.25f, 1.0f, 0.0f});
+  CHECK(t.at("model.layers.0.self_attn.q_norm.weight").toF32() == std::vector<float>{0.25f, 2.0f});
+  CHECK(t.at("model.layers.0.self_attn.q_proj.weight").toF32() == q);  // not permuted
+  CHECK(t.count("lm_head.weight") == 0);                                  // tied
+  // A shifted tensor has no stored form to read as is; others do, unmoved.
+  CHECK_FALSE(storedAsHuggingFace(f, gemma, *f.find("blk.0.attn_norm.weight")));
+  auto stored = storedAsHuggingFace(f, gemma, *f.find("blk.0.attn_q.weight"));
+  REQUIRE(stored);
+  CHECK_FALSE(stored->owned);
+
+  const nlohmann::json c = huggingFaceConfig(f, gemma);
+  CHECK(c["model_type"] == "gemma3_text");
+  CHECK(c["architectures"] == nlohmann::json::array({"Gemma3ForCausalLM"}));
+  CHECK(c["head_dim"] == 4);
+  CHECK(c["query_pre_attn_scalar"] == 4);
+  CHECK(c["sliding_window"] == 512);
+  CHECK(c["rope_local_base_freq"] == 10000.0);
+  CHECK(c["tie_word_embeddings"] == true);
+  CHECK_FALSE(c.contains("hidden_act"));  // Gemma's defaults replace Llama's whole
+
+  // Read with another family's table: refused, naming both.
+  CHECK_THROWS_WITH(loadAsHuggingFace(f, llama()),
+                    Contains("gemma.gguf") && Contains("'gemma3'") && Contains("not the llama family's"));
+}
+
+TEST_CASE("a descriptor's [gguf] table is checked as it is read", "[gguf][families]") {
+  auto table = [](const char* text) { return toml::parse(text); };
+  CHECK_THROWS_WITH(architectureFrom(table("permutd = {}"), "x", {"x"}, "x.toml"),
+                    Contains("x.toml: [gguf] has no key `permutd`"));
+  CHECK_THROWS_WITH(architectureFrom(table("tensors = 3"), "x", {"x"}, "x.toml"),
+                    Contains("x.toml: [gguf].tensors must be a table"));
+  CHECK_THROWS_WITH(architectureFrom(table("tensors = { \"a.weight\" = 1 }"), "x", {"x"}, "x.toml"),
+                    Contains("tensors.\"a.weight\" must be a Hugging Face tensor name"));
+  CHECK_THROWS_WITH(architectureFrom(table("shifted = { \"norm.weight\" = \"one\" }"), "x", {"x"}, "x.toml"),
+                    Contains("shifted.\"norm.weight\" must be a number"));
+  CHECK_THROWS_WITH(architectureFrom(table("config = { hidden_size = [1] }"), "x", {"x"}, "x.toml"),
+                    Contains("config.hidden_size must be a key or a list of keys"));
+  // extends: entries added or replaced one by one; lists and defaults whole.
+  Architecture base = architectureFrom(table("tensors = { \"a\" = \"A\", \"b\" = \"B\" }\npermuted = { q = \"k\" }\n"
+                                             "config_defaults = { model_type = \"base\", hidden_act = \"silu\" }"),
+                                       "base", {"base"}, "base.toml");
+  Architecture derived = architectureFrom(
+      table("tensors = { \"b\" = \"B2\", \"c\" = \"C\" }\nconfig_defaults = { model_type = \"derived\" }"), "derived",
+      {"derived"}, "derived.toml", &base);
+  CHECK(derived.huggingFaceName("a") == "A");
+  CHECK(derived.huggingFaceName("b") == "B2");
+  CHECK(derived.huggingFaceName("c") == "C");
+  CHECK(derived.permuted.size() == 1);
+  CHECK(derived.configDefaults == nlohmann::json{{"model_type", "derived"}});
 }
