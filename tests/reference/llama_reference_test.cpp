@@ -25,11 +25,14 @@ const std::string kBackend = LINNET_TEST_BACKEND;
 
 // A card and the transformers fixture it is checked on: `generics.txt`
 // beside the checkpoint (the Llama fixtures), or a Hugging Face folder whose
-// config.json gives the generics (--generics-from-config).
+// config.json gives the generics (--generics-from-config). `file`, when
+// set, is read instead of the folder: a GGUF beside it, whose metadata gives
+// the generics.
 struct Fixture {
   const char* card;
   const char* dir;
   bool fromConfig;
+  const char* file = nullptr;
 };
 
 Tensor toTensor(const linnet::weights::TensorInfo& info) {
@@ -55,11 +58,11 @@ struct Card {
     options.backend = kBackend;
     options.cacheDir = LINNET_TEST_CACHE;
     if (fixture.fromConfig) {
-      options.weights = dir;
+      options.weights = fixture.file ? dir + "/" + fixture.file : dir;
       options.genericsFromConfig = true;
       setGeneric(options, "MaxSeq=64");
     } else {
-      options.weights = dir + "/model.safetensors";
+      options.weights = dir + "/" + (fixture.file ? fixture.file : "model.safetensors");
       std::ifstream generics(dir + "/generics.txt");
       for (std::string line; std::getline(generics, line);) setGeneric(options, line);
     }
@@ -358,3 +361,54 @@ TEST_CASE("training entries match transformers' log-probabilities", "[reference]
     }
   }
 }
+
+#if defined(LINNET_TEST_FAMILIES)
+// Each family's fixture as a GGUF written with llama.cpp's tensor names,
+// metadata keys and Gemma's stored norms (tests/families/make_gguf_fixtures.py,
+// which also checks that llama.cpp reads Qwen's and Phi's files as
+// transformers' models): read through the family's descriptor
+// (nest/families/*.toml [gguf]), generics from the file's metadata. A GGUF
+// says no dtype: T = f32, as its F32 tensors are.
+TEST_CASE("each family's GGUF gives transformers' numbers", "[reference][families][gguf]") {
+  for (const Fixture& folder : kConfigs) {
+    SECTION(folder.dir) {
+      Fixture fixture = folder;
+      fixture.file = "model.gguf";
+      Card card(fixture, {"T=f32"});
+      Tensor tokens = card.want("tokens1");
+      Tensor forward = card.model->call("forward", {tokens})[0];
+      if (std::string(fixture.card) == "gemma-3-270m") {
+        // The fixture scales queries by query_pre_attn_scalar = 24, which a
+        // GGUF cannot say: llama.cpp reads key_length (16), and so does the
+        // card. Against the card on the safetensors at 16 (the names and
+        // the undone norm shift: equal to f32 rounding), and llama.cpp's own
+        // logits on the file (make_gguf_fixtures.py), whose GELU is read
+        // from an f16 table (ggml's GGML_GELU_FP16): within 5e-3 of the scale.
+        Fixture plain{fixture.card, fixture.dir, false, "model.safetensors"};
+        Card same(plain, {"Vocab=96", "H=48", "Heads=4", "KvHeads=1", "D=16", "Inner=80", "Layers=7", "Window=4",
+                          "QueryScale=16", "Pattern=6", "MaxSeq=64", "T=f32"});
+        Tensor want = same.model->call("forward", {tokens})[0];
+        INFO("against the safetensors: max abs diff " << maxAbsDiff(forward, want));
+        CHECK(maxAbsDiff(forward, want) <= 1e-5 * maxAbs(want));
+        auto peer = linnet::weights::Checkpoint::open(std::string(LINNET_TEST_DATA) + "/" + fixture.dir +
+                                                      "/llama_cpp.safetensors");
+        Tensor theirs = toTensor(peer.at("logits1"));
+        INFO("against llama.cpp: max abs diff " << maxAbsDiff(forward, theirs) << ", scale " << maxAbs(theirs));
+        CHECK(maxAbsDiff(forward, theirs) <= 5e-3 * maxAbs(theirs));
+      } else {
+        Tensor want = card.want("logits1");
+        INFO("forward max abs diff " << maxAbsDiff(forward, want) << ", logits' scale " << maxAbs(want));
+        CHECK(maxAbsDiff(forward, want) <= 1e-5 * maxAbs(want));  // the f32 rule
+        std::vector<int64_t> greedy = flat(card.want("greedy1"));
+        card.model->resetState();
+        Tensor prefilled = card.model->call("prefill", {tokens, i32(0)})[0];
+        CHECK(argmax(prefilled) == greedy[0]);
+        Tensor first = ints(DType::I32, {1, 1}, {greedy[0]});
+        int64_t steps = static_cast<int64_t>(greedy.size()) - 1;
+        Tensor rest = card.model->call("generate", {first, i32(tokens.shape[1])}, {{"Steps", steps}})[0];
+        CHECK(flat(rest) == std::vector<int64_t>(greedy.begin() + 1, greedy.end()));
+      }
+    }
+  }
+}
+#endif
