@@ -8,6 +8,7 @@
 // carries from one to the next, as IREE's iree-run-module does with .npy files.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -66,6 +67,7 @@ struct Args {
   bool maxNewGiven = false;
   std::string prompt, system, tokenizer;
   std::vector<std::string> words;  // tokenize / detokenize operands
+  bool jsonLines = false;          // tokenize: texts from stdin, one JSON string a line
   double temperature = 0, topP = 1, minP = 0, repetitionPenalty = 1;
   int64_t topK = 0, seed = 0;
   std::vector<std::string> stops;  // stop strings
@@ -91,7 +93,7 @@ const char* kSynopsis = R"(
       (--prompt-ids 1,2,3 | --prompt TEXT [--tokenizer PATH]) [--max-new N] [sampling]
   linnet chat PACKAGE --weights PATH [--tokenizer PATH] [--generics-from-config] [--set K=V]...
       [--system TEXT] [--prompt TEXT] [--max-new N] [sampling] [--verbose]
-  linnet tokenize --tokenizer PATH TEXT        (ids as a JSON array)
+  linnet tokenize --tokenizer PATH (TEXT | --jsonl)  (ids as a JSON array; --jsonl: a JSON string a line on stdin)
   linnet detokenize --tokenizer PATH 1,2,3
   linnet export gguf PACKAGE (--weights PATH | --random-weights) [--set K=V]... [--type TYPE] -o FILE.gguf
   linnet export hf PACKAGE (--weights PATH | --random-weights) [--set K=V]... [--dtype bf16|f16|f32]
@@ -430,6 +432,9 @@ Commands defineCommands(CLI::App& app, Args& a, linnet::bench::Options& bench) {
 
   c.tokenize = app.add_subcommand("tokenize", "Print a text's token ids as a JSON array");
   c.tokenize->add_option("TEXT", a.words, "The text (several words are joined with spaces)");
+  c.tokenize->add_flag("--jsonl", a.jsonLines,
+                       "Read the texts from standard input, one JSON string a line, and print one array a line")
+      ->excludes(c.tokenize->get_option("TEXT"));
   c.detokenize = app.add_subcommand("detokenize", "Print the text of token ids");
   c.detokenize->add_option("IDS", a.words, "Token ids, separated by commas");
   for (CLI::App* cmd : {c.tokenize, c.detokenize}) {
@@ -703,8 +708,29 @@ int runChat(Args& a) {
   return 0;
 }
 
+// One JSON string a line in, one array of ids a line out: many texts
+// through one loaded tokenizer.
+int tokenizeLines(const linnet::nest::TextModel& t) {
+  std::string line;
+  for (size_t number = 1; std::getline(std::cin, line); ++number) {
+    nlohmann::json text;
+    try {
+      text = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      throw Usage(fmt::format("tokenize --jsonl: standard input line {}: not JSON ({})", number, e.what()));
+    }
+    if (!text.is_string())
+      throw Usage(fmt::format("tokenize --jsonl: standard input line {}: a JSON string, such as \"a b\", is "
+                              "expected",
+                              number));
+    fmt::print("[{}]\n", fmt::join(t.tokenizer.encode(text.get<std::string>(), false), ", "));
+  }
+  return 0;
+}
+
 int runTokenize(Args& a) {
   auto t = text(a);
+  if (a.command == "tokenize" && a.jsonLines) return tokenizeLines(t);
   if (a.command == "tokenize") {
     std::string joined = fmt::format("{}", fmt::join(a.words, " "));
     fmt::print("[{}]\n", fmt::join(t.tokenizer.encode(joined, false), ", "));

@@ -168,7 +168,7 @@ def linnet_greedy(linnet: str, package: Path, weights: Path, prompts: list[list[
     return out
 
 
-def divergence_gaps(path: Path, prompts, ours, linnet, firsts) -> list[float]:
+def divergence_gaps(path: Path, prompts, ours, linnet, firsts, n_ctx: int = 512) -> list[float]:
     """At each prompt's first difference, with the common prefix fed to
     llama.cpp: its logit for its own choice less its logit for linnet's. A
     small gap is a near tie that rounding anywhere can flip."""
@@ -176,7 +176,7 @@ def divergence_gaps(path: Path, prompts, ours, linnet, firsts) -> list[float]:
     todo = [(i, k) for i, k in enumerate(firsts) if k >= 0]
     if not todo:
         return []
-    llm = Llama(model_path=str(path), n_ctx=512, n_batch=512, n_threads=os.cpu_count(), verbose=False,
+    llm = Llama(model_path=str(path), n_ctx=n_ctx, n_batch=n_ctx, n_threads=os.cpu_count(), verbose=False,
                 logits_all=True)
     gaps = []
     for i, k in todo:
