@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "common/units.h"
-#include "export/gguf_names.h"
+#include "export/gguf_hyperparameters.h"
 #include "export/gguf_writer.h"
 #include "export/model_facts.h"
 #include "export/param_values.h"
@@ -105,12 +105,43 @@ std::string readText(const fs::path& p) {
 
 struct Planned {
   std::size_t param = SIZE_MAX;  // into the params; SIZE_MAX: rope_freqs
-  GgufName name;
+  std::string name;              // llama.cpp's: "blk.3.attn_q.weight"
+  std::string hf;                // the Hugging Face name it is bound as
   std::vector<std::int64_t> shape;
   GgmlType type = GgmlType::F32;
   const gguf::TensorInfo* stored = nullptr;  // the GGUF source's tensor
-  bool omitted = false;                      // the tied output head
+  bool omitted = false;                      // a tied output head: the embedding's tensor again
+  const gguf::PermutedTensor* permuted = nullptr;  // rows in llama.cpp's rope order
+  double shift = 0;                                // stored as value + shift (Gemma's norms)
 };
+
+// Each parameter's llama.cpp name: bindings.json gives its Hugging Face
+// name (none: its own path), the family's descriptor the GGUF name. A
+// parameter bound to the tensor of one before it (a tied output head) is
+// left out: llama.cpp reuses token_embd.weight when output.weight is absent.
+std::vector<Planned> planTensors(const ModelFacts& facts, const nest::Family& family,
+                                 const std::optional<weights::Bindings>& bindings) {
+  std::vector<Planned> plan;
+  std::vector<std::string> unnamed;
+  for (std::size_t k = 0; k < facts.params.size(); ++k) {
+    const nest::ParamInfo& p = facts.params[k];
+    std::string hf = bindings ? bindings->find(p.path).value_or(p.path) : p.path;
+    std::optional<std::string> name = family.gguf.ggufName(hf);
+    if (!name) {
+      unnamed.push_back(fmt::format("{} {}{}", p.path, shapeText(p.shape), hf == p.path ? "" : " (bound to " + hf + ")"));
+      continue;
+    }
+    bool tied = std::any_of(plan.begin(), plan.end(), [&](const Planned& t) { return t.hf == hf; });
+    plan.push_back({k, *name, hf, p.shape, GgmlType::F32, nullptr, tied, family.gguf.permutedTensor(*name),
+                    family.gguf.shiftOf(hf)});
+  }
+  if (!unnamed.empty())
+    throw Error(fmt::format("{}: {} of the model's {} parameters have no llama.cpp name in the {} family's "
+                            "descriptor (nest/families/{}.toml [gguf]): {}",
+                            facts.package, unnamed.size(), facts.params.size(), family.name, family.name,
+                            fmt::join(unnamed, "; ")));
+  return plan;
+}
 
 std::vector<float> toF32(std::span<const std::byte> bytes, DType dtype) {
   std::size_t size = byteSize(dtype);
@@ -195,33 +226,25 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
 
   // --- The model and what llama.cpp calls everything in it. --------------
   ModelFacts facts = instantiate(o.package, o.load);
-  const std::string families = fmt::format("{}", fmt::join(ggufFamilies(), ", "));
-  if (facts.family.empty())
-    throw Error(fmt::format("{}/nest.toml: [model] names no family, so llama.cpp's tensor names for the model are "
-                            "unknown (families with a GGUF name table: {})",
-                            o.package, families));
-  if (!hasGgufFamily(facts.family))
-    throw Error(fmt::format("{}: family `{}` has no GGUF name table, so llama.cpp's names for its tensors are "
-                            "unknown (runtime/export/gguf_names.def has: {})",
-                            o.package, facts.family, families));
-  const std::string arch = ggufArchitecture(facts.family);
+  const nest::CardConfig card = nest::readCardConfig(o.package);
+  const std::optional<nest::Family> family = nest::cardFamily(o.package, card);
+  if (!family || family->ggufArchitectures.empty())
+    throw Error(fmt::format("{}/nest.toml: [model] names {}, so llama.cpp's names for the model's tensors are "
+                            "unknown (a family descriptor's [gguf] table says them: docs/nest.md)",
+                            o.package, family ? "a family with no GGUF architecture" : "no family"));
+  const std::string arch = family->ggufArchitectures.front();
+  fs::path bindingsPath = fs::path(o.package) / "bindings.json";
+  std::optional<weights::Bindings> bindings;
+  if (fs::exists(bindingsPath)) bindings = weights::Bindings::load(bindingsPath);
+  std::vector<Planned> plan = planTensors(facts, *family, bindings);
 
-  std::vector<Planned> plan;
-  std::vector<std::string> unnamed;
-  for (std::size_t k = 0; k < facts.params.size(); ++k) {
-    const nest::ParamInfo& p = facts.params[k];
-    auto name = ggufNameFor(facts.family, p.path);
-    if (!name) {
-      unnamed.push_back(fmt::format("{} {}", p.path, shapeText(p.shape)));
-      continue;
-    }
-    plan.push_back({k, *name, p.shape, GgmlType::F32, nullptr, false});
-  }
-  if (!unnamed.empty())
-    throw Error(fmt::format("{}: {} of the model's {} parameters have no llama.cpp name in the `{}` table "
-                            "(runtime/export/gguf_names.def): {}",
-                            o.package, unnamed.size(), facts.params.size(), facts.family, fmt::join(unnamed, "; ")));
-
+  std::vector<std::string> problems;
+  const std::vector<GgufEntry> hyper = ggufHyperparameters(facts, card, *family, arch, problems);
+  auto hyperInt = [&](const std::string& key) -> std::int64_t {
+    for (const GgufEntry& e : hyper)
+      if (e.key == key) return e.value.asInt().value_or(0);
+    return 0;
+  };
   std::vector<std::string> missing;
   auto need = [&](const char* generic) -> std::int64_t {
     auto v = facts.dim(generic);
@@ -229,26 +252,35 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
     return v.value_or(0);
   };
   const std::int64_t vocab = need(nest::kVocabGeneric), context = need(nest::kContextGeneric);
-  const std::int64_t heads = need("Heads"), hidden = need("H");
-  std::map<std::string, std::int64_t> shapeKeys;
-  for (const nest::GgufShapeKey& k : nest::ggufShapeKeys()) shapeKeys[k.key] = need(k.generic);
-  auto constant = [&](const std::string& name) -> double {
-    auto v = facts.constant(name);
-    if (!v) missing.push_back(fmt::format("the constant {}", name));
-    return v.value_or(0);
-  };
-  const double theta = constant("llama.rope.THETA");
-  const double eps = constant("std.nn.norm.EPS");
+  // The head count of each permuted tensor's rows: its first head key written.
+  std::map<std::size_t, std::int64_t> permuteHeads;
+  for (const Planned& t : plan) {
+    if (!t.permuted) continue;
+    for (const std::string& key : t.permuted->headKeys)
+      if (std::int64_t heads = hyperInt(withArch(key, arch)); heads > 0 && !permuteHeads.count(t.param))
+        permuteHeads[t.param] = heads;
+    if (!permuteHeads.count(t.param))
+      problems.push_back(fmt::format("{} is written in llama.cpp's rope order, but none of {} is written to give its "
+                                     "head count",
+                                     t.name, fmt::join(t.permuted->headKeys, ", ")));
+  }
   // Which rope tables the sources compute with (nest.toml's [replace] may swap them).
   std::optional<std::vector<float>> ropeFactors;
-  if (auto s = llama3RopeScaling(facts, missing); s && missing.empty())
-    ropeFactors = llama3RopeFactors(theta, hidden / heads, s->factor, s->lowFreqFactor, s->highFreqFactor,
-                                    s->originalContext);
+  if (auto s = llama3RopeScaling(facts, missing); s && missing.empty()) {
+    const double theta = [&] {
+      for (const GgufEntry& e : hyper)
+        if (e.key == arch + ".rope.freq_base") return e.value.asFloat().value_or(0);
+      return 0.0;
+    }();
+    ropeFactors = llama3RopeFactors(theta, hyperInt(arch + ".rope.dimension_count"), s->factor, s->lowFreqFactor,
+                                    s->highFreqFactor, s->originalContext);
+  }
   if (!missing.empty())
-    throw Error(fmt::format("{}: the GGUF metadata of family `{}` needs {}, which the model does not have", o.package,
-                            facts.family, fmt::join(missing, ", ")));
-  if (heads <= 0 || hidden % heads != 0)
-    throw Error(fmt::format("{}: H = {} is not a whole number of Heads = {}", o.package, hidden, heads));
+    problems.push_back(fmt::format("the GGUF metadata needs {}, which the model does not have",
+                                   fmt::join(missing, ", ")));
+  if (!problems.empty())
+    throw Error(fmt::format("{}: cannot write the {} family's GGUF metadata: {}", o.package, family->name,
+                            fmt::join(problems, "; ")));
 
   // --- The tokenizer. ------------------------------------------------------
   const bool ggufSource = !o.load.randomWeights && o.load.weights.ends_with(".gguf");
@@ -278,19 +310,7 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
       note(fmt::format("note: {}.context_length = {} (the model's {}); the source says {}: --set {}={} keeps it", arch,
                        context, nest::kContextGeneric, *c, nest::kContextGeneric, *c));
 
-  // --- Tied head, sources, types. ------------------------------------------
-  fs::path bindingsPath = fs::path(o.package) / "bindings.json";
-  std::optional<weights::Bindings> bindings;
-  if (fs::exists(bindingsPath)) bindings = weights::Bindings::load(bindingsPath);
-  auto boundName = [&](std::size_t param) -> std::optional<std::string> {
-    return bindings ? bindings->find(facts.params[param].path) : std::nullopt;
-  };
-  std::optional<std::string> embedding;
-  for (const Planned& t : plan)
-    if (t.name.role == TensorRole::Embedding) embedding = boundName(t.param);
-  for (Planned& t : plan)
-    if (t.name.role == TensorRole::Output && embedding && boundName(t.param) == embedding) t.omitted = true;
-
+  // --- Sources and types. -------------------------------------------------
   ParamValues paramValues(facts, o.load);
 
   // A GGUF source's tensors, found through its own family's names; those
@@ -301,27 +321,26 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
   for (Planned& t : plan) {
     const nest::ParamInfo& p = facts.params[t.param];
     if (sourceFamily)
-      if (auto hf = boundName(t.param))
-        if (auto g = sourceFamily->gguf.ggufName(*hf); g && sourceFamily->gguf.shiftOf(*hf) == 0)
-          t.stored = source->find(*g);
+      if (auto g = sourceFamily->gguf.ggufName(t.hf); g && sourceFamily->gguf.shiftOf(t.hf) == 0)
+        t.stored = source->find(*g);
     if (t.stored && t.stored->shape != p.shape) t.stored = nullptr;  // bound otherwise (cannot happen after bind)
     const std::int64_t row = t.shape.back();
     if (o.type) {
-      t.type = quantizable(t.name.name, t.shape) ? fitType(*o.type, row) : GgmlType::F32;
-      if (quantizable(t.name.name, t.shape) && t.type != *o.type && !t.omitted) {
+      t.type = quantizable(t.name, t.shape) ? fitType(*o.type, row) : GgmlType::F32;
+      if (quantizable(t.name, t.shape) && t.type != *o.type && !t.omitted) {
         ++fallbacks;
         note(fmt::format("note: {} {}: rows of {} are not whole {} blocks; written as {} (llama-quantize's fallback)",
-                         t.name.name, shapeText(t.shape), row, gguf::typeName(*o.type), gguf::typeName(t.type)));
+                         t.name, shapeText(t.shape), row, gguf::typeName(*o.type), gguf::typeName(t.type)));
       }
     } else if (t.stored) {
       t.type = t.stored->type;
     } else {
-      t.type = quantizable(t.name.name, t.shape) ? plainType(p.dtype) : GgmlType::F32;
+      t.type = quantizable(t.name, t.shape) ? plainType(p.dtype) : GgmlType::F32;
     }
   }
   if (ropeFactors)
-    plan.insert(plan.begin(), Planned{SIZE_MAX, {"rope_freqs.weight", "", TensorRole::Plain},
-                                      {static_cast<std::int64_t>(ropeFactors->size())}, GgmlType::F32, nullptr, false});
+    plan.insert(plan.begin(), Planned{SIZE_MAX, "rope_freqs.weight", "", {static_cast<std::int64_t>(ropeFactors->size())},
+                                      GgmlType::F32, nullptr, false, nullptr, 0});
 
   // --- Metadata. ----------------------------------------------------------
   GgufWriter w;
@@ -330,15 +349,10 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
   w.add("general.type", Value{std::string("model")});
   w.add("general.name", Value{facts.title.empty() ? facts.name : facts.title});
   if (!facts.license.empty()) w.add("general.license", Value{facts.license});
-  w.add(arch + ".vocab_size", u32(vocab));
-  w.add(arch + ".context_length", u32(context));
-  for (const auto& [key, v] : shapeKeys) w.add(arch + "." + key, u32(v));
-  w.add(arch + ".rope.dimension_count", u32(hidden / heads));
-  w.add(arch + ".rope.freq_base", Value{static_cast<float>(theta)});
-  w.add(arch + ".attention.layer_norm_rms_epsilon", Value{static_cast<float>(eps)});
+  for (const GgufEntry& e : hyper) w.add(e.key, e.value);
   std::map<GgmlType, std::size_t> counts;
   for (const Planned& t : plan)
-    if (!t.omitted && quantizable(t.name.name, t.shape)) ++counts[t.type];
+    if (!t.omitted && quantizable(t.name, t.shape)) ++counts[t.type];
   std::uint32_t fileType = 0;
   if (o.type) {
     for (const TypeName& n : kTypeNames)
@@ -355,7 +369,7 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
   else w.add("tokenizer.ggml.model", Value{std::string("none")});
 
   for (const Planned& t : plan)
-    if (!t.omitted) w.addTensor(t.name.name, t.type, t.shape);
+    if (!t.omitted) w.addTensor(t.name, t.type, t.shape);
 
   std::error_code ec;
   fs::space_info space = fs::space(dir, ec);
@@ -378,12 +392,11 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
     // The param's elements, in the model's (Hugging Face) layout.
     std::span<const std::byte> elements = paramValues.elements(t.param);
     const std::int64_t rows = t.shape[0];
-    std::int64_t permuteHeads = 0;
-    if (!t.name.permuteBy.empty()) permuteHeads = facts.dims.at(t.name.permuteBy);
+    const std::int64_t heads = t.permuted ? permuteHeads.at(t.param) : 0;
     const std::int64_t rowLength = t.shape.back();
     auto permuted = [&](std::span<const std::byte> bytes) -> std::vector<std::byte> {
-      if (!permuteHeads) return {bytes.begin(), bytes.end()};
-      return permuteRowBytes(bytes, rows, bytes.size() / static_cast<std::size_t>(rows), permuteHeads);
+      if (!heads) return {bytes.begin(), bytes.end()};
+      return permuteRowBytes(bytes, rows, bytes.size() / static_cast<std::size_t>(rows), heads);
     };
     const bool wholeRows = t.shape.size() >= 2 || gguf::typeTraits(t.type).blockSize == 1;
     if (t.stored && t.stored->type == t.type && wholeRows) {
@@ -391,7 +404,7 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
       w.writeTensor(permuted(st.data));  // the source's own blocks: bit-exact
       continue;
     }
-    if (!t.stored && plainType(p.dtype) == t.type) {
+    if (!t.stored && plainType(p.dtype) == t.type && t.shift == 0) {
       w.writeTensor(permuted(elements));  // the bound elements as they are
       continue;
     }
@@ -403,6 +416,8 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
     } else {
       values = toF32(elements, p.dtype);
     }
+    if (t.shift != 0)
+      for (float& v : values) v += static_cast<float>(t.shift);
     std::vector<std::byte> f32 = permuted(std::as_bytes(std::span<const float>(values)));
     std::memcpy(values.data(), f32.data(), f32.size());
     std::vector<std::byte> encoded(rowBytes(t.type, rowLength) * (values.size() / static_cast<std::size_t>(rowLength)));

@@ -1,14 +1,16 @@
 // `linnet export gguf`: a nest package's parameters, bound from a checkpoint
 // as linnet::nest::load binds them (or seeded random ones), written as a GGUF
-// v3 file that llama.cpp loads: its tensor names (export/gguf_names.def, the
-// family nest.toml's [model] names), q/k rows permuted for its rope, the
-// architecture's metadata from the instantiated model's generics and
-// constants, llama3 rope scaling as rope_freqs.weight, and the tokenizer.
-// docs/export.md says what is written and how it was checked.
+// v3 file that llama.cpp loads as the architecture of the card's family: its
+// tensor names, permuted rows and shifted values from the family's
+// descriptor (nest/families/NAME.toml [gguf], through bindings.json), its
+// metadata from the generics and constants (gguf_hyperparameters.h), llama3
+// rope scaling as rope_freqs.weight, and the tokenizer. docs/export.md says
+// what is written and how it was checked.
 //
 // Everything that can be refused is refused before the output is touched:
-// an existing output without `force`, a family with no name table, a
-// parameter the table has no name for, a missing constant, an unknown rope,
+// an existing output without `force`, a family with no descriptor, a
+// parameter it has no name for, a generic the format cannot hold, a missing
+// constant, an unknown rope,
 // a tokenizer llama.cpp would read differently, binding problems, too little
 // disk space. The file is written beside the output and renamed into place
 // once complete.

@@ -185,6 +185,11 @@ double Architecture::shiftOf(std::string_view hfName) const {
   return 0;
 }
 
+const PermutedTensor* Architecture::permutedTensor(std::string_view ggufName) const {
+  auto p = permutedOf(*this, ggufName);
+  return p ? p->entry : nullptr;
+}
+
 void unpermuteRows(std::span<float> data, std::int64_t rows, std::int64_t cols, std::int64_t heads) {
   reorder(data, rows, cols, heads, true);
 }

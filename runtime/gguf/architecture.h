@@ -89,6 +89,9 @@ struct Architecture {
   std::optional<std::string> ggufName(std::string_view hfName) const;
   // The shift of a tensor by its Hugging Face name; 0 when none.
   double shiftOf(std::string_view hfName) const;
+  // The permuted entry of a GGUF tensor name ("blk.3.attn_q.weight"); null
+  // when its rows are in Hugging Face's order.
+  const PermutedTensor* permutedTensor(std::string_view ggufName) const;
 };
 
 // The [gguf] table of family `family` (its names: `names`) as above; Error

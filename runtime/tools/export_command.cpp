@@ -149,7 +149,7 @@ CLI::App* defineExport(CLI::App& app, ExportArgs& a) {
       "export", "Write the package's model for another stack (gguf: llama.cpp; hf: Hugging Face; onnx: ONNX Runtime)");
   cmd->require_subcommand(0, 1);
   cmd->add_flag("--formats", a.listFormats, "List the formats this build writes, one a line");
-  a.gguf = cmd->add_subcommand("gguf", "A GGUF v3 file for llama.cpp (llama architecture)");
+  a.gguf = cmd->add_subcommand("gguf", "A GGUF v3 file for llama.cpp (the architecture of the card's family)");
   a.gguf->footer(std::string(kExportNotes) +
                  "\ngguf: --type quantizes every 2-D weight but norms (llama-quantize's fallback where a row is "
                  "not whole blocks); without it a GGUF source keeps each tensor's type, a safetensors one takes "
@@ -224,7 +224,7 @@ int runExport(ExportArgs& a) {
   if (a.onnx && a.onnx->parsed()) return runOnnx(a);
 #endif
   if (a.listFormats) {
-    fmt::print("gguf  llama.cpp: GGUF v3, llama architecture (docs/export.md)\n");
+    fmt::print("gguf  llama.cpp: GGUF v3, the card family's architecture (docs/export.md)\n");
     fmt::print("hf    Hugging Face: safetensors shards, config.json, tokenizer files (docs/export.md)\n");
 #ifdef LINNET_HAVE_ONNX_EXPORT
     fmt::print("onnx  ONNX Runtime: one entry as an ONNX graph, opset 17 (docs/export.md)\n");

@@ -168,7 +168,7 @@ def linnet_greedy(linnet: str, package: Path, weights: Path, prompts: list[list[
     return out
 
 
-def divergence_gaps(path: Path, prompts, ours, linnet, firsts, n_ctx: int = 512) -> list[float]:
+def divergence_gaps(path: Path, prompts, ours, linnet, firsts, n_ctx: int = 512, **options) -> list[float]:
     """At each prompt's first difference, with the common prefix fed to
     llama.cpp: its logit for its own choice less its logit for linnet's. A
     small gap is a near tie that rounding anywhere can flip."""
@@ -177,7 +177,7 @@ def divergence_gaps(path: Path, prompts, ours, linnet, firsts, n_ctx: int = 512)
     if not todo:
         return []
     llm = Llama(model_path=str(path), n_ctx=n_ctx, n_batch=n_ctx, n_threads=os.cpu_count(), verbose=False,
-                logits_all=True)
+                logits_all=True, **options)
     gaps = []
     for i, k in todo:
         llm.reset()

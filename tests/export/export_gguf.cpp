@@ -14,7 +14,6 @@
 #include "../runtime/temp_dir.h"
 #include "export_fixtures.h"
 #include "export/gguf_export.h"
-#include "export/gguf_names.h"
 #include "export/quantize.h"
 #include "gguf/architecture.h"
 #include "gguf/tokenizer.h"
@@ -226,21 +225,102 @@ TEST_CASE("refusals come before anything is written", "[export][gguf]") {
   CHECK(std::distance(std::filesystem::directory_iterator(dir.path()), std::filesystem::directory_iterator()) == 1);
 }
 
-TEST_CASE("llama.cpp's names for the llama family", "[export][names]") {
-  CHECK(ex::ggufFamilies() == std::vector<std::string>{"llama"});
-  CHECK(ex::ggufNameFor("llama", "layers.12.attention.q_proj.weight")->name == "blk.12.attn_q.weight");
-  CHECK(ex::ggufNameFor("llama", "layers.12.attention.q_proj.weight")->permuteBy == "Heads");
-  CHECK(ex::ggufNameFor("llama", "layers.3.attention.k_proj.weight")->permuteBy == "KvHeads");
-  CHECK(ex::ggufNameFor("llama", "embedding.weight")->role == ex::TensorRole::Embedding);
-  CHECK(ex::ggufNameFor("llama", "lm_head.weight")->name == "output.weight");
-  CHECK_FALSE(ex::ggufNameFor("llama", "layers.x.mlp.up.weight"));
-  CHECK_FALSE(ex::ggufNameFor("llama", "layers.1.mlp.w1.weight"));
-  CHECK_FALSE(ex::ggufNameFor("mamba", "embedding.weight"));
-  // Rows moved whole, as gguf::permuteRows moves floats.
+TEST_CASE("permuteRowBytes moves whole rows as gguf::permuteRows moves floats", "[export][gguf]") {
   std::vector<float> w(8 * 3);
   for (std::size_t k = 0; k < w.size(); ++k) w[k] = static_cast<float>(k);
   std::vector<float> p = w;
   gguf::permuteRows(p, 8, 3, 2);
   std::vector<std::byte> moved = ex::permuteRowBytes(std::as_bytes(std::span<const float>(w)), 8, 12, 2);
   CHECK(std::memcmp(moved.data(), p.data(), moved.size()) == 0);
+}
+
+namespace {
+
+// The families' fixtures (tests/families/make_fixtures.py) at the generics
+// their config.json gives, and the GGUF that make_gguf_fixtures.py wrote of
+// each with llama.cpp's own tensor map and metadata writer (gguf-py).
+struct FamilyFixture {
+  const char* card;
+  std::map<std::string, nest::GenericValue> generics;
+};
+
+const FamilyFixture kFamilies[] = {
+    {"qwen3-0.6b", {{"Vocab", 96}, {"H", 48}, {"Heads", 4}, {"KvHeads", 2}, {"D", 16}, {"Inner", 80}, {"Layers", 2}}},
+    {"qwen2.5-0.5b-instruct",
+     {{"Vocab", 96}, {"H", 64}, {"Heads", 4}, {"KvHeads", 2}, {"D", 16}, {"Inner", 96}, {"Layers", 2}}},
+    {"phi-3-mini-4k-instruct",
+     {{"Vocab", 96}, {"H", 64}, {"Heads", 4}, {"KvHeads", 2}, {"D", 16}, {"Inner", 96}, {"Layers", 2}}},
+    // QueryScale = D: the fixture's 24 is no GGUF's (see below).
+    {"gemma-3-270m",
+     {{"Vocab", 96}, {"H", 48}, {"Heads", 4}, {"KvHeads", 1}, {"D", 16}, {"Inner", 80}, {"Layers", 7}, {"Window", 4},
+      {"QueryScale", 16}, {"Pattern", 6}}},
+};
+
+ex::GgufExportOptions familyExport(const FamilyFixture& f, const std::filesystem::path& out) {
+  ex::GgufExportOptions o;
+  o.package = std::string(LINNET_SOURCE_DIR) + "/nest/" + f.card;
+  o.load.weights = std::string(LINNET_TEST_DATA) + "/families/" + f.card + "/model.safetensors";
+  o.load.generics = f.generics;
+  o.load.generics.insert_or_assign("T", "f32");
+  o.load.generics.insert_or_assign("MaxSeq", 4096);  // the fixtures' max_position_embeddings
+  o.output = out.string();
+  return o;
+}
+
+}  // namespace
+
+// Names, stored norms and hyperparameter keys come from the family
+// descriptors (nest/families/*.toml [gguf]); checked against files written
+// by llama.cpp's own tables. Every tensor is byte-equal; every metadata key
+// both write has one value. (That llama.cpp reads these files as
+// transformers' models: make_gguf_fixtures.py.)
+TEST_CASE("each family's export is the GGUF llama.cpp's converter writes", "[export][gguf][families]") {
+  for (const FamilyFixture& f : kFamilies) {
+    SECTION(f.card) {
+      TempDir dir;
+      auto out = dir / "model.gguf";
+      ex::exportGguf(familyExport(f, out));
+      gguf::File ours = gguf::File::open(out);
+      gguf::File theirs =
+          gguf::File::open(std::string(LINNET_TEST_DATA) + "/families/" + f.card + "/model.gguf");
+      CHECK(ours.architecture() == theirs.architecture());
+      REQUIRE(ours.tensors().size() == theirs.tensors().size());
+      for (const gguf::TensorInfo& t : theirs.tensors()) {
+        INFO(t.name);
+        const gguf::TensorInfo* o = ours.find(t.name);
+        REQUIRE(o);
+        CHECK(o->type == t.type);
+        CHECK(o->shape == t.shape);
+        CHECK(std::memcmp(o->data.data(), t.data.data(), std::min(o->data.size(), t.data.size())) == 0);
+      }
+      std::size_t shared = 0;
+      for (const auto& [key, value] : theirs.metadata().entries()) {
+        if (key.starts_with("tokenizer.") || key == "general.name") continue;
+        const gguf::Value* v = ours.metadata().find(key);
+        // Phi-3's sliding window (llama.cpp does not use it) and its rope's
+        // original context are not written.
+        if (!v && std::string(f.card) == "phi-3-mini-4k-instruct") continue;
+        INFO(key);
+        REQUIRE(v);
+        CHECK(v->toString() == value.toString());
+        ++shared;
+      }
+      CHECK(shared >= 9);
+    }
+  }
+}
+
+TEST_CASE("a Gemma whose query scale is not its head size has no GGUF", "[export][gguf][families]") {
+  TempDir dir;
+  FamilyFixture gemma = kFamilies[3];
+  gemma.generics.insert_or_assign("QueryScale", 24);
+  CHECK_THROWS_WITH(ex::exportGguf(familyExport(gemma, dir / "g.gguf")),
+                    Contains("gemma3.attention.key_length: the generic D gives 16 and the generic QueryScale gives "
+                             "24, but a GGUF holds one value"));
+  gemma.generics.insert_or_assign("QueryScale", 16);
+  gemma.generics.insert_or_assign("Pattern", 4);
+  CHECK_THROWS_WITH(ex::exportGguf(familyExport(gemma, dir / "g.gguf")),
+                    Contains("the generic Pattern = 4 (sliding_window_pattern), but a GGUF has no key for it: "
+                             "llama.cpp assumes 6"));
+  CHECK(std::filesystem::is_empty(dir.path()));
 }
