@@ -7,7 +7,7 @@ writes the figures as JSON.
 
 Usage (through run.sh, which makes the venv and the files):
   run.py --linnet build/bin/linnet --package nest/smollm2-135m-instruct
-         --threads 2 --json out.json FILE.gguf...
+         --threads 2 [--set K=V]... --json out.json FILE.gguf...
 Needs llama-cpp-python (the venv under .cache/peers-venv)."""
 import argparse
 import json
@@ -44,7 +44,7 @@ def llama_cpp_run(path, threads, prompt_len, context, steps=DECODE_STEPS):
 def linnet_bench(args, path, mode, prompt_len, context, steps, numerics="exact"):
     cmd = [args.linnet, "bench", mode, args.package, "--weights", path, "--backend", "cpu", "--threads",
            str(args.threads), "--set", f"MaxSeq={context}", "--prompt-len", str(prompt_len), "--steps", str(steps),
-           "--numerics", numerics, "--json"]
+           "--numerics", numerics, "--json"] + [a for kv in args.sets for a in ("--set", kv)]
     env = dict(os.environ, LINNET_CACHE=args.cache)
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
@@ -63,6 +63,8 @@ def main():
     p.add_argument("--linnet", required=True)
     p.add_argument("--package", required=True)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="K=V",
+                   help="a generic for linnet (repeatable): Gemma's card computes in bf16 by default, llama.cpp in f32")
     p.add_argument("--cache", default=".cache/peers/linnet-cache", help="LINNET_CACHE for the compiled entries")
     p.add_argument("--json", dest="json_out", required=True)
     p.add_argument("files", nargs="+")
