@@ -15,10 +15,8 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-constexpr HfArchitecture kArchitectures[] = {{"llama", "LlamaForCausalLM", "llama"}};
-
-// The keys transformers' LlamaConfig takes the shape from; the card's
-// [config] table must map them (from its generics).
+// The keys every family's config takes the shape from; the card's [config]
+// table must map them (from its generics).
 constexpr const char* kShapeKeys[] = {"vocab_size",          "hidden_size",         "intermediate_size",
                                       "num_hidden_layers",   "num_attention_heads", "num_key_value_heads"};
 
@@ -51,18 +49,6 @@ ojson constantValue(const std::string& key, double v) {
 
 }  // namespace
 
-std::optional<HfArchitecture> hfArchitectureOf(const std::string& family) {
-  for (const HfArchitecture& a : kArchitectures)
-    if (family == a.family) return a;
-  return std::nullopt;
-}
-
-std::string hfFamilies() {
-  std::vector<std::string> names;
-  for (const HfArchitecture& a : kArchitectures) names.push_back(a.family);
-  return fmt::format("{}", fmt::join(names, ", "));
-}
-
 std::string torchDtypeName(DType d) {
   switch (d) {
     case DType::BF16: return "bfloat16";
@@ -72,23 +58,24 @@ std::string torchDtypeName(DType d) {
   }
 }
 
-ojson hfConfigJson(const ModelFacts& facts, const nest::CardConfig& card, const HfConfigFacts& extra) {
-  auto arch = hfArchitectureOf(facts.family);
-  if (!arch)
-    throw Error(fmt::format("{}: family `{}` has no Hugging Face architecture here (families: {}; "
-                            "runtime/export/hf_config.cpp)",
-                            facts.package, facts.family.empty() ? "(none)" : facts.family, hfFamilies()));
+ojson hfConfigJson(const ModelFacts& facts, const nest::CardConfig& card, const nest::Family& family,
+                   const HfConfigFacts& extra) {
+  const nlohmann::json& fixed = family.gguf.configDefaults;
+  if (!fixed.contains("architectures"))
+    throw Error(fmt::format("{}: the {} family's descriptor gives no config.json architectures "
+                            "(nest/families/{}.toml [gguf.config_defaults]), so transformers could not load the folder",
+                            facts.package, family.name, family.name));
   if (!card.config)
     throw Error(fmt::format("{}/nest.toml: no [config] table, so the config.json keys of the model's generics are "
                             "unknown; add one mapping each generic to its key (docs/nest.md)",
                             facts.package));
   std::vector<std::string> missing;
   ojson c = ojson::object();
-  c["architectures"] = {arch->architecture};
-  c["model_type"] = arch->modelType;
+  for (const auto& [key, value] : fixed.items()) setDotted(c, key, ojson::parse(value.dump()));
   // The card's table, in reverse.
   for (const nest::KeyMapping& m : card.config->mappings) {
     const std::string& key = m.keys.front();
+    if (key.find(' ') != std::string::npos) continue;  // an expression ("hidden_size / num_attention_heads")
     if (m.isConstant()) {
       if (auto v = facts.constant(m.name)) setDotted(c, key, constantValue(key, *v));
       else missing.push_back(fmt::format("the constant {} ([config] maps it to {})", m.name, key));
@@ -100,6 +87,7 @@ ojson hfConfigJson(const ModelFacts& facts, const nest::CardConfig& card, const 
       missing.push_back(fmt::format("the generic {} ([config] maps it to {})", m.name, key));
     }
   }
+  for (const auto& [key, value] : card.config->expected) setDotted(c, key, ojson::parse(value.dump()));
   for (const char* key : kShapeKeys)
     if (!c.contains(key)) missing.push_back(fmt::format("config.json's {} (no [config] generic maps to it)", key));
   auto need = [&](const char* generic) -> std::int64_t {
@@ -107,17 +95,11 @@ ojson hfConfigJson(const ModelFacts& facts, const nest::CardConfig& card, const 
     if (!v) missing.push_back(fmt::format("the generic {}", generic));
     return v.value_or(0);
   };
-  auto constant = [&](const char* name) -> double {
-    auto v = facts.constant(name);
-    if (!v) missing.push_back(fmt::format("the constant {}", name));
-    return v.value_or(0);
-  };
   const std::int64_t hidden = need("H"), heads = need("Heads"), context = need(nest::kContextGeneric),
                      vocab = need(nest::kVocabGeneric);
-  const double theta = constant("llama.rope.THETA"), eps = constant("std.nn.norm.EPS");
   if (!missing.empty())
     throw Error(fmt::format("{}: config.json for {} needs {}, which the model does not give", facts.package,
-                            arch->architecture, fmt::join(missing, "; ")));
+                            fixed["architectures"].dump(), fmt::join(missing, "; ")));
   if (heads <= 0 || hidden % heads != 0)
     throw Error(fmt::format("{}: H = {} is not a whole number of Heads = {}", facts.package, hidden, heads));
 
@@ -125,10 +107,7 @@ ojson hfConfigJson(const ModelFacts& facts, const nest::CardConfig& card, const 
   if (!extra.ropeScaling) c.erase("rope_scaling");
   c["vocab_size"] = vocab;
   c["max_position_embeddings"] = context;
-  c["head_dim"] = hidden / heads;
-  c["hidden_act"] = "silu";
-  c["rms_norm_eps"] = eps;
-  c["rope_theta"] = theta;
+  if (!c.contains("head_dim")) c["head_dim"] = hidden / heads;
   if (const auto& s = extra.ropeScaling) {
     ojson& r = c["rope_scaling"];
     if (!r.is_object()) r = ojson::object();
@@ -144,6 +123,9 @@ ojson hfConfigJson(const ModelFacts& facts, const nest::CardConfig& card, const 
   c["torch_dtype"] = torchDtypeName(extra.dtype);
   if (extra.bosId) c["bos_token_id"] = *extra.bosId;
   if (extra.eosId) c["eos_token_id"] = *extra.eosId;
+  // No padding id said: null, not a config class's default (Phi3Config's
+  // 32000, which a smaller vocabulary cannot hold).
+  if (!c.contains("pad_token_id")) c["pad_token_id"] = nullptr;
   return c;
 }
 

@@ -23,20 +23,10 @@
 #include "common/dtype.h"
 #include "export/model_facts.h"
 #include "export/rope_scaling.h"
+#include "nest/families.h"
 #include "nest/model_config.h"
 
 namespace linnet::exporter {
-
-struct HfArchitecture {
-  const char* family;        // nest.toml [model] family
-  const char* architecture;  // config.json architectures[0]
-  const char* modelType;     // config.json model_type
-};
-
-// nullopt for a family transformers has no architecture for here.
-std::optional<HfArchitecture> hfArchitectureOf(const std::string& family);
-// "llama", for messages.
-std::string hfFamilies();
 
 // "float32", "bfloat16", "float16" (transformers' torch_dtype names).
 std::string torchDtypeName(DType dtype);
@@ -49,10 +39,16 @@ struct HfConfigFacts {
   std::optional<std::int64_t> bosId, eosId;
 };
 
-// Throws nest::Error naming what is missing: a family without an
-// architecture, a card without [config], a generic or constant the
-// architecture needs.
-nlohmann::ordered_json hfConfigJson(const ModelFacts& facts, const nest::CardConfig& card, const HfConfigFacts& extra);
+// config.json: the family's fixed values (its descriptor's
+// [gguf.config_defaults]: architectures, model_type, hidden_act, ...), then
+// the card's [config] read backwards (each generic and constant under its
+// first key) and its `expect` values, less its `absent` keys; the shape
+// keys, head_dim, the context and the facts above. Throws nest::Error
+// naming what is missing: a family whose descriptor gives no architectures,
+// a card without [config], a generic or constant it maps that the model
+// does not have.
+nlohmann::ordered_json hfConfigJson(const ModelFacts& facts, const nest::CardConfig& card, const nest::Family& family,
+                                    const HfConfigFacts& extra);
 
 // bos/eos ids and the card's nest.toml [sampling] (temperature, top_p,
 // top_k; do_sample when the card samples at all).

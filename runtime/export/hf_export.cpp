@@ -114,11 +114,12 @@ HfExportResult exportHf(const HfExportOptions& o, const std::function<void(const
 
   // --- The model, its architecture, its names. -----------------------------
   ModelFacts facts = instantiate(o.package, load);
-  if (!hfArchitectureOf(facts.family))
-    throw Error(fmt::format("{}: family `{}` has no Hugging Face architecture, so transformers could not load the "
-                            "folder (families with one: {}; runtime/export/hf_config.cpp)",
-                            o.package, facts.family.empty() ? "(none: nest.toml [model] family)" : facts.family,
-                            hfFamilies()));
+  const nest::CardConfig card = nest::readCardConfig(o.package);
+  const std::optional<nest::Family> family = nest::cardFamily(o.package, card);
+  if (!family)
+    throw Error(fmt::format("{}/nest.toml: [model] names no family, so transformers' architecture for the model is "
+                            "unknown (a family descriptor's [gguf.config_defaults] gives it: docs/nest.md)",
+                            o.package));
   const fs::path bindingsPath = fs::path(o.package) / "bindings.json";
   if (!fs::exists(bindingsPath))
     throw Error(fmt::format("{}: no bindings.json, so the checkpoint names of the model's parameters are unknown",
@@ -155,8 +156,7 @@ HfExportResult exportHf(const HfExportOptions& o, const std::function<void(const
     note("warning: no tokenizer (--tokenizer tokenizer.json, a folder or a .gguf): the folder has none, so "
          "AutoTokenizer cannot load it; transformers runs it on token ids");
   }
-  const nest::CardConfig card = nest::readCardConfig(o.package);
-  const std::string config = hfConfigJson(facts, card, configFacts).dump(2) + "\n";
+  const std::string config = hfConfigJson(facts, card, *family, configFacts).dump(2) + "\n";
   const std::string generation = hfGenerationConfig(o.package, configFacts.bosId, configFacts.eosId).dump(2) + "\n";
 
   std::vector<HfShard> shards = planShards(plan.tensors, o.shardBytes);
