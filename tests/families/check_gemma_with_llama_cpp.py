@@ -11,7 +11,9 @@ and fetches the file; not part of CI, which has no PyPI):
    llama.cpp (one longer than the 512-token sliding window), `linnet
    generate --backend cpu` against llama.cpp's `eval`:
    - on an F32 GGUF of the same tensors (every tensor dequantized with
-     `gguf`'s own `quants`, bench/peers/make_ggufs.py): equal ids;
+     `gguf`'s own `quants`, bench/peers/make_ggufs.py), llama.cpp with an
+     f32 key/value cache: equal ids, but where a step's top two are within
+     0.01 logits (an exact tie: llama.cpp reads GELU from an f16 table);
    - on the Q4_K_M file itself: the agreement, and at each prompt's first
      difference llama.cpp's top-two gap, which must be under 0.25 logits
      (the near-tie rule of docs/export.md).
@@ -36,6 +38,7 @@ from check_gguf_with_llama_cpp import NEAR_TIE, agreement, divergence_gaps, linn
 
 CARD = ROOT / "nest" / "gemma-3-270m"
 NEW = 32
+EXACT_TIE = 0.01
 
 failures: list[str] = []
 
@@ -147,17 +150,22 @@ PROMPTS = [
 
 def compare_generation(linnet: str, path: Path, label: str, prompts: list[list[int]], exact: bool) -> dict:
     ctx = max(len(p) for p in prompts) + NEW + 16
-    peer = llama_cpp_greedy(path, prompts, NEW, n_ctx=ctx)
+    # On the F32 file llama.cpp keeps an f32 key/value cache (type 0:
+    # GGML_TYPE_F32), not its f16 default, as Linnet's is at T = f32.
+    options = {"type_k": 0, "type_v": 0} if exact else {}
+    peer = llama_cpp_greedy(path, prompts, NEW, n_ctx=ctx, **options)
     ours = linnet_greedy(linnet, CARD, path, prompts, NEW,
                          ["--set", "T=f32", "--set", f"MaxSeq={ctx}", "--backend", "cpu"])
     same, total, firsts = agreement(peer, ours)
-    gaps = divergence_gaps(path, prompts, peer, ours, firsts, n_ctx=ctx)
+    gaps = divergence_gaps(path, prompts, peer, ours, firsts, n_ctx=ctx, **options)
     what = f"{label}: {same}/{total} greedy ids equal to llama.cpp's"
-    if exact:
-        check(same == total, what)
-    else:
-        check(all(abs(g) < NEAR_TIE for g in gaps),
-              what + (f" (first differences at near ties: gaps {', '.join(f'{g:.3f}' for g in gaps)})" if gaps else ""))
+    if gaps:
+        what += f" (first differences at gaps of {', '.join(f'{g:.4f}' for g in gaps)} logits)"
+    # F32: equal, but for exact ties. llama.cpp computes GELU from an f16
+    # table (ggml's GGML_GELU_FP16): on the Gemma fixture its logits are
+    # 1.3e-3 of their scale from exact f32 (families tests), so a step whose
+    # top two are closer than EXACT_TIE can go either way.
+    check(all(abs(g) < (EXACT_TIE if exact else NEAR_TIE) for g in gaps), what)
     return {"file": str(path), "same": same, "total": total, "first_differences": firsts, "gaps": gaps,
             "llama_cpp": peer, "linnet": ours}
 

@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
-"""`linnet export hf` of every family, checked by its consumer: each
-family's fixture (tests/data/families/<card>, made by transformers) bound to
-its card and exported as a Hugging Face folder, then loaded by
-transformers' AutoModelForCausalLM (offline) and run on the fixture's
-prompts: logits within 1e-5 of their scale of the fixture's (the f32 rule),
-and each shape key the exported config.json has equal to the fixture's.
+"""`linnet export hf` and `linnet export onnx` of every family, checked by
+their consumers: each family's fixture (tests/data/families/<card>, made by
+transformers) bound to its card and exported
+  * as a Hugging Face folder, loaded by transformers' AutoModelForCausalLM
+    (offline): each shape key the exported config.json has equal to the
+    fixture's, and the logits on the fixture's two prompts;
+  * as ONNX (`forward`, dynamic B and S), run by ONNX Runtime on the same
+    prompts;
+logits within 1e-5 of their scale of the fixture's (the f32 rule). (The
+GGUF export is checked in CI against files llama.cpp's own tables wrote:
+tests/export/export_gguf.cpp, make_gguf_fixtures.py.)
 
-Run: .cache/torch-venv/bin/python tests/families/check_hf_exports_with_transformers.py
-(needs torch, transformers 4.55 and safetensors from PyPI, and a built
-build/bin/linnet; CI does not run it)."""
+Run: .cache/torch-venv/bin/python tests/families/check_exports.py
+(needs torch, transformers 4.55, safetensors and onnxruntime from PyPI, and
+a built build/bin/linnet; CI does not run it)."""
 from __future__ import annotations
 
 import argparse
@@ -22,6 +27,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+import numpy as np  # noqa: E402
+import onnxruntime  # noqa: E402
 import torch  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
@@ -84,12 +91,32 @@ def main() -> int:
                 want = expected["logits" + k]
                 worst = max(worst, float((logits - want).abs().max() / want.abs().max()))
             ok = worst <= 1e-5 and not differ
-            print(f"{'ok  ' if ok else 'FAIL'} {card}: {type(model).__name__} from the export, logits within "
+            print(f"{'ok  ' if ok else 'FAIL'} {card} hf: {type(model).__name__} from the export, logits within "
                   f"{worst:.1e} of the scale of transformers' on the fixture"
                   + (f"; config.json differs at {differ}" if differ else ""))
             if not ok:
-                failures.append(card)
-    print("all exports load in transformers" if not failures else f"failed: {', '.join(failures)}")
+                failures.append(card + " hf")
+            onnx = Path(tmp) / (card + ".onnx")
+            cmd = [args.linnet, "export", "onnx", str(ROOT / "nest" / card), "--weights",
+                   str(fixture / "model.safetensors"), *generics(card, config), "--entry", "forward",
+                   "--generic", "B=1", "--generic", "S=1", "-o", str(onnx)]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                print(f"FAIL {card} onnx: export failed:\n{p.stderr}")
+                failures.append(card + " onnx")
+                continue
+            session = onnxruntime.InferenceSession(str(onnx), providers=["CPUExecutionProvider"])
+            worst = 0.0
+            for k in ("1", "2"):
+                (logits,) = session.run(None, {"tokens": expected["tokens" + k].numpy()})
+                want = expected["logits" + k].numpy()
+                worst = max(worst, float(np.abs(logits - want).max() / np.abs(want).max()))
+            ok = worst <= 1e-5
+            print(f"{'ok  ' if ok else 'FAIL'} {card} onnx: ONNX Runtime {onnxruntime.__version__} on the export, "
+                  f"logits within {worst:.1e} of the scale of transformers' on the fixture")
+            if not ok:
+                failures.append(card + " onnx")
+    print("every export agrees with transformers" if not failures else f"failed: {', '.join(failures)}")
     return 1 if failures else 0
 
 
