@@ -46,7 +46,8 @@ TextModel loadText(const std::string& path) {
       text.specialTokens = chat.specialTokens;
     }
     if (auto eos = text.tokenizer.eosTokenId()) text.stopIds.push_back(*eos);
-    for (const char* name : {"<|eot_id|>", "<|im_end|>", "<|end_of_text|>", "<|eom_id|>"})
+    // The turn ends of the zoo's chat templates (Llama 3, ChatML, Gemma, Phi-3).
+    for (const char* name : {"<|eot_id|>", "<|im_end|>", "<|end_of_text|>", "<|eom_id|>", "<end_of_turn>", "<|end|>"})
       if (auto id = text.tokenizer.tokenToId(name)) text.stopIds.push_back(*id);
     return text;
   } catch (const std::exception& e) {
