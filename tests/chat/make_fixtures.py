@@ -363,6 +363,11 @@ chatml_default += [{"name": "custom_default_system", "messages": GENERIC["single
                     "kwargs": {"default_system_prompt": "You are SmolLM, a small model."}}]
 add("templates/chatml-default-system.jinja", CHATML_SPECIAL, chatml_default)
 
+# The zoo's own: Gemma 3's template as the gemma-3-270m card holds it (the
+# system message folded into the first user turn; roles must alternate).
+add("../../../nest/gemma-3-270m/chat_template.jinja", {"bos_token": "<bos>", "eos_token": "<eos>"}, generic_cases(),
+    "Gemma 3's (google/gemma-3-270m-it), from the gemma-3-270m card")
+
 
 # ---------------------------------------------------------------------------
 
