@@ -101,6 +101,9 @@ struct Architecture {
 // shifted and config_defaults, when given, replace base's whole.
 Architecture architectureFrom(const toml::table& gguf, const std::string& family, std::vector<std::string> names,
                               const std::string& file, const Architecture* base = nullptr);
+// A family descriptor file as TOML; Error naming file:line:column when it
+// is not.
+toml::table parseDescriptor(const std::filesystem::path& descriptor);
 // A family descriptor file's [family] name and gguf list, and its [gguf]
 // (the descriptor it extends read from the same folder).
 Architecture readArchitecture(const std::filesystem::path& descriptor);

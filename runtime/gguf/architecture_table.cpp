@@ -109,15 +109,19 @@ Architecture architectureFrom(const toml::table& gguf, const std::string& family
   return a;
 }
 
-Architecture readArchitecture(const std::filesystem::path& descriptor) {
+toml::table parseDescriptor(const std::filesystem::path& descriptor) {
   const std::string file = descriptor.string();
-  toml::table t;
   try {
-    t = toml::parse_file(file);
+    return toml::parse_file(file);
   } catch (const toml::parse_error& e) {
     throw Error(fmt::format("{}:{}:{}: malformed TOML: {}", file, e.source().begin.line, e.source().begin.column,
                             e.description()));
   }
+}
+
+Architecture readArchitecture(const std::filesystem::path& descriptor) {
+  const std::string file = descriptor.string();
+  const toml::table t = parseDescriptor(descriptor);
   const toml::table* family = t["family"].as_table();
   const toml::table* gguf = t["gguf"].as_table();
   if (!family || !gguf) throw Error(fmt::format("{}: a family descriptor needs [family] and [gguf] tables", file));

@@ -64,14 +64,16 @@ namespace {
 // Descriptors extend each other this deep at most (a cycle ends here).
 constexpr int kMaxExtends = 8;
 
-Family readFamilyAt(const std::string& file, int depth) {
-  toml::table t;
+toml::table parsed(const std::string& file) {
   try {
-    t = toml::parse_file(file);
-  } catch (const toml::parse_error& e) {
-    throw Error(fmt::format("{}:{}:{}: malformed TOML: {}", file, e.source().begin.line, e.source().begin.column,
-                            e.description()));
+    return gguf::parseDescriptor(file);
+  } catch (const gguf::Error& e) {
+    throw Error(e.what());
   }
+}
+
+Family readFamilyAt(const std::string& file, int depth) {
+  const toml::table t = parsed(file);
   const toml::table* f = t["family"].as_table();
   if (!f) throw Error(fmt::format("{}: no [family] table", file));
   Family out;

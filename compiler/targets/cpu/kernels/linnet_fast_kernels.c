@@ -441,14 +441,21 @@ static ALWAYS_INLINE void pair_q4_0(facc acc, const uint8_t* a, const uint8_t* b
   FEED(nibbles_pair(a + 2, b + 2, two), sw, e, u);
 }
 
-static ALWAYS_INLINE void pair_q4_1(facc acc, const uint8_t* a, const uint8_t* b, int two, int64_t e,
-                                    const xrow* const* x, int mr, int u) {
+/* Q4_1/Q5_1's f16 (d, m) of blocks a and b: d in *sw and m in *mw, block
+ * a's in the low 8 lanes and b's in the high 8. */
+static ALWAYS_INLINE void scale_min_pair(const uint8_t* a, const uint8_t* b, int two, __m512* sw, __m512* mw) {
   uint32_t da, db = 0;
   memcpy(&da, a, 4);
   if (two) memcpy(&db, b, 4);
   const __m512 dm = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)(da | ((uint64_t)db << 32)))));
-  const __m512 sw = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2), dm);
-  const __m512 mw = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3), dm);
+  *sw = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2), dm);
+  *mw = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3), dm);
+}
+
+static ALWAYS_INLINE void pair_q4_1(facc acc, const uint8_t* a, const uint8_t* b, int two, int64_t e,
+                                    const xrow* const* x, int mr, int u) {
+  __m512 sw, mw;
+  scale_min_pair(a, b, two, &sw, &mw);
   FEED(nibbles_pair(a + 4, b + 4, two), sw, e, u);
   for (int r = 0; r < mr; ++r) acc[r][u] = _mm512_fmadd_ps(mw, _mm512_loadu_ps(x[r]->dxsl + e / 4), acc[r][u]);
 }
@@ -473,12 +480,8 @@ static ALWAYS_INLINE void pair_q5_0(facc acc, const uint8_t* a, const uint8_t* b
 
 static ALWAYS_INLINE void pair_q5_1(facc acc, const uint8_t* a, const uint8_t* b, int two, int64_t e,
                                     const xrow* const* x, int mr, int u) {
-  uint32_t da, db = 0;
-  memcpy(&da, a, 4);
-  if (two) memcpy(&db, b, 4);
-  const __m512 dm = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)(da | ((uint64_t)db << 32)))));
-  const __m512 sw = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2), dm);
-  const __m512 mw = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3), dm);
+  __m512 sw, mw;
+  scale_min_pair(a, b, two, &sw, &mw);
   FEED(q5_pair(a + 4, a + 8, b + 4, b + 8, two), sw, e, u);
   for (int r = 0; r < mr; ++r) acc[r][u] = _mm512_fmadd_ps(mw, _mm512_loadu_ps(x[r]->dxsl + e / 4), acc[r][u]);
 }
