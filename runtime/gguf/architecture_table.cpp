@@ -74,12 +74,13 @@ Architecture architectureFrom(const toml::table& gguf, const std::string& family
   const std::string where = file + ": [gguf]";
   static const char* const kKeys[] = {"extends", "ignored", "tensors", "layer_tensors", "permuted",
                                       "shifted", "config", "config_defaults"};
-  for (const auto& [key, value] : gguf)
-    if (std::find_if(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return key.str() == k; }) ==
-        std::end(kKeys))
+  for (const auto& entry : gguf) {
+    const std::string_view key = entry.first.str();
+    if (std::find_if(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return key == k; }) == std::end(kKeys))
       throw Error(fmt::format("{} has no key `{}` (it has: extends, ignored, tensors, layer_tensors, permuted, "
                               "shifted, config, config_defaults)",
-                              where, key.str()));
+                              where, key));
+  }
   Architecture a = base ? *base : Architecture{};
   a.family = family;
   a.names = std::move(archNames);
