@@ -240,16 +240,20 @@ ParamTotals paramTotals(const nest::Model& model) {
 }
 
 // Bytes of keys and values one decode step reads per sequence at position
-// `pos`: 2 x Layers x KvHeads x (pos + 1) x (H / Heads) elements of T, the
-// llama cards' caches; 0 when the model lacks one of those generics.
+// `pos`: 2 x Layers x KvHeads x (pos + 1) x D elements of T (D: the head
+// size, H / Heads where no generic gives it); 0 when the model lacks one of
+// those generics. Every layer counts up to the position: a sliding-window
+// layer that reads only its window (Gemma 3's local ones, on the CPU
+// target) reads less than this.
 double kvBytesPerToken(const std::map<std::string, std::string>& g, double pos) {
   auto layers = intGeneric(g, "Layers"), kv = intGeneric(g, "KvHeads"), h = intGeneric(g, "H"),
-       heads = intGeneric(g, "Heads");
+       heads = intGeneric(g, "Heads"), d = intGeneric(g, "D");
   auto t = g.find("T");
   if (!layers || !kv || !h || !heads || *heads <= 0 || t == g.end()) return 0;
   auto dtype = linnet::dtypeNamed(t->second);
   if (!dtype) return 0;
-  return 2.0 * static_cast<double>(*layers * *kv * (*h / *heads)) * (pos + 1) *
+  const int64_t headSize = d ? *d : *h / *heads;  // a head size of its own (Qwen3, Gemma 3), else H / Heads
+  return 2.0 * static_cast<double>(*layers * *kv * headSize) * (pos + 1) *
          static_cast<double>(linnet::byteSize(*dtype));
 }
 
