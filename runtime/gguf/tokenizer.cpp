@@ -175,6 +175,7 @@ std::vector<MergePair> mergesFromScores(const std::vector<std::string>& tokens, 
     std::string_view l, r;
     float score;
     std::size_t ll, lr;
+    std::int64_t il, ir;  // the halves' ids
   };
   std::vector<M> merges;
   std::vector<M> local;
@@ -183,14 +184,18 @@ std::vector<MergePair> mergesFromScores(const std::vector<std::string>& tokens, 
     // Each split costs a lookup of both halves: quadratic in the token's
     // length. Real vocabularies stay far below this bound.
     if (tok.size() > kMaxMergeTokenBytes) continue;
+    const float tokScore = score[tok];
     for (std::size_t k = 1; k < tok.size(); ++k) {
       if ((static_cast<unsigned char>(tok[k]) & 0xC0) == 0x80) continue;  // inside a code point
       const std::string_view l = tok.substr(0, k), r = tok.substr(k);
-      if (vocab.count(l) && vocab.count(r)) local.push_back({l, r, score[tok], codePoints(l), codePoints(r)});
+      auto il = vocab.find(l);
+      if (il == vocab.end()) continue;
+      auto ir = vocab.find(r);
+      if (ir == vocab.end()) continue;
+      local.push_back({l, r, tokScore, codePoints(l), codePoints(r), il->second, ir->second});
     }
-    std::stable_sort(local.begin(), local.end(), [&](const M& a, const M& b) {
-      return std::pair(vocab[a.l], vocab[a.r]) < std::pair(vocab[b.l], vocab[b.r]);
-    });
+    std::stable_sort(local.begin(), local.end(),
+                     [](const M& a, const M& b) { return std::pair(a.il, a.ir) < std::pair(b.il, b.ir); });
     merges.insert(merges.end(), local.begin(), local.end());
   }
   std::stable_sort(merges.begin(), merges.end(), [](const M& a, const M& b) {

@@ -25,7 +25,7 @@ TextModel loadText(const std::string& path) {
       gguf::TokenizerData data = gguf::readTokenizer(gguf::File::open(path));
       nlohmann::json tokenizerJson = gguf::huggingFaceTokenizerJson(data);
       nlohmann::json config = gguf::huggingFaceTokenizerConfig(data);
-      TextModel text{tokenizer::Tokenizer::fromJson(tokenizerJson.dump(), config.dump(), path), data.chatTemplate};
+      TextModel text{tokenizer::Tokenizer::fromJsonValue(tokenizerJson, &config, path), data.chatTemplate};
       text.chatTemplateSource = path + " (tokenizer.chat_template)";
       for (const char* key : {"bos_token", "eos_token", "unk_token", "pad_token"})
         if (config.contains(key) && config[key].is_string()) text.specialTokens[key] = config[key];

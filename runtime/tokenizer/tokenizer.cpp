@@ -410,9 +410,8 @@ void parseAddedTokens(TokenizerImpl& impl, const JsonContext& ctx, const json& r
   }
 }
 
-void applyConfig(TokenizerImpl& impl, std::string_view configJson, const std::string& configName) {
+void applyConfig(TokenizerImpl& impl, const json& cfg, const std::string& configName) {
   JsonContext ctx{configName};
-  const json cfg = parseJson(configJson, configName);
   ctx.object(cfg, "");
   impl.bosToken = configToken(ctx, cfg, "bos_token");
   impl.eosToken = configToken(ctx, cfg, "eos_token");
@@ -455,12 +454,11 @@ void applyConfig(TokenizerImpl& impl, std::string_view configJson, const std::st
   impl.postProcessor = makeWrapProcessor(std::move(prefix), std::move(suffix));
 }
 
-std::shared_ptr<TokenizerImpl> build(std::string_view tokenizerJson, std::string_view configJson,
-                                     const std::string& source, const std::string& configName) {
+std::shared_ptr<TokenizerImpl> build(const json& root, const json* config, const std::string& source,
+                                     const std::string& configName) {
   auto impl = std::make_shared<TokenizerImpl>();
   impl->source = source;
   JsonContext ctx{source};
-  const json root = parseJson(tokenizerJson, source);
   ctx.object(root, "");
   for (const char* key : {"truncation", "padding"})
     if (ctx.optionalMember(root, key))
@@ -482,8 +480,16 @@ std::shared_ptr<TokenizerImpl> build(std::string_view tokenizerJson, std::string
   impl->description += fmt::format("; normalizer {}; pre_tokenizer {}; post_processor {}; decoder {}; {} added tokens",
                                    component("normalizer"), component("pre_tokenizer"), component("post_processor"),
                                    component("decoder"), impl->added.size());
-  if (!configJson.empty()) applyConfig(*impl, configJson, configName);
+  if (config) applyConfig(*impl, *config, configName);
   return impl;
+}
+
+std::shared_ptr<TokenizerImpl> build(std::string_view tokenizerJson, std::string_view configJson,
+                                     const std::string& source, const std::string& configName) {
+  const json root = parseJson(tokenizerJson, source);
+  if (configJson.empty()) return build(root, nullptr, source, configName);
+  const json config = parseJson(configJson, configName);
+  return build(root, &config, source, configName);
 }
 
 }  // namespace
@@ -503,6 +509,11 @@ Tokenizer Tokenizer::load(const std::string& tokenizerJsonPath, const std::strin
 Tokenizer Tokenizer::fromJson(std::string_view tokenizerJson, std::string_view configJson,
                               const std::string& sourceName) {
   return Tokenizer(detail::build(tokenizerJson, configJson, sourceName, sourceName + " (config)"));
+}
+
+Tokenizer Tokenizer::fromJsonValue(const nlohmann::json& tokenizer, const nlohmann::json* config,
+                                   const std::string& sourceName) {
+  return Tokenizer(detail::build(tokenizer, config, sourceName, sourceName + " (config)"));
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addSpecialTokens, bool parseSpecialTokens) const {

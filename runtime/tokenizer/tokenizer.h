@@ -4,6 +4,8 @@
 // follow the Hugging Face `tokenizers` library exactly; see docs/tokenizer.md.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -55,6 +57,10 @@ class Tokenizer {
   // The same from JSON text; `sourceName` stands for the file in error messages.
   static Tokenizer fromJson(std::string_view tokenizerJson, std::string_view configJson = "",
                             const std::string& sourceName = "<tokenizer.json>");
+  // The same from JSON already in memory (a GGUF's vocabulary built as
+  // tokenizer.json), without printing it and parsing it again.
+  static Tokenizer fromJsonValue(const nlohmann::json& tokenizer, const nlohmann::json* config = nullptr,
+                                 const std::string& sourceName = "<tokenizer.json>");
 
   // Token ids of `text` (UTF-8; throws Error if invalid). `addSpecialTokens`
   // applies the post-processor (e.g. BOS). With `parseSpecialTokens` false,
