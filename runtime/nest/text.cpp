@@ -19,36 +19,53 @@ namespace fs = std::filesystem;
 
 namespace linnet::nest {
 
+namespace {
+
+// A GGUF's vocabulary, built as its tokenizer.json; its end ids stop a reply.
+TextModel fromGguf(const std::string& path) {
+  gguf::TokenizerData data = gguf::readTokenizer(gguf::File::open(path));
+  nlohmann::json tokenizerJson = gguf::huggingFaceTokenizerJson(data);
+  nlohmann::json config = gguf::huggingFaceTokenizerConfig(data);
+  TextModel text{tokenizer::Tokenizer::fromJsonValue(tokenizerJson, &config, path), data.chatTemplate};
+  text.chatTemplateSource = path + " (tokenizer.chat_template)";
+  for (const char* key : {"bos_token", "eos_token", "unk_token", "pad_token"})
+    if (config.contains(key) && config[key].is_string()) text.specialTokens[key] = config[key];
+  for (auto id : {data.eosId, data.eotId, data.eomId})
+    if (id) text.stopIds.push_back(*id);
+  return text;
+}
+
+// tokenizer.json (a file, or the folder holding it) and the
+// tokenizer_config.json beside it; its eos stops a reply.
+TextModel fromTokenizerJson(const std::string& path) {
+  fs::path file = fs::is_directory(path) ? fs::path(path) / "tokenizer.json" : fs::path(path);
+  fs::path config = file.parent_path() / "tokenizer_config.json";
+  std::string configPath = fs::exists(config) ? config.string() : "";
+  TextModel text{tokenizer::Tokenizer::load(file.string(), configPath), std::nullopt};
+  if (!configPath.empty()) {
+    chat::TokenizerChatConfig chat = chat::loadTokenizerConfig(configPath);
+    if (!chat.templates.empty()) {
+      text.chatTemplate = chat.select();
+      text.chatTemplateSource = chat.selectSource();
+    }
+    text.specialTokens = chat.specialTokens;
+  }
+  if (auto eos = text.tokenizer.eosTokenId()) text.stopIds.push_back(*eos);
+  return text;
+}
+
+}  // namespace
+
 TextModel loadText(const std::string& path) {
   try {
-    if (path.ends_with(".gguf")) {
-      gguf::TokenizerData data = gguf::readTokenizer(gguf::File::open(path));
-      nlohmann::json tokenizerJson = gguf::huggingFaceTokenizerJson(data);
-      nlohmann::json config = gguf::huggingFaceTokenizerConfig(data);
-      TextModel text{tokenizer::Tokenizer::fromJsonValue(tokenizerJson, &config, path), data.chatTemplate};
-      text.chatTemplateSource = path + " (tokenizer.chat_template)";
-      for (const char* key : {"bos_token", "eos_token", "unk_token", "pad_token"})
-        if (config.contains(key) && config[key].is_string()) text.specialTokens[key] = config[key];
-      for (auto id : {data.eosId, data.eotId, data.eomId})
-        if (id) text.stopIds.push_back(*id);
-      return text;
-    }
-    fs::path file = fs::is_directory(path) ? fs::path(path) / "tokenizer.json" : fs::path(path);
-    fs::path config = file.parent_path() / "tokenizer_config.json";
-    std::string configPath = fs::exists(config) ? config.string() : "";
-    TextModel text{tokenizer::Tokenizer::load(file.string(), configPath), std::nullopt};
-    if (!configPath.empty()) {
-      chat::TokenizerChatConfig chat = chat::loadTokenizerConfig(configPath);
-      if (!chat.templates.empty()) {
-        text.chatTemplate = chat.select();
-        text.chatTemplateSource = chat.selectSource();
-      }
-      text.specialTokens = chat.specialTokens;
-    }
-    if (auto eos = text.tokenizer.eosTokenId()) text.stopIds.push_back(*eos);
-    // The turn ends of the zoo's chat templates (Llama 3, ChatML, Gemma, Phi-3).
+    TextModel text = path.ends_with(".gguf") ? fromGguf(path) : fromTokenizerJson(path);
+    // The turn ends of the zoo's chat templates (Llama 3, ChatML, Gemma,
+    // Phi-3), whichever file the vocabulary came from: a GGUF often names
+    // no end-of-turn id (Gemma 3's does not).
     for (const char* name : {"<|eot_id|>", "<|im_end|>", "<|end_of_text|>", "<|eom_id|>", "<end_of_turn>", "<|end|>"})
-      if (auto id = text.tokenizer.tokenToId(name)) text.stopIds.push_back(*id);
+      if (auto id = text.tokenizer.tokenToId(name);
+          id && std::find(text.stopIds.begin(), text.stopIds.end(), *id) == text.stopIds.end())
+        text.stopIds.push_back(*id);
     return text;
   } catch (const std::exception& e) {
     throw Error(e.what());

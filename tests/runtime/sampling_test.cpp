@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 
+#include "gguf_test_util.h"
 #include "nest/text.h"
 
 using linnet::nest::Sampling;
@@ -136,4 +137,29 @@ TEST_CASE("a tokenizer without a chat template takes the card's", "[text]") {
   linnet::nest::TextModel bare = linnet::nest::loadText(tokenizer);
   linnet::nest::useCardChatTemplate(bare, std::string(LINNET_SOURCE_DIR) + "/nest/llama-3.1-8b-instruct");
   CHECK(!bare.chatTemplate);
+}
+
+TEST_CASE("a GGUF vocabulary's turn end stops a reply, as a tokenizer.json's does", "[text]") {
+  // Gemma 3's GGUF names <eos> but no end-of-turn id; its chat template ends
+  // each turn with <end_of_turn>.
+  using namespace linnet::gguf::test;
+  Builder g;
+  g.string("tokenizer.ggml.model", "llama");
+  const std::vector<std::string> tokens = {"<unk>", "<s>", "</s>", "<end_of_turn>", "a"};
+  Out list;
+  list.put<std::uint32_t>(8).put<std::uint64_t>(tokens.size());
+  for (const std::string& t : tokens) list.str(t);
+  g.key("tokenizer.ggml.tokens", 9, list.b);
+  Out scores, types;
+  scores.put<std::uint32_t>(6).put<std::uint64_t>(tokens.size());
+  types.put<std::uint32_t>(5).put<std::uint64_t>(tokens.size());
+  for (std::int32_t type : {2, 3, 3, 3, 1}) scores.put(0.0f), types.put(type);
+  g.key("tokenizer.ggml.scores", 9, scores.b);
+  g.key("tokenizer.ggml.token_type", 9, types.b);
+  g.u32("tokenizer.ggml.bos_token_id", 1);
+  g.u32("tokenizer.ggml.eos_token_id", 2);
+  linnet::test::TempDir dir;
+  dir.write("t.gguf", g.build());
+  linnet::nest::TextModel text = linnet::nest::loadText((dir / "t.gguf").string());
+  CHECK(text.stopIds == std::vector<int32_t>{2, 3});
 }
