@@ -277,9 +277,7 @@ static float dot_row_c(int64_t format, const uint8_t* w, int64_t k, const xrow* 
         uint32_t qh;
         memcpy(&qh, w + 2, 4);
         int32_t s = 0;
-        for (int j = 0; j < 16; ++j)
-          s += (((w[6 + j] & 0xF) | (int)(((qh >> j) & 1) << 4)) - 16) * q[j] +
-               (((w[6 + j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4)) - 16) * q[16 + j];
+        for (int j = 0; j < 32; ++j) s += (q5_value(qh, w + 6, j) - 16) * q[j];
         acc += f16_at(w) * x->d[b] * (float)s;
       }
       break;
@@ -288,9 +286,7 @@ static float dot_row_c(int64_t format, const uint8_t* w, int64_t k, const xrow* 
         uint32_t qh;
         memcpy(&qh, w + 4, 4);
         int32_t s = 0;
-        for (int j = 0; j < 16; ++j)
-          s += ((w[8 + j] & 0xF) | (int)(((qh >> j) & 1) << 4)) * q[j] +
-               ((w[8 + j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4)) * q[16 + j];
+        for (int j = 0; j < 32; ++j) s += q5_value(qh, w + 8, j) * q[j];
         acc += f16_at(w) * x->d[b] * (float)s + f16_at(w + 2) * x->d[b] * (float)x->sum[b];
       }
       break;
@@ -534,15 +530,21 @@ static ALWAYS_INLINE void group8_q4_0(facc acc, const uint8_t* w, int64_t b, con
   for (int p = 0; p < 4; ++p) FEED8(nibbles_pair(w + 36 * p + 2, w + 36 * p + 20, 1), 32 * b + 64 * p, p, p & 1);
 }
 
-static ALWAYS_INLINE void group8_q4_1(facc acc, const uint8_t* w, int64_t b, const xrow* const* x, int mr) {
-  const __m256 dw = f16x8(w, 20), mw = f16x8(w + 2, 20);
-  __m256 s8[FAST_ROWS];
+/* Q4_1/Q5_1: eight blocks' scales d times x's d_b into s8, and their
+ * offsets m_b d_b sum_b added to lanes 0-7 of acc[r][1]. */
+static ALWAYS_INLINE void scales_offsets8(facc acc, const uint8_t* w, int stride, int64_t b, const xrow* const* x,
+                                          int mr, __m256* s8) {
+  const __m256 dw = f16x8(w, stride), mw = f16x8(w + 2, stride);
   for (int r = 0; r < mr; ++r) {
     s8[r] = _mm256_mul_ps(dw, _mm256_loadu_ps(x[r]->d + b));
-    /* the offsets: m_b d_b sum_b, lanes 0-7 */
     acc[r][1] = _mm512_fmadd_ps(_mm512_zextps256_ps512(mw), _mm512_zextps256_ps512(_mm256_loadu_ps(x[r]->dxsb + b)),
                                 acc[r][1]);
   }
+}
+
+static ALWAYS_INLINE void group8_q4_1(facc acc, const uint8_t* w, int64_t b, const xrow* const* x, int mr) {
+  __m256 s8[FAST_ROWS];
+  scales_offsets8(acc, w, 20, b, x, mr, s8);
   for (int p = 0; p < 4; ++p) FEED8(nibbles_pair(w + 40 * p + 4, w + 40 * p + 24, 1), 32 * b + 64 * p, p, p & 1);
 }
 
@@ -557,13 +559,8 @@ static ALWAYS_INLINE void group8_q5_0(facc acc, const uint8_t* w, int64_t b, con
 }
 
 static ALWAYS_INLINE void group8_q5_1(facc acc, const uint8_t* w, int64_t b, const xrow* const* x, int mr) {
-  const __m256 dw = f16x8(w, 24), mw = f16x8(w + 2, 24);
   __m256 s8[FAST_ROWS];
-  for (int r = 0; r < mr; ++r) {
-    s8[r] = _mm256_mul_ps(dw, _mm256_loadu_ps(x[r]->d + b));
-    acc[r][1] = _mm512_fmadd_ps(_mm512_zextps256_ps512(mw), _mm512_zextps256_ps512(_mm256_loadu_ps(x[r]->dxsb + b)),
-                                acc[r][1]);
-  }
+  scales_offsets8(acc, w, 24, b, x, mr, s8);
   for (int p = 0; p < 4; ++p) {
     const uint8_t* a = w + 48 * p;
     FEED8(q5_pair(a + 4, a + 8, a + 28, a + 32, 1), 32 * b + 64 * p, p, p & 1);

@@ -95,30 +95,19 @@ MAYBE_UNUSED static void deq_q4_1_c(const uint8_t* x, float* y) {
   }
 }
 
-/* Q5_0 and Q5_1: value j's 5th bit is bit j of the little-endian uint32 qh
- * (value j < 16 in qs[j] & 0xF, value j >= 16 in qs[j - 16] >> 4). */
+/* Q5_0 and Q5_1: the 5-bit values of q5_value. */
 MAYBE_UNUSED static void deq_q5_0_c(const uint8_t* x, float* y) {
   const float d = f16_at(x);
   uint32_t qh;
   memcpy(&qh, x + 2, 4);
-  for (int j = 0; j < 16; ++j) {
-    const int x0 = ((x[6 + j] & 0x0F) | (int)(((qh >> j) << 4) & 0x10)) - 16;
-    const int x1 = ((x[6 + j] >> 4) | (int)((qh >> (j + 12)) & 0x10)) - 16;
-    y[j] = (float)x0 * d;
-    y[j + 16] = (float)x1 * d;
-  }
+  for (int j = 0; j < 32; ++j) y[j] = (float)(q5_value(qh, x + 6, j) - 16) * d;
 }
 
 MAYBE_UNUSED static void deq_q5_1_c(const uint8_t* x, float* y) {
   const float d = f16_at(x), m = f16_at(x + 2);
   uint32_t qh;
   memcpy(&qh, x + 4, 4);
-  for (int j = 0; j < 16; ++j) {
-    const int x0 = (x[8 + j] & 0x0F) | (int)(((qh >> j) << 4) & 0x10);
-    const int x1 = (x[8 + j] >> 4) | (int)((qh >> (j + 12)) & 0x10);
-    y[j] = (float)x0 * d + m;
-    y[j + 16] = (float)x1 * d + m;
-  }
+  for (int j = 0; j < 32; ++j) y[j] = (float)q5_value(qh, x + 8, j) * d + m;
 }
 
 /* d * scale and min * m for the 8 sub-blocks of a Q4_K/Q5_K block. */

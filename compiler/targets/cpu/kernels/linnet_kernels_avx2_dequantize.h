@@ -36,12 +36,8 @@ static ALWAYS_INLINE __m256 q4_0_values(__m256i q, __m256 d) {
 static ALWAYS_INLINE __m256 q4_1_values(__m256i q, __m256 d, __m256 m) {
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), d, m);
 }
-/* Q5_1's q * d + m as one FMA (a 5-bit q times an f16 scale, 16
- * significant bits, is exact in f32, as above); Q5_0's (q - 16) * d is
- * i8x8_ps of the staged q - 16 times d. */
-static ALWAYS_INLINE __m256 q5_1_values(__m256i q, __m256 d, __m256 m) {
-  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), d, m);
-}
+/* Q5_1's q * d + m is q4_1_values (a 5-bit q times an f16 scale is exact
+ * in f32 too); Q5_0's (q - 16) * d is i8x8_ps of the staged q - 16 times d. */
 /* A Q5 block's values staged as 32 bytes (q5_bytes; Q5_0's as q - 16, s8),
  * then read back 8 at a time by the widening loads the other formats use:
  * fewer vector ops than extracting the 5th bits per group of 8. */
@@ -122,7 +118,7 @@ static ALWAYS_INLINE void deq_q5_1_v(const uint8_t* x, float* y) {
   q4_1_scales(x, &d, &m); /* the same d, m header as Q4_1 */
   _Alignas(32) uint8_t q[32];
   q5_1_stage(x, q);
-  for (int g = 0; g < 4; ++g) _mm256_storeu_ps(y + 8 * g, q5_1_values(u8x8(q + 8 * g), d, m));
+  for (int g = 0; g < 4; ++g) _mm256_storeu_ps(y + 8 * g, q4_1_values(u8x8(q + 8 * g), d, m));
 }
 
 static ALWAYS_INLINE void deq_q4_k_v(const uint8_t* x, float* y) {

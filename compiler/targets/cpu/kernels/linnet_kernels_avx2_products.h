@@ -92,7 +92,7 @@ static ALWAYS_INLINE void block_q5_1(dot_acc acc, const uint8_t* w, int64_t k0, 
   q4_1_scales(w, &d, &m);
   _Alignas(32) uint8_t q[32];
   q5_1_stage(w, q);
-  for (int g = 0; g < 4; ++g) FEED(q5_1_values(u8x8(q + 8 * g), d, m), k0 + 8 * g, g);
+  for (int g = 0; g < 4; ++g) FEED(q4_1_values(u8x8(q + 8 * g), d, m), k0 + 8 * g, g);
 }
 
 #define FUSED_32(name, bytes)                                                                          \

@@ -1,5 +1,6 @@
 /* What the CPU kernel sources (linnet_kernels.c, linnet_fast_kernels.c)
- * share: scalar readers of ggml's block fields, the Q4_K/Q5_K scale
+ * share: scalar readers of ggml's block fields (a Q5 block's values among
+ * them), the Q4_K/Q5_K scale
  * unpacking, the weight-stream prefetch and (AVX2) a Q5_0/Q5_1 block's
  * values as bytes. Internal: static inline, so each
  * translation unit (and the unit test's portable copy) has its own. */
@@ -56,6 +57,14 @@ static inline float f16_at(const uint8_t* p) { return f16_to_f32(load_u16(p)); }
 static inline float bf16_to_f32(uint16_t h) { return bits_to_f32((uint32_t)h << 16); }
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Value j (0..31) of a Q5_0/Q5_1 block, 0..31: its nibble (j < 16 the low
+ * one of qs[j], else the high one of qs[j - 16]) and, as 16, bit j of the
+ * little-endian uint32 qh. */
+static inline int q5_value(uint32_t qh, const uint8_t* qs, int j) {
+  const int nibble = j < 16 ? qs[j] & 0x0F : qs[j - 16] >> 4;
+  return nibble | (int)(((qh >> j) & 1u) << 4);
+}
 
 /* The (scale, min) pair j of a Q4_K/Q5_K block's 12 packed scale bytes. */
 static inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
