@@ -112,6 +112,7 @@ struct Planned {
   const gguf::TensorInfo* stored = nullptr;  // the GGUF source's tensor
   bool omitted = false;                      // a tied output head: the embedding's tensor again
   const gguf::PermutedTensor* permuted = nullptr;  // rows in llama.cpp's rope order
+  std::int64_t permuteHeads = 0;                   // ... for this many heads
   double shift = 0;                                // stored as value + shift (Gemma's norms)
 };
 
@@ -132,7 +133,7 @@ std::vector<Planned> planTensors(const ModelFacts& facts, const nest::Family& fa
       continue;
     }
     bool tied = std::any_of(plan.begin(), plan.end(), [&](const Planned& t) { return t.hf == hf; });
-    plan.push_back({k, *name, hf, p.shape, GgmlType::F32, nullptr, tied, family.gguf.permutedTensor(*name),
+    plan.push_back({k, *name, hf, p.shape, GgmlType::F32, nullptr, tied, family.gguf.permutedTensor(*name), 0,
                     family.gguf.shiftOf(hf)});
   }
   if (!unnamed.empty())
@@ -241,9 +242,8 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
   std::vector<std::string> problems;
   const std::vector<GgufEntry> hyper = ggufHyperparameters(facts, card, *family, arch, problems);
   auto hyperInt = [&](const std::string& key) -> std::int64_t {
-    for (const GgufEntry& e : hyper)
-      if (e.key == key) return e.value.asInt().value_or(0);
-    return 0;
+    const GgufEntry* e = findEntry(hyper, key);
+    return e ? e->value.asInt().value_or(0) : 0;
   };
   std::vector<std::string> missing;
   auto need = [&](const char* generic) -> std::int64_t {
@@ -253,13 +253,11 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
   };
   const std::int64_t vocab = need(nest::kVocabGeneric), context = need(nest::kContextGeneric);
   // The head count of each permuted tensor's rows: its first head key written.
-  std::map<std::size_t, std::int64_t> permuteHeads;
-  for (const Planned& t : plan) {
+  for (Planned& t : plan) {
     if (!t.permuted) continue;
     for (const std::string& key : t.permuted->headKeys)
-      if (std::int64_t heads = hyperInt(withArch(key, arch)); heads > 0 && !permuteHeads.count(t.param))
-        permuteHeads[t.param] = heads;
-    if (!permuteHeads.count(t.param))
+      if (!t.permuteHeads) t.permuteHeads = hyperInt(gguf::withArchitecture(key, arch));
+    if (t.permuteHeads <= 0)
       problems.push_back(fmt::format("{} is written in llama.cpp's rope order, but none of {} is written to give its "
                                      "head count",
                                      t.name, fmt::join(t.permuted->headKeys, ", ")));
@@ -267,11 +265,8 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
   // Which rope tables the sources compute with (nest.toml's [replace] may swap them).
   std::optional<std::vector<float>> ropeFactors;
   if (auto s = llama3RopeScaling(facts, missing); s && missing.empty()) {
-    const double theta = [&] {
-      for (const GgufEntry& e : hyper)
-        if (e.key == arch + ".rope.freq_base") return e.value.asFloat().value_or(0);
-      return 0.0;
-    }();
+    const GgufEntry* base = findEntry(hyper, arch + ".rope.freq_base");
+    const double theta = base ? base->value.asFloat().value_or(0) : 0.0;
     ropeFactors = llama3RopeFactors(theta, hyperInt(arch + ".rope.dimension_count"), s->factor, s->lowFreqFactor,
                                     s->highFreqFactor, s->originalContext);
   }
@@ -340,7 +335,7 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
   }
   if (ropeFactors)
     plan.insert(plan.begin(), Planned{SIZE_MAX, "rope_freqs.weight", "", {static_cast<std::int64_t>(ropeFactors->size())},
-                                      GgmlType::F32, nullptr, false, nullptr, 0});
+                                      GgmlType::F32, nullptr, false, nullptr, 0, 0});
 
   // --- Metadata. ----------------------------------------------------------
   GgufWriter w;
@@ -392,7 +387,7 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
     // The param's elements, in the model's (Hugging Face) layout.
     std::span<const std::byte> elements = paramValues.elements(t.param);
     const std::int64_t rows = t.shape[0];
-    const std::int64_t heads = t.permuted ? permuteHeads.at(t.param) : 0;
+    const std::int64_t heads = t.permuteHeads;
     const std::int64_t rowLength = t.shape.back();
     auto permuted = [&](std::span<const std::byte> bytes) -> std::vector<std::byte> {
       if (!heads) return {bytes.begin(), bytes.end()};

@@ -18,10 +18,9 @@ bool flat(const std::string& configKey) {
 // The GGUF key that holds config.json's `configKey`: the first of its
 // [gguf.config] keys that is metadata of its own (not an array's length).
 std::optional<std::string> ggufKeyOf(const std::string& configKey, const gguf::Architecture& table) {
-  for (const gguf::ConfigKey& k : table.config)
-    if (k.hf == configKey)
-      for (const std::string& g : k.gguf)
-        if (!g.starts_with("tokenizer.")) return g;
+  if (const gguf::ConfigKey* k = table.configKey(configKey))
+    for (const std::string& g : k->gguf)
+      if (!g.starts_with("tokenizer.")) return g;
   return std::nullopt;
 }
 
@@ -44,15 +43,9 @@ bool sameNumber(const gguf::Value& v, const nlohmann::json& j) {
   return std::fabs(a - j.get<double>()) <= 1e-6 * std::max(1.0, std::fabs(a));
 }
 
-const GgufEntry* findKey(const std::vector<GgufEntry>& entries, const std::string& key) {
-  for (const GgufEntry& e : entries)
-    if (e.key == key) return &e;
-  return nullptr;
-}
-
 // Adds `e` unless the key is there: then a problem if the values differ.
 void put(std::vector<GgufEntry>& out, GgufEntry e, std::vector<std::string>& problems) {
-  if (const GgufEntry* had = findKey(out, e.key)) {
+  if (const GgufEntry* had = findEntry(out, e.key)) {
     if (had->value.toString() != e.value.toString())
       problems.push_back(fmt::format("{}: {} gives {} and {} gives {}, but a GGUF holds one value (llama.cpp reads "
                                      "it for both)",
@@ -79,9 +72,10 @@ void checkAssumed(const nest::KeyMapping& m, const GgufEntry& v, const nest::Fam
 
 }  // namespace
 
-std::string withArch(std::string key, const std::string& arch) {
-  for (size_t at; (at = key.find("{arch}")) != std::string::npos;) key.replace(at, 6, arch);
-  return key;
+const GgufEntry* findEntry(const std::vector<GgufEntry>& entries, const std::string& key) {
+  for (const GgufEntry& e : entries)
+    if (e.key == key) return &e;
+  return nullptr;
 }
 
 std::vector<GgufEntry> ggufHyperparameters(const ModelFacts& facts, const nest::CardConfig& card,
@@ -104,14 +98,14 @@ std::vector<GgufEntry> ggufHyperparameters(const ModelFacts& facts, const nest::
       checkAssumed(m, *v, family, problems);
       continue;
     }
-    v->key = withArch(*key, arch);
+    v->key = gguf::withArchitecture(*key, arch);
     put(out, std::move(*v), problems);
   }
   auto u32 = [](std::int64_t n) { return gguf::Value{static_cast<std::uint32_t>(n)}; };
   const std::string keyLength = arch + ".attention.key_length";
   if (auto maxSeq = facts.dim(nest::kContextGeneric))
     put(out, {arch + ".context_length", u32(*maxSeq), fmt::format("the generic {}", nest::kContextGeneric)}, problems);
-  if (const GgufEntry* k = findKey(out, keyLength)) {
+  if (const GgufEntry* k = findEntry(out, keyLength)) {
     GgufEntry v = *k;
     v.key = arch + ".attention.value_length";
     put(out, v, problems);

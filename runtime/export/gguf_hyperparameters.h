@@ -25,9 +25,6 @@ struct GgufEntry {
   std::string from;  // "the generic D", for messages
 };
 
-// A descriptor's key with `{arch}` replaced: "{arch}.block_count" -> "qwen3.block_count".
-std::string withArch(std::string key, const std::string& arch);
-
 // The metadata of `facts` for a file of architecture `arch` (the family's
 // general.architecture). Beside the table's keys: context_length from MaxSeq
 // and rope.dimension_count from the head size when the table gives neither,
@@ -39,5 +36,8 @@ std::string withArch(std::string key, const std::string& arch);
 std::vector<GgufEntry> ggufHyperparameters(const ModelFacts& facts, const nest::CardConfig& card,
                                            const nest::Family& family, const std::string& arch,
                                            std::vector<std::string>& problems);
+
+// The entry of `key` among `entries`; null when there is none.
+const GgufEntry* findEntry(const std::vector<GgufEntry>& entries, const std::string& key);
 
 }  // namespace linnet::exporter

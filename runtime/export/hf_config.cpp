@@ -71,7 +71,7 @@ ojson hfConfigJson(const ModelFacts& facts, const nest::CardConfig& card, const 
                             facts.package));
   std::vector<std::string> missing;
   ojson c = ojson::object();
-  for (const auto& [key, value] : fixed.items()) setDotted(c, key, ojson::parse(value.dump()));
+  for (const auto& [key, value] : fixed.items()) setDotted(c, key, ojson(value));
   // The card's table, in reverse.
   for (const nest::KeyMapping& m : card.config->mappings) {
     const std::string& key = m.keys.front();
@@ -87,7 +87,7 @@ ojson hfConfigJson(const ModelFacts& facts, const nest::CardConfig& card, const 
       missing.push_back(fmt::format("the generic {} ([config] maps it to {})", m.name, key));
     }
   }
-  for (const auto& [key, value] : card.config->expected) setDotted(c, key, ojson::parse(value.dump()));
+  for (const auto& [key, value] : card.config->expected) setDotted(c, key, ojson(value));
   for (const char* key : kShapeKeys)
     if (!c.contains(key)) missing.push_back(fmt::format("config.json's {} (no [config] generic maps to it)", key));
   auto need = [&](const char* generic) -> std::int64_t {

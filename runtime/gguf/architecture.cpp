@@ -87,11 +87,7 @@ void reorder(std::span<float> data, std::int64_t rows, std::int64_t cols, std::i
   reorderRows(std::as_writable_bytes(data), rows, static_cast<std::size_t>(cols) * sizeof(float), heads, undo);
 }
 
-std::string withArch(const File& file, const std::string& key) {
-  std::string full = key;
-  for (std::size_t at; (at = full.find("{arch}")) != std::string::npos;) full.replace(at, 6, file.architecture());
-  return full;
-}
+std::string withArch(const File& file, const std::string& key) { return withArchitecture(key, file.architecture()); }
 
 // The head count whose rope layout llama.cpp gave tensor `t`'s rows, with
 // the check that they can be un-permuted.
@@ -183,6 +179,17 @@ double Architecture::shiftOf(std::string_view hfName) const {
   for (const ShiftedTensor& s : shifted)
     if (hfName.ends_with(s.hfSuffix)) return s.by;
   return 0;
+}
+
+const ConfigKey* Architecture::configKey(std::string_view hf) const {
+  for (const ConfigKey& k : config)
+    if (k.hf == hf) return &k;
+  return nullptr;
+}
+
+std::string withArchitecture(std::string key, std::string_view arch) {
+  for (std::size_t at; (at = key.find("{arch}")) != std::string::npos;) key.replace(at, 6, arch);
+  return key;
 }
 
 const PermutedTensor* Architecture::permutedTensor(std::string_view ggufName) const {

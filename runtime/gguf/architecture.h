@@ -92,6 +92,8 @@ struct Architecture {
   // The permuted entry of a GGUF tensor name ("blk.3.attn_q.weight"); null
   // when its rows are in Hugging Face's order.
   const PermutedTensor* permutedTensor(std::string_view ggufName) const;
+  // The GGUF keys of a config.json key ("hidden_size"); null when none.
+  const ConfigKey* configKey(std::string_view hf) const;
 };
 
 // The [gguf] table of family `family` (its names: `names`) as above; Error
@@ -101,6 +103,10 @@ struct Architecture {
 // shifted and config_defaults, when given, replace base's whole.
 Architecture architectureFrom(const toml::table& gguf, const std::string& family, std::vector<std::string> names,
                               const std::string& file, const Architecture* base = nullptr);
+// A descriptor's key with `{arch}` replaced by a file's architecture:
+// ("{arch}.block_count", "qwen3") -> "qwen3.block_count".
+std::string withArchitecture(std::string key, std::string_view arch);
+
 // A family descriptor file as TOML; Error naming file:line:column when it
 // is not.
 toml::table parseDescriptor(const std::filesystem::path& descriptor);

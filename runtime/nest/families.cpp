@@ -126,9 +126,8 @@ std::vector<std::string> ggufKeysOf(const std::string& configKey, const gguf::Ar
     if (a.empty() || b.empty()) return {};
     return {a.front() + " / " + b.front()};
   }
-  for (const gguf::ConfigKey& k : arch.config)
-    if (k.hf == configKey) return k.gguf;
-  return {};
+  const gguf::ConfigKey* k = arch.configKey(configKey);
+  return k ? k->gguf : std::vector<std::string>{};
 }
 
 }  // namespace
