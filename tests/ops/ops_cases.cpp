@@ -509,7 +509,30 @@ struct Builder {
         };
       }
       unaryCases(f, f, d, f + "({})", kExactMath.count(f) ? kExact : transcendental(d), oracle);
+      if (d == F32 && oracle && !kExactMath.count(f)) sweepCase(f, oracle);
     }
+  }
+
+  // 4096 values of both signs spread over magnitudes 1e-6..25: every
+  // branch of an inline approximation (targets/cpu/approximate_math.h) and
+  // the vector library's exp are held to the 4 ulps of a libm call.
+  void sweepCase(const std::string& f, std::function<Values(const Values&)> oracle) {
+    Case c;
+    c.name = f + "_f32_sweep";
+    c.family = f;
+    c.dtype = F32;
+    c.group = "unary";
+    c.params = "x: " + ty(F32, {4096});
+    c.result = ty(F32, {4096});
+    c.body = "return " + f + "(x)";
+    Rng rng(c.name);
+    Values x = zeros(F32, {4096});
+    for (int64_t k = 0; k < x.size(); ++k)
+      x.f[k] = roundTo(F32, (k % 2 ? -1.0 : 1.0) * std::pow(10.0, rng.uniform(-6, 1.4)));
+    c.runs.push_back({x});
+    c.tol = transcendental(F32);
+    c.oracle = [oracle](const std::vector<Values>& in) { return Outputs{oracle(in[0])}; };
+    add(std::move(c));
   }
 
   void binaryMath(const std::string& f, Operands operands) {

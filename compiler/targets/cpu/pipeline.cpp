@@ -14,6 +14,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "targets/cpu/approximate_math.h"
 #include "targets/cpu/kernel_calls.h"
 #include "targets/cpu/kernel_objects.h"
 #include "targets/cpu/parallel_loops.h"
@@ -58,6 +59,7 @@ void lowerLoopsToLLVM(mlir::ModuleOp module) {
   // Large outermost parallel loops run on threads (OpenMP); the rest, and
   // all of them in a build without libomp, become plain loops.
   keepLargeOuterParallelLoops(module, threaded() ? kMinParallelIterations : INT64_MAX);
+  approximateMath(module);
   {
     mlir::PassManager pm(ctx, mlir::ModuleOp::getOperationName());
     addPipeline(pm,
@@ -138,6 +140,12 @@ void compileSharedObject(const std::string& llvmIR, const std::string& shim, con
   std::vector<std::string> command = {compiler, "-O3", "-march=native", "-fPIC", "-shared", "-w",
                                       "-o", out.string(), ll.string(), c.string(), "-I", kernels.string(), "-lm"};
   for (const fs::path& o : objects) command.push_back(o.string());
+  if (LINNET_VECLIB[0] != '\0') {
+    // exp in a vectorized loop calls glibc's vector variant (within 1 ulp
+    // in glibc's own tables), not expf per element.
+    command.push_back(std::string("-fveclib=") + LINNET_VECLIB);
+    command.push_back("-lmvec");
+  }
   if (threaded()) {
     command.push_back("-fopenmp");
     // The OpenMP runtime, found where it was at configure time.
