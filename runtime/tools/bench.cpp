@@ -239,12 +239,20 @@ ParamTotals paramTotals(const nest::Model& model) {
   return t;
 }
 
+// Positions of keys one layer's decode step reads at position `pos`: all
+// of them, or the last `Window` for a sliding-window layer. The cards'
+// convention (Gemma 3's): a `Window` generic makes layers local, and with a
+// `Pattern` generic the last layer of every `Pattern` is global instead.
+double keysRead(const std::map<std::string, std::string>& g, int64_t layer, double pos) {
+  auto window = intGeneric(g, "Window"), pattern = intGeneric(g, "Pattern");
+  bool global = !window || (pattern && *pattern > 0 && (layer + 1) % *pattern == 0);
+  return global ? pos + 1 : std::min(pos + 1, static_cast<double>(*window));
+}
+
 // Bytes of keys and values one decode step reads per sequence at position
-// `pos`: 2 x Layers x KvHeads x (pos + 1) x D elements of T (D: the head
-// size, H / Heads where no generic gives it); 0 when the model lacks one of
-// those generics. Every layer counts up to the position: a sliding-window
-// layer that reads only its window (Gemma 3's local ones, on the CPU
-// target) reads less than this.
+// `pos`: 2 x KvHeads x D elements of T per key position each layer reads
+// (keysRead; D: the head size, H / Heads where no generic gives it); 0 when
+// the model lacks one of those generics.
 double kvBytesPerToken(const std::map<std::string, std::string>& g, double pos) {
   auto layers = intGeneric(g, "Layers"), kv = intGeneric(g, "KvHeads"), h = intGeneric(g, "H"),
        heads = intGeneric(g, "Heads"), d = intGeneric(g, "D");
@@ -253,8 +261,9 @@ double kvBytesPerToken(const std::map<std::string, std::string>& g, double pos) 
   auto dtype = linnet::dtypeNamed(t->second);
   if (!dtype) return 0;
   const int64_t headSize = d ? *d : *h / *heads;  // a head size of its own (Qwen3, Gemma 3), else H / Heads
-  return 2.0 * static_cast<double>(*layers * *kv * headSize) * (pos + 1) *
-         static_cast<double>(linnet::byteSize(*dtype));
+  double keys = 0;
+  for (int64_t layer = 0; layer < *layers; ++layer) keys += keysRead(g, layer, pos);
+  return 2.0 * static_cast<double>(*kv * headSize) * keys * static_cast<double>(linnet::byteSize(*dtype));
 }
 
 // Checks that an entry exists (nest's error lists the entries otherwise) and
@@ -496,7 +505,7 @@ void runDecode(const Options& o, nest::Model& model, const Common& c) {
                                         withCommas(static_cast<int64_t>(weightBytesPerToken)),
                                         withCommas(c.params.bytes), embed));
   if (cacheBytesPerToken > 0)
-    row("cache bytes/token", fmt::format("{} (keys and values up to the mean position; counted in the bound)",
+    row("cache bytes/token", fmt::format("{} (keys and values up to the mean position, a local layer's window; counted in the bound)",
                                          withCommas(static_cast<int64_t>(cacheBytesPerToken))));
   if (deviceBandwidth) {
     row("device bandwidth", fmt::format("{:.1f} GB/s, a device-to-device copy of {} MiB (bytes read + written, best "
