@@ -14,6 +14,8 @@ and fetches the file; not part of CI, which has no PyPI):
      `gguf`'s own `quants`, bench/peers/make_ggufs.py), llama.cpp with an
      f32 key/value cache: equal ids, but where a step's top two are within
      0.01 logits (an exact tie: llama.cpp reads GELU from an f16 table);
+     with --exact-gelu, against llama.cpp built with GELU in f32
+     (build_llama_cpp_exact_gelu.sh), every id equal, no allowance;
    - on the Q4_K_M file itself: the agreement, and at each prompt's first
      difference llama.cpp's top-two gap, which must be under 0.25 logits
      (the near-tie rule of docs/export.md).
@@ -148,7 +150,8 @@ PROMPTS = [
 ]
 
 
-def compare_generation(linnet: str, path: Path, label: str, prompts: list[list[int]], exact: bool) -> dict:
+def compare_generation(linnet: str, path: Path, label: str, prompts: list[list[int]], exact: bool,
+                       tie: float = EXACT_TIE) -> dict:
     ctx = max(len(p) for p in prompts) + NEW + 16
     # On the F32 file llama.cpp keeps an f32 key/value cache (type 0:
     # GGML_TYPE_F32), not its f16 default, as Linnet's is at T = f32.
@@ -164,8 +167,9 @@ def compare_generation(linnet: str, path: Path, label: str, prompts: list[list[i
     # F32: equal, but for exact ties. llama.cpp computes GELU from an f16
     # table (ggml's GGML_GELU_FP16): on the Gemma fixture its logits are
     # 1.3e-3 of their scale from exact f32 (families tests), so a step whose
-    # top two are closer than EXACT_TIE can go either way.
-    check(all(abs(g) < (EXACT_TIE if exact else NEAR_TIE) for g in gaps), what)
+    # top two are closer than EXACT_TIE can go either way. With that table
+    # removed (--exact-gelu) no difference is allowed (tie = 0).
+    check(all(abs(g) < (tie if exact else NEAR_TIE) for g in gaps), what)
     return {"file": str(path), "same": same, "total": total, "first_differences": firsts, "gaps": gaps,
             "llama_cpp": peer, "linnet": ours}
 
@@ -177,6 +181,9 @@ def main() -> int:
     ap.add_argument("--work", default=str(ROOT / ".cache" / "families"))
     ap.add_argument("--strings", type=int, default=2000)
     ap.add_argument("--json")
+    ap.add_argument("--exact-gelu", action="store_true",
+                    help="llama.cpp computes GELU in f32 (build_llama_cpp_exact_gelu.sh): F32 ids all equal, "
+                         "and no Q4_K_M run (its near-tie rule is against stock llama.cpp)")
     args = ap.parse_args()
     source = Path(args.source)
     work = Path(args.work)
@@ -203,8 +210,10 @@ def main() -> int:
     prompts = llama_cpp_tokens(source, PROMPTS)
     prompts = [[2] + p for p in prompts]  # <bos>, as the file's add_bos_token says
     print(f"  prompts of {', '.join(str(len(p)) for p in prompts)} tokens")
-    report["f32"] = compare_generation(args.linnet, f32, "F32", prompts, exact=True)
-    report["q4_k_m"] = compare_generation(args.linnet, source, "Q4_K_M", prompts, exact=False)
+    report["f32"] = compare_generation(args.linnet, f32, "F32", prompts, exact=True,
+                                       tie=0.0 if args.exact_gelu else EXACT_TIE)
+    if not args.exact_gelu:
+        report["q4_k_m"] = compare_generation(args.linnet, source, "Q4_K_M", prompts, exact=False)
 
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))

