@@ -4,8 +4,13 @@
 #include <fmt/ranges.h>
 
 #include <fstream>
+#include <optional>
+#include <tuple>
+#include <vector>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "common/hash.h"
 
 namespace linnet::artifact {
 
@@ -90,6 +95,8 @@ std::string serialize(const Manifest& m) {
   j["package"] = m.package;
   j["target"] = m.target;
   j["library"] = m.library;
+  j["library_bytes"] = m.libraryBytes;
+  j["library_fnv1a"] = m.libraryHash;
   j["init"] = m.init;
   Json g = Json::object();
   for (const auto& [k, v] : m.generics) {
@@ -138,6 +145,8 @@ Manifest parse(std::string_view text, const std::string& where) {
     m.package = j.at("package").get<std::string>();
     m.target = j.at("target").get<std::string>();
     m.library = j.at("library").get<std::string>();
+    m.libraryBytes = j.at("library_bytes").get<int64_t>();
+    m.libraryHash = j.at("library_fnv1a").get<std::string>();
     m.init = j.at("init").get<std::string>();
     m.numerics = j.at("numerics").get<std::string>();
     if (m.numerics != "exact" && m.numerics != "fast")
@@ -185,7 +194,51 @@ Manifest read(const fs::path& dir) {
   return parse(text.str(), file.string());
 }
 
-void write(const Manifest& manifest, const fs::path& dir) {
+namespace {
+
+// (size, FNV-1a as 16 hex digits) of a file; nullopt when it cannot be read.
+std::optional<std::pair<int64_t, std::string>> fingerprint(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::uint64_t h = kFnvOffset;
+  int64_t bytes = 0;
+  std::vector<char> buffer(1 << 16);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    std::streamsize n = in.gcount();
+    h = fnv1a(std::string_view(buffer.data(), static_cast<size_t>(n)), h);
+    bytes += n;
+  }
+  if (in.bad()) return std::nullopt;
+  return std::pair(bytes, fmt::format("{:016x}", h));
+}
+
+}  // namespace
+
+std::optional<std::string> checkLibrary(const Manifest& m, const fs::path& dir) {
+  if (m.library.empty()) return std::nullopt;
+  fs::path file = dir / m.library;
+  auto print = fingerprint(file);
+  if (!print) return fmt::format("{}: the compiled code is missing or unreadable", file.string());
+  if (print->first != m.libraryBytes)
+    return fmt::format("{}: {} bytes, but the manifest says {} (a truncated or replaced file)", file.string(),
+                       print->first, m.libraryBytes);
+  if (print->second != m.libraryHash)
+    return fmt::format("{}: checksum {}, but the manifest says {} (an altered file)", file.string(), print->second,
+                       m.libraryHash);
+  return std::nullopt;
+}
+
+void recordLibrary(Manifest& manifest, const fs::path& dir) {
+  if (manifest.library.empty()) return;
+  auto print = fingerprint(dir / manifest.library);
+  if (!print) throw ManifestError(fmt::format("{}: cannot read the compiled code", (dir / manifest.library).string()));
+  std::tie(manifest.libraryBytes, manifest.libraryHash) = *print;
+}
+
+void write(const Manifest& given, const fs::path& dir) {
+  Manifest manifest = given;
+  recordLibrary(manifest, dir);
   fs::path file = dir / kManifestFile;
   fs::path tmp = dir / (std::string(kManifestFile) + ".tmp");
   {

@@ -4,8 +4,9 @@
 // drift apart; a manifest of another schema version is refused with a
 // message that says to rebuild.
 //
-//   {"format": "linnet-artifact", "schema": 4,
+//   {"format": "linnet-artifact", "schema": 5,
 //    "package", "target", "library", "init",        (library/init empty: no code)
+//    "library_bytes", "library_fnv1a",               the code file's size and FNV-1a (16 hex digits)
 //    "numerics": "exact" or "fast",                  how the code computes (exact: the language's)
 //    "generics": {name: number or dtype name},       the root's, as built
 //    "params": [spec], "states": [spec],             in the argument order (abi.h)
@@ -42,7 +43,7 @@ namespace linnet::artifact {
 
 inline constexpr std::string_view kFormat = "linnet-artifact";
 // Raise it with every change a reader of the previous version would misread.
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 inline constexpr std::string_view kManifestFile = "manifest.json";
 
 // A manifest that cannot be read: the message names the file and says what to do.
@@ -96,6 +97,11 @@ struct Kernel {
 struct Manifest {
   std::string package, target;
   std::string library;  // the code's file in the folder; empty when none was built
+  // That file's size and FNV-1a (16 hex digits), filled in by `write` from
+  // the file itself, so a truncated or altered library is found before it
+  // is loaded (checkLibrary) instead of crashing the process that maps it.
+  int64_t libraryBytes = 0;
+  std::string libraryHash;
   std::string init;     // called once after loading (hoisted constants); may be empty
   // "exact": the language's numerics; "fast": weight products may quantize
   // activations to 8 bits (linnetc build --numerics fast).
@@ -112,8 +118,16 @@ struct Manifest {
   const Signature* signature(std::string_view name) const;
 };
 
-// dir/manifest.json, written through a temporary file renamed into place.
+// dir/manifest.json, written through a temporary file renamed into place,
+// with the library's size and checksum read from dir/library.
 void write(const Manifest& manifest, const std::filesystem::path& dir);
+// Sets the manifest's libraryBytes and libraryHash from dir/library (what
+// `write` does; for a manifest made in memory, as tests make theirs).
+void recordLibrary(Manifest& manifest, const std::filesystem::path& dir);
+// What is wrong with dir's library against its manifest (missing,
+// unreadable, another size or checksum), or nullopt when it matches or the
+// artifact has no code.
+std::optional<std::string> checkLibrary(const Manifest& manifest, const std::filesystem::path& dir);
 // Reads dir/manifest.json. Throws ManifestError for a missing or malformed
 // file and for another format or schema version.
 Manifest read(const std::filesystem::path& dir);

@@ -89,20 +89,71 @@ std::string argSpec(const Tensor& a) {
   return fmt::format("{}:{}", dt, fmt::join(a.shape, "x"));
 }
 
+// The instruction sets of the CPU this process runs on (the first `flags`
+// or `Features` line of /proc/cpuinfo; empty where there is none). The CPU
+// target compiles with -march=native, so code built on one CPU may not run
+// on another: a cache folder shared between machines (a network home, a
+// copied ~/.cache) keeps one set of entries per instruction set.
+std::string hostCpuFeatures() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with("flags") || line.starts_with("Features")) return line.substr(line.find(':') + 1);
+  return "";
+}
+
+// Whether the artifact in `dir` can be used: its manifest reads and its
+// code (if it has any) is the code the manifest was written for. A damaged
+// one (a truncated copy, a full disk, an edit) is removed with a line on
+// stderr, so that it is built again; a missing one is simply absent.
+bool usable(const fs::path& dir) {
+  if (!fs::exists(dir / artifact::kManifestFile)) return false;
+  std::string damage;
+  try {
+    if (auto problem = artifact::checkLibrary(artifact::read(dir), dir)) damage = *problem;
+  } catch (const artifact::ManifestError& e) {
+    damage = e.what();
+  }
+  if (damage.empty()) return true;
+  fmt::print(stderr, "linnet: the cached artifact {} is damaged ({}); building it again\n", dir.string(), damage);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (ec)
+    throw Error(fmt::format("{}: a damaged cached artifact that cannot be removed ({}): delete it by hand",
+                            dir.string(), ec.message()));
+  return false;
+}
+
 }  // namespace
 
 ArtifactCache::ArtifactCache(CacheSettings settings) : settings_(std::move(settings)) {
   if (settings_.linnetc.empty()) settings_.linnetc = defaultLinnetc();  // $LINNETC, the installed one, the build's
+  std::string from = "the artifact cache";
   if (settings_.cacheDir.empty()) {
-    if (const char* c = std::getenv("LINNET_CACHE")) settings_.cacheDir = c;
-    else if (const char* h = std::getenv("HOME")) settings_.cacheDir = fs::path(h) / ".cache" / "linnet";
-    else settings_.cacheDir = fs::temp_directory_path() / "linnet-cache";
+    if (const char* c = std::getenv("LINNET_CACHE")) {
+      if (*c == '\0')
+        throw Error("LINNET_CACHE is set but empty: set it to a folder for compiled artifacts, or unset it "
+                    "(the default is ~/.cache/linnet)");
+      settings_.cacheDir = c;
+      from = "LINNET_CACHE";
+    } else if (const char* h = std::getenv("HOME")) {
+      settings_.cacheDir = fs::path(h) / ".cache" / "linnet";
+    } else {
+      settings_.cacheDir = fs::temp_directory_path() / "linnet-cache";
+    }
   }
+  std::error_code ec;
+  if (fs::exists(settings_.cacheDir, ec) && !fs::is_directory(settings_.cacheDir, ec))
+    throw Error(fmt::format("{}={}: not a folder; point it at a folder for compiled artifacts", from,
+                            settings_.cacheDir.string()));
+  from_ = from;
   // The compiler by its contents, not its path: a cache built on one
   // machine serves another with the same linnetc beside it (the CUDA check
-  // carries prebuilt artifacts to a GPU machine without MLIR).
+  // carries prebuilt artifacts to a GPU machine without MLIR); CPU code
+  // only where the instruction sets are the same.
   std::string key = fmt::format("linnetc {:016x}\nschema {}\ntarget {}\n", compilerIdentity(settings_.linnetc),
                                 artifact::kSchemaVersion, settings_.target);
+  if (settings_.target == "cpu") key += "host" + hostCpuFeatures() + "\n";
   for (const fs::path& dir : packageDirs(settings_.package)) key += sourcesOf(dir);
   key += sourcesOf(settings_.stdlib);
   for (const auto& s : settings_.sets) key += "\nset " + s;
@@ -110,7 +161,11 @@ ArtifactCache::ArtifactCache(CacheSettings settings) : settings_(std::move(setti
 }
 
 void ArtifactCache::build(const fs::path& dir, std::vector<std::string> extra, const std::string& what) {
-  fs::create_directories(settings_.cacheDir);
+  std::error_code made;
+  fs::create_directories(settings_.cacheDir, made);
+  if (made)
+    throw Error(fmt::format("{}={}: cannot make the folder ({}); point it at a writable folder", from_,
+                            settings_.cacheDir.string(), made.message()));
   fs::path tmp = settings_.cacheDir / fmt::format(".tmp-{}-{}", ::getpid(), dir.filename().string());
   std::vector<std::string> argv = {settings_.linnetc, "build", settings_.package, "--stdlib", settings_.stdlib,
                                    "--target", settings_.target, "-o", tmp.string()};
@@ -134,7 +189,7 @@ void ArtifactCache::build(const fs::path& dir, std::vector<std::string> extra, c
 fs::path ArtifactCache::modelDir() {
   fs::path dir = settings_.cacheDir / fmt::format("model-{}", key_);
   // linnetc's diagnostics are the message, as the reference backend's are.
-  if (!fs::exists(dir / artifact::kManifestFile)) build(dir, {"--manifest-only"}, "");
+  if (!usable(dir)) build(dir, {"--manifest-only"}, "");
   return dir;
 }
 
@@ -152,7 +207,7 @@ fs::path ArtifactCache::entryPath(const std::string& entry, const std::vector<Te
 fs::path ArtifactCache::entryDir(const std::string& entry, const std::vector<Tensor>& args,
                                  const std::map<std::string, int64_t>& generics) {
   fs::path dir = entryPath(entry, args, generics);
-  if (fs::exists(dir / artifact::kManifestFile)) return dir;
+  if (usable(dir)) return dir;
   std::vector<std::string> extra = {"--entry", entry};
   for (const auto& [k, v] : generics) extra.insert(extra.end(), {"--generic", fmt::format("{}={}", k, v)});
   for (const auto& a : args) extra.insert(extra.end(), {"--arg", argSpec(a)});

@@ -1,7 +1,8 @@
 // Where a compiled backend's artifacts live, and how they get there: a
 // cache folder ($LINNET_CACHE, else ~/.cache/linnet) of artifact folders,
 // keyed by everything the code depends on (the compiler, the package's and
-// the stdlib's sources, the root generics, the target, the schema), each
+// the stdlib's sources, the root generics, the target, the schema, and for
+// the CPU target the host's instruction sets), each
 // written by running `linnetc build` once. A second run finds them and
 // compiles nothing; no LLVM, MLIR or front end in this process.
 #pragma once
@@ -55,7 +56,8 @@ class ArtifactCache {
   // to `dir`, so a concurrent run never sees half an artifact.
   void build(const std::filesystem::path& dir, std::vector<std::string> extra, const std::string& what);
   CacheSettings settings_;
-  std::string key_;  // the sources' hash
+  std::string from_;  // what chose the folder, for messages: "LINNET_CACHE"
+  std::string key_;   // the sources' hash
   std::vector<std::string> paramStorage_;
 };
 

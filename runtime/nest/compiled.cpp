@@ -203,6 +203,9 @@ class CompiledBackend : public Backend {
 
   Loaded& artifactFor(const std::string& entry, const std::vector<Tensor>& args,
                       const std::map<std::string, int64_t>& generics) {
+    // Loaded already: no look at the cache (entryDir checks the code's checksum).
+    if (auto known = loaded_.find(cache_.entryPath(entry, args, generics).string()); known != loaded_.end())
+      return *known->second;
     fs::path dir = cache_.entryDir(entry, args, generics);
     auto [it, fresh] = loaded_.try_emplace(dir.string());
     if (!fresh) return *it->second;

@@ -64,6 +64,7 @@ inline artifact::Manifest manifest(int64_t n) {
     e.outputs = {f32("y", n)};
     m.entries.push_back(e);
   }
+  artifact::recordLibrary(m, artifactDir());
   return m;
 }
 
