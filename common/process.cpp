@@ -1,13 +1,17 @@
 #include "common/process.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
 
 extern char** environ;
 
@@ -28,8 +32,15 @@ ProcessResult runProcess(const std::vector<std::string>& argv, const ProcessOpti
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // This environment, with LINNET_PARENT_PID set to us (dieWithParent).
+  std::string parent = std::string(kParentPidVariable) + "=" + std::to_string(getpid());
+  std::vector<char*> env;
+  for (char** e = environ; *e; ++e)
+    if (!std::string_view(*e).starts_with(std::string(kParentPidVariable) + "=")) env.push_back(*e);
+  env.push_back(parent.data());
+  env.push_back(nullptr);
   pid_t pid = 0;
-  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   close(pipeFds[1]);
   if (rc != 0) {
@@ -52,6 +63,17 @@ ProcessResult runProcess(const std::vector<std::string>& argv, const ProcessOpti
   }
   result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
   return result;
+}
+
+void dieWithParent() {
+  const char* parent = std::getenv(kParentPidVariable);
+  if (!parent) return;
+  char* end = nullptr;
+  long pid = std::strtol(parent, &end, 10);
+  if (*end != '\0' || pid != static_cast<long>(getppid())) return;  // not started by runProcess
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // The parent may have died before the line above: then we are adopted.
+  if (static_cast<long>(getppid()) != pid) _exit(128 + SIGKILL);
 }
 
 }  // namespace linnet

@@ -20,7 +20,15 @@ struct ProcessOptions {
 };
 
 // Runs argv[0] (looked up in PATH when it has no '/') with `argv` and waits.
-// Throws std::runtime_error when it cannot be started at all.
+// Throws std::runtime_error when it cannot be started at all. The child's
+// environment names this process in LINNET_PARENT_PID.
 ProcessResult runProcess(const std::vector<std::string>& argv, const ProcessOptions& options = {});
+
+inline constexpr const char* kParentPidVariable = "LINNET_PARENT_PID";
+
+// In a program runProcess started (linnetc under the runtime): be killed
+// when that parent dies, so a killed `linnet` leaves no compile running
+// (Linux's PR_SET_PDEATHSIG). Does nothing in a program started otherwise.
+void dieWithParent();
 
 }  // namespace linnet

@@ -14,6 +14,7 @@
 #include <map>
 #include <regex>
 
+#include "common/process.h"
 #include "common/install.h"
 #include "driver/build.h"
 #include "driver/check.h"
@@ -112,6 +113,7 @@ int runCheck(const std::string& package, const std::vector<std::string>& sets,
 }  // namespace
 
 int main(int argc, char** argv) {
+  linnet::dieWithParent();  // a compile the runtime started ends with it
   CLI::App app{"linnetc: the Linnet compiler"};
   app.set_version_flag("--version", std::string("linnetc ") + LINNET_VERSION);
   app.require_subcommand(1);

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -102,6 +104,23 @@ std::string hostCpuFeatures() {
   return "";
 }
 
+// Removes the private build folders (`.tmp-PID-...`) of processes that no
+// longer run: a `linnet` killed mid-compile leaves its folder behind (its
+// linnetc dies with it, dieWithParent). A live PID's folder is left alone.
+void removeAbandonedBuilds(const fs::path& cacheDir) {
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(cacheDir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (!name.starts_with(".tmp-")) continue;
+    char* end = nullptr;
+    long pid = std::strtol(name.c_str() + 5, &end, 10);
+    if (end == name.c_str() + 5 || *end != '-' || pid <= 0) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::error_code removed;
+    fs::remove_all(it->path(), removed);
+  }
+}
+
 // Whether the artifact in `dir` can be used: its manifest reads and its
 // code (if it has any) is the code the manifest was written for. A damaged
 // one (a truncated copy, a full disk, an edit) is removed with a line on
@@ -166,6 +185,7 @@ void ArtifactCache::build(const fs::path& dir, std::vector<std::string> extra, c
   if (made)
     throw Error(fmt::format("{}={}: cannot make the folder ({}); point it at a writable folder", from_,
                             settings_.cacheDir.string(), made.message()));
+  removeAbandonedBuilds(settings_.cacheDir);
   fs::path tmp = settings_.cacheDir / fmt::format(".tmp-{}-{}", ::getpid(), dir.filename().string());
   std::vector<std::string> argv = {settings_.linnetc, "build", settings_.package, "--stdlib", settings_.stdlib,
                                    "--target", settings_.target, "-o", tmp.string()};
