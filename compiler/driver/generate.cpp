@@ -85,6 +85,12 @@ Generated generate(ir::MLIRGen& gen, const sema::Program& program, const BuildAr
       throw std::runtime_error(fmt::format("--generic `{}`: `{}` is not an integer in 64 bits "
                                            "signed ({} to {})",
                                            g, g.substr(eq + 1), INT64_MIN, INT64_MAX));
+    // Entry generics are dimensions: a negative one would reach MLIR as a
+    // negative size (an internal error), not a message.
+    if (*n < 0)
+      throw std::runtime_error(fmt::format("--generic `{}`: `{}` is a dimension and needs a non-negative integer, "
+                                           "not `{}`",
+                                           g, g.substr(0, eq), *n));
     generics[g.substr(0, eq)] = *n;
   }
   std::vector<std::string> names = args.entries;

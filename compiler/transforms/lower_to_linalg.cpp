@@ -97,6 +97,25 @@ namespace {
 
 using namespace mlir;
 
+// Any linnet op whose results all have no elements (a zero-size dimension:
+// `--generic S=0`, an empty prompt) is a `tensor.empty` of each result: there
+// is nothing to compute, and the ops' own lowerings would index into empty
+// operands (a slice at offset 0 of a dimension of 0 is invalid IR).
+struct LowerEmptyResults : ConversionPattern {
+  explicit LowerEmptyResults(MLIRContext* ctx) : ConversionPattern(MatchAnyOpTypeTag(), /*benefit=*/10, ctx) {}
+  LogicalResult matchAndRewrite(Operation* op, ArrayRef<Value>, ConversionPatternRewriter& rw) const override {
+    if (!isa<ir::LinnetDialect>(op->getDialect()) || op->getNumResults() == 0) return failure();
+    SmallVector<Value> empties;
+    for (Type t : op->getResultTypes()) {
+      auto type = dyn_cast<RankedTensorType>(t);
+      if (!type || !type.hasStaticShape() || type.getNumElements() != 0) return failure();
+      empties.push_back(tensor::EmptyOp::create(rw, op->getLoc(), type.getShape(), type.getElementType()));
+    }
+    rw.replaceOp(op, empties);
+    return success();
+  }
+};
+
 struct LowerToLinalgPass : PassWrapper<LowerToLinalgPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerToLinalgPass)
   LowerToLinalgPass() = default;
@@ -122,6 +141,7 @@ struct LowerToLinalgPass : PassWrapper<LowerToLinalgPass, OperationPass<ModuleOp
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect, math::MathDialect, scf::SCFDialect,
                            tensor::TensorDialect>();
     RewritePatternSet patterns(ctx);
+    patterns.add<LowerEmptyResults>(ctx);
     lowering::populateElementwisePatterns(patterns);
     lowering::populateContractionPatterns(patterns);
     lowering::populateDataMovementPatterns(patterns);

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "common/output_file.h"
 #include "common/units.h"
 #include "export/gguf_hyperparameters.h"
 #include "export/gguf_writer.h"
@@ -217,6 +218,7 @@ GgufExportResult exportGguf(const GgufExportOptions& o, const std::function<void
   if (o.output.empty()) throw Error("export gguf: no output file: pass -o FILE.gguf");
   const fs::path out(o.output);
   if (fs::is_directory(out)) throw Error(fmt::format("{} is a folder; -o names the .gguf file to write", o.output));
+  if (auto why = unwritableOutput(out)) throw Error(*why);
   if (fs::exists(out) && !o.force)
     throw Error(fmt::format("{}: exists; pass --force to replace it (it is replaced only once the new file is "
                             "complete)",

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/output_file.h"
 #include "nest/nest.h"
 
 namespace linnet::exporter {
@@ -35,6 +36,9 @@ void checkOutputFolder(const std::string& output, bool force, const char* comman
   fs::path out(output);
   if (out.filename().empty()) out = out.parent_path();  // "dir/" names "dir"
   std::error_code ec;
+  // --force replaces a folder or a file, never a device, FIFO or socket.
+  if (fs::exists(out, ec) && !fs::is_directory(out, ec))
+    if (auto why = unwritableOutput(out)) throw Error(*why);
   if (fs::exists(out, ec) && !force)
     throw Error(fmt::format("{}: exists; pass --force to replace it (it is replaced only once the new folder is "
                             "complete)",

@@ -228,13 +228,15 @@ void addBackendOption(CLI::App* cmd, linnet::nest::LoadOptions& load) {
 
 // The model: its package's checkpoint, generics and backend.
 void addLoadOptions(CLI::App* cmd, linnet::nest::LoadOptions& load) {
-  once(cmd->add_option("--weights", load.weights,
-                       "A .safetensors file, a *.safetensors.index.json, a .gguf file, or a Hugging Face model folder"))
-      ->type_name("PATH");
+  CLI::Option* weights =
+      once(cmd->add_option("--weights", load.weights,
+                           "A .safetensors file, a *.safetensors.index.json, a .gguf file, or a Hugging Face model folder"))
+          ->type_name("PATH");
   cmd->add_flag("--generics-from-config", load.genericsFromConfig,
                 "Take the generics nest.toml's [config] maps from the folder's config.json (or [gguf]'s from the "
                 ".gguf) instead of nest.toml; a --set that disagrees is an error");
-  cmd->add_flag("--random-weights", load.randomWeights, "Seeded random parameters instead of a checkpoint");
+  cmd->add_flag("--random-weights", load.randomWeights, "Seeded random parameters instead of a checkpoint")
+      ->excludes(weights);  // both: which would run? refused, not guessed
   cmd->add_flag("--convert", load.convertDTypes, "Convert checkpoint floats to the model's dtype");
   once(cmd->add_option("--numerics", load.numerics,
                        "exact (the language's; the default) or fast (compiled weight products on quantized weights "

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 
+#include "common/output_file.h"
 #include "weights/error.h"
 #include "weights/mapped_file.h"
 
@@ -338,6 +339,7 @@ std::vector<std::byte> encodeNpy(DType dtype, const Shape& shape, std::span<cons
 }
 
 void writeNpy(const std::filesystem::path& path, DType dtype, const Shape& shape, std::span<const std::byte> data) {
+  if (auto why = unwritableOutput(path)) throw Error(*why);
   std::vector<std::byte> bytes = encodeNpy(dtype, shape, data);
   std::filesystem::path tmp = path;
   tmp += fmt::format(".tmp{}", static_cast<long>(::getpid()));
@@ -355,8 +357,9 @@ void writeNpy(const std::filesystem::path& path, DType dtype, const Shape& shape
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
+    std::string why = ec.message();  // before remove() reuses ec
     std::filesystem::remove(tmp, ec);
-    throw Error(fmt::format("{}: cannot move the written file into place: {}", path.string(), ec.message()));
+    throw Error(fmt::format("{}: cannot move the written file into place: {}", path.string(), why));
   }
 }
 

@@ -3,6 +3,7 @@
   { text = "...", fill = true }     the text with {card}, {tmp}... filled in
   { copy = "{data}/..." }           a copy of a committed fixture
   { gen = "NAME", ... }             a generator below, with the spec's other keys
+  { fifo = true }                   a FIFO (an output path that is not a regular file)
 Paths in specs may use {data}, {card}, {gqa2} and {tmp}."""
 import json
 import os
@@ -34,6 +35,8 @@ def make(spec, path, places):
             f.write(fill(spec["text"], places) if spec.get("fill") else spec["text"])
     elif "copy" in spec:
         shutil.copy(fill(spec["copy"], places), path)
+    elif spec.get("fifo"):
+        os.mkfifo(path)  # an output path that is not a regular file
     else:
         kwargs = {k: fill(v, places) for k, v in spec.items() if k != "gen"}
         data = GENERATORS[spec["gen"]](**kwargs)

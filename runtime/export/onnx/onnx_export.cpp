@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 
+#include "common/output_file.h"
 #include "common/units.h"
 #include "elaborate/program.h"
 #include "export/checked_package.h"
@@ -108,6 +109,8 @@ fs::path checkOutput(const OnnxExportOptions& o) {
   if (o.output.empty()) throw Error("export onnx: no output file: pass -o FILE.onnx");
   const fs::path out(o.output);
   if (fs::is_directory(out)) throw Error(fmt::format("{} is a folder; -o names the .onnx file to write", o.output));
+  for (const fs::path& p : {out, fs::path(o.output + ".data")})
+    if (auto why = unwritableOutput(p)) throw Error(*why);
   for (const fs::path& p : {out, fs::path(o.output + ".data")})
     if (fs::exists(p) && !o.force)
       throw Error(fmt::format("{}: exists; pass --force to replace it (it is replaced only once the new model is "
