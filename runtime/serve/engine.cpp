@@ -138,7 +138,7 @@ void Engine::check(GenerationParams& p, const std::string& promptParam) const {
                                C, n),
                    promptParam, "context_length_exceeded");
   if (p.maxTokens < 0) p.maxTokens = C - n;
-  if (n + p.maxTokens > C)
+  if (p.maxTokens > C - n)  // not n + maxTokens > C: a max_tokens near 2^63 would wrap
     throw ApiError(400,
                    fmt::format("this server's context is {} tokens per request (--context); the prompt has {} tokens "
                                "and max_tokens asks for {} more; lower max_tokens to at most {}",

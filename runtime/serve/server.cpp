@@ -381,9 +381,13 @@ void Server::routes() {
       if (!body.contains("tokens") || !body["tokens"].is_array())
         throw ApiError(400, "give `tokens`, an array of token ids", "tokens");
       std::vector<int32_t> ids;
+      const auto vocab = static_cast<int64_t>(text_->tokenizer.vocabSize());
       for (const auto& t : body["tokens"]) {
-        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX)
+        if (!t.is_number_integer() || t.get<int64_t>() < 0)
           throw ApiError(400, "`tokens` must hold token ids (integers >= 0)", "tokens");
+        if (t.get<int64_t>() >= vocab)  // decoded as "" before: a wrong id looked like an empty text
+          throw ApiError(400, fmt::format("token id {} is outside the vocabulary [0, {})", t.get<int64_t>(), vocab),
+                         "tokens");
         ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
       }
       sendJson(res, {{"prompt", text_->tokenizer.decode(ids)}});

@@ -44,10 +44,22 @@ std::string modelId(const std::string& package, const nest::Model& model) {
 
 }  // namespace
 
+// Bounds past which a setting is a typo, not a plan: each row, waiting
+// request and HTTP worker costs memory or a thread up front, and rows x
+// context sizes the page pool (MaxSeq).
+constexpr int64_t kMaxRows = 1024, kMaxQueue = 65536, kMaxHttpThreads = 1024, kMaxPoolPositions = int64_t{1} << 31;
+
 int runServe(ServeArgs& a) {
   serve::EngineOptions& e = a.engine;
-  if (e.rows < 1) throw Usage("serve: --rows must be at least 1");
-  if (e.maxQueue < 0) throw Usage("serve: --max-queue must be at least 0");
+  if (e.rows < 1 || e.rows > kMaxRows) throw Usage(fmt::format("serve: --rows must be 1 to {}, not {}", kMaxRows, e.rows));
+  if (e.maxQueue < 0 || e.maxQueue > kMaxQueue)
+    throw Usage(fmt::format("serve: --max-queue must be 0 to {}, not {}", kMaxQueue, e.maxQueue));
+  if (a.httpThreads > kMaxHttpThreads)
+    throw Usage(fmt::format("serve: --http-threads must be 1 to {}, not {}", kMaxHttpThreads, a.httpThreads));
+  if (e.context > kMaxPoolPositions / e.rows)
+    throw Usage(fmt::format("serve: --rows {} x --context {} positions is more than the page pool can index ({}); "
+                            "lower one",
+                            e.rows, e.context, kMaxPoolPositions));
   int64_t pageSize = genericOr(a.load, "PageSize", 64);
   if (pageSize < 1) throw Usage("serve: PageSize must be at least 1");
   if (e.context < pageSize || e.context % pageSize)
@@ -60,7 +72,8 @@ int runServe(ServeArgs& a) {
   e.buckets.clear();
   for (int64_t b : {a.prefillChunk / 16, a.prefillChunk / 4, a.prefillChunk})
     if (b >= 1 && std::find(e.buckets.begin(), e.buckets.end(), b) == e.buckets.end()) e.buckets.push_back(b);
-  a.server.threads = static_cast<int>(a.httpThreads > 0 ? a.httpThreads : e.rows + e.maxQueue + 8);
+  a.server.threads =
+      static_cast<int>(a.httpThreads > 0 ? a.httpThreads : std::min(e.rows + e.maxQueue + 8, kMaxHttpThreads));
 
   std::string tokenizerPath = tokenizerSource(a.tokenizer, a.load.weights);
 

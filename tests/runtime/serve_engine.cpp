@@ -182,6 +182,9 @@ TEST_CASE("serve engine: requests that do not fit are refused before they run", 
   CHECK_THROWS_AS(engine.check(tooLong, "prompt"), serve::ApiError);
   auto tooMany = greedy(std::vector<int64_t>(8, 1), 25);
   CHECK_THROWS_AS(engine.check(tooMany, "prompt"), serve::ApiError);
+  // Past the context by any amount, even one that wraps n + max_tokens.
+  auto wraps = greedy(std::vector<int64_t>(8, 1), INT64_MAX - 4);
+  CHECK_THROWS_AS(engine.check(wraps, "prompt"), serve::ApiError);
   auto badId = greedy({1, 64}, 1);
   CHECK_THROWS_AS(engine.check(badId, "prompt"), serve::ApiError);
   auto fits = greedy(std::vector<int64_t>(8, 1), -1);

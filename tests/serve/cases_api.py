@@ -134,6 +134,9 @@ def token_id_prompt(ctx):
     d = ctx.server.http("POST", "/detokenize", {"tokens": ids})
     assert d.status == 200, d
     assert PROMPT in d.json()["prompt"], d.json()
+    # An id outside the vocabulary is an error, not an empty text.
+    d = ctx.server.http("POST", "/detokenize", {"tokens": [ids[0], 10 ** 9]})
+    assert d.status == 400 and "outside the vocabulary" in d.json()["error"]["message"], d
 
 
 def seeded(ctx):
