@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 #include <fmt/ranges.h>
@@ -167,6 +168,57 @@ Tensor randomParam(const ParamInfo& p, uint64_t seed) {
   return t;
 }
 
+namespace {
+
+// Elements of a float param that are NaN or infinite: an exponent of all
+// ones. (first index, how many); nullopt when there are none or the dtype
+// is not a float.
+std::optional<std::pair<int64_t, int64_t>> nonFinite(DType dtype, std::span<const std::byte> bytes) {
+  auto scan = [&]<class Bits>(Bits exponent) -> std::optional<std::pair<int64_t, int64_t>> {
+    const size_t n = bytes.size() / sizeof(Bits);
+    int64_t count = 0, first = -1;
+    constexpr size_t kChunk = 4096;
+    for (size_t c = 0; c < n; c += kChunk) {
+      const size_t end = std::min(n, c + kChunk);
+      int64_t here = 0;  // a branch-free count per chunk, so the loop vectorizes
+      for (size_t i = c; i < end; ++i) {
+        Bits b;
+        std::memcpy(&b, bytes.data() + i * sizeof(Bits), sizeof(Bits));
+        here += (b & exponent) == exponent;
+      }
+      if (here && first < 0)
+        for (size_t i = c; i < end && first < 0; ++i) {
+          Bits b;
+          std::memcpy(&b, bytes.data() + i * sizeof(Bits), sizeof(Bits));
+          if ((b & exponent) == exponent) first = static_cast<int64_t>(i);
+        }
+      count += here;
+    }
+    if (count == 0) return std::nullopt;
+    return std::pair(first, count);
+  };
+  switch (dtype) {
+    case DType::F32: return scan(uint32_t{0x7f800000});
+    case DType::BF16: return scan(uint16_t{0x7f80});
+    case DType::F16: return scan(uint16_t{0x7c00});
+    case DType::F64: return scan(uint64_t{0x7ff0000000000000});
+    default: return std::nullopt;
+  }
+}
+
+// A checkpoint whose weights hold NaN or infinity gives NaN logits and a
+// made-up answer: refused at load, naming the tensor.
+void requireFinite(const std::string& weights, const ParamInfo& param, const weights::BoundTensor& bound) {
+  auto bad = nonFinite(param.dtype, bound.data);
+  if (!bad) return;
+  throw Error(fmt::format("{}: tensor `{}` (param `{}`) holds {} NaN or infinite value{} (the first at element {}): "
+                          "the checkpoint is damaged; download or convert it again",
+                          weights, bound.checkpointName, param.path, bad->second, bad->second == 1 ? "" : "s",
+                          bad->first));
+}
+
+}  // namespace
+
 std::vector<ParamBytes> bindParams(const std::string& package, const std::vector<ParamInfo>& params,
                                    const std::map<std::string, int64_t>& dims, const LoadOptions& options) {
   if (options.randomWeights) return randomParams(params, options.seed);
@@ -188,6 +240,7 @@ std::vector<ParamBytes> bindParams(const std::string& package, const std::vector
     std::vector<ParamBytes> out;
     for (const auto& p : params) {
       const weights::BoundTensor& b = bound->at(p.path);
+      requireFinite(options.weights, p, b);
       out.push_back({b.data, bound});
       if (options.dequantize || p.dtype != DType::F32 || p.shape.size() != 2) continue;
       // A bf16 or f16 checkpoint converted for an f32 model: its own bytes.

@@ -176,9 +176,21 @@ def safetensors_rows(base, tensor, rows):
     return struct.pack("<Q", len(h)) + h + b"".join(blobs)
 
 
+def safetensors_poke(base, tensor, element, value):
+    """A copy of the .safetensors file `base` with element `element` of its
+    f32 tensor `tensor` set to `value` ("nan", "inf", or a number)."""
+    with open(base, "rb") as f:
+        data = bytearray(f.read())
+    (n,) = struct.unpack_from("<Q", data)
+    info = json.loads(data[8:8 + n])[tensor]
+    assert info["dtype"] == "F32", info
+    struct.pack_into("<f", data, 8 + n + info["data_offsets"][0] + 4 * element, float(value))
+    return bytes(data)
+
+
 GENERATORS = {
     "repeat": repeat, "long_chain": long_chain, "nested": nested, "with_nul": with_nul,
     "tokenizer": tokenizer, "tokenizer_config": tokenizer_config, "npy": npy, "npy_header": npy_header,
     "safetensors_header": safetensors_header, "index_json": index_json, "gguf_set_f32": gguf_set_f32,
-    "safetensors_rows": safetensors_rows, "json_set": json_set,
+    "safetensors_rows": safetensors_rows, "json_set": json_set, "safetensors_poke": safetensors_poke,
 }
