@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "nest/conventions.h"
@@ -87,7 +88,18 @@ ojson hfConfigJson(const ModelFacts& facts, const nest::CardConfig& card, const 
       missing.push_back(fmt::format("the generic {} ([config] maps it to {})", m.name, key));
     }
   }
-  for (const auto& [key, value] : card.config->expected) setDotted(c, key, ojson(value));
+  // A dotted expect key inside an object nothing else wrote checks another
+  // layout of the same setting (transformers 5's rope_parameters beside 4's
+  // rope_scaling): written, it would be a partial object of its own.
+  for (const auto& [key, value] : card.config->expected) {
+    size_t dot = key.rfind('.');
+    if (dot != std::string::npos) {
+      std::string parent = "/" + key.substr(0, dot);
+      std::replace(parent.begin(), parent.end(), '.', '/');
+      if (!c.contains(ojson::json_pointer(parent))) continue;
+    }
+    setDotted(c, key, ojson(value));
+  }
   for (const char* key : kShapeKeys)
     if (!c.contains(key)) missing.push_back(fmt::format("config.json's {} (no [config] generic maps to it)", key));
   auto need = [&](const char* generic) -> std::int64_t {

@@ -32,11 +32,9 @@ void addCommon(CLI::App* cmd, ExportArgs& a) {
   cmd->add_option("PACKAGE", a.package, "A nest package (nest.toml, linnet.toml, bindings.json, src/)")
       ->required()
       ->type_name("DIR");
-  CLI::Option* weights =
-      once(cmd->add_option("--weights", a.load.weights, "A .safetensors file, a *.safetensors.index.json or a .gguf file"))
-          ->type_name("PATH");
-  cmd->add_flag("--random-weights", a.load.randomWeights, "Seeded random parameters instead of a checkpoint")
-      ->excludes(weights);
+  once(cmd->add_option("--weights", a.load.weights, "A .safetensors file, a *.safetensors.index.json or a .gguf file"))
+      ->type_name("PATH");
+  cmd->add_flag("--random-weights", a.load.randomWeights, "Seeded random parameters instead of a checkpoint");
   once(cmd->add_option_function<std::string>(
           "--seed", [&a](const std::string& v) { a.load.seed = static_cast<uint64_t>(parseInt(v, "--seed")); },
           "Seed of --random-weights (default 0)"))

@@ -226,17 +226,27 @@ void addBackendOption(CLI::App* cmd, linnet::nest::LoadOptions& load) {
          "Threads compiled code runs on (default: all cores; the reference backend uses one)", 1);
 }
 
+// --random-weights with --weights runs random parameters and takes only the
+// tokenizer, config and sampling from the weights: said on stderr, since the
+// checkpoint's own tensors are not what runs.
+void noteRandomWeights(const linnet::nest::LoadOptions& load) {
+  if (load.randomWeights && !load.weights.empty())
+    fmt::print(stderr, "linnet: --random-weights: the parameters are random; {} gives only its tokenizer, config "
+                       "and sampling\n",
+               load.weights);
+}
+
 // The model: its package's checkpoint, generics and backend.
 void addLoadOptions(CLI::App* cmd, linnet::nest::LoadOptions& load) {
-  CLI::Option* weights =
-      once(cmd->add_option("--weights", load.weights,
-                           "A .safetensors file, a *.safetensors.index.json, a .gguf file, or a Hugging Face model folder"))
-          ->type_name("PATH");
+  once(cmd->add_option("--weights", load.weights,
+                       "A .safetensors file, a *.safetensors.index.json, a .gguf file, or a Hugging Face model folder"))
+      ->type_name("PATH");
   cmd->add_flag("--generics-from-config", load.genericsFromConfig,
                 "Take the generics nest.toml's [config] maps from the folder's config.json (or [gguf]'s from the "
                 ".gguf) instead of nest.toml; a --set that disagrees is an error");
-  cmd->add_flag("--random-weights", load.randomWeights, "Seeded random parameters instead of a checkpoint")
-      ->excludes(weights);  // both: which would run? refused, not guessed
+  cmd->add_flag("--random-weights", load.randomWeights,
+                "Seeded random parameters instead of a checkpoint (with --weights, that folder or file gives only "
+                "its tokenizer, config and sampling)");
   cmd->add_flag("--convert", load.convertDTypes, "Convert checkpoint floats to the model's dtype");
   once(cmd->add_option("--numerics", load.numerics,
                        "exact (the language's; the default) or fast (compiled weight products on quantized weights "
@@ -475,6 +485,7 @@ Tensor input(const std::string& name, const std::string& value) {
 
 int runCall(Args& a) {
   if (a.groups.empty()) throw Usage("call needs at least one --entry");
+  noteRandomWeights(a.load);
   auto model = linnet::nest::load(a.package, a.load);
   for (const Group& g : a.groups) {
     std::vector<std::string> names = model.parameterNames(g.entry);
@@ -675,6 +686,7 @@ int runChat(Args& a) {
   linnet::nest::RecommendedSampling recommended = linnet::nest::recommendedSampling(a.package, a.load.weights);
   linnet::nest::Sampling chosen = sampling(a, recommended.sampling);
   linnet::nest::validate(chosen);
+  noteRandomWeights(a.load);
   auto model = linnet::nest::load(a.package, a.load);
   if (a.verbose) {
     bool flags = false;
@@ -761,6 +773,7 @@ int runGenerate(Args& a) {
   std::mt19937_64 rng(a.seed);
 #endif
   if (a.promptIds.empty()) throw Usage("generate needs --prompt-ids (or --prompt)");
+  noteRandomWeights(a.load);
   auto model = linnet::nest::load(a.package, a.load);
   // The whole generation against the model's Vocab and MaxSeq before anything runs.
   linnet::nest::TextLimits limits = linnet::nest::textLimits(model.dims());

@@ -144,10 +144,15 @@ def gguf_set_f32(base, key, value):
 
 
 def json_set(base, key, value):
-    """A copy of the JSON object in `base` with `key` set to `value`."""
+    """A copy of the JSON object in `base` with `key` set to `value` (a
+    dotted key sets a member of a nested object: "rope_scaling.rope_type")."""
     with open(base) as f:
         data = json.load(f)
-    data[key] = value
+    *outer, last = key.split(".")
+    at = data
+    for k in outer:
+        at = at[k]
+    at[last] = value
     return json.dumps(data, indent=2)
 
 
