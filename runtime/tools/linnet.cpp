@@ -23,6 +23,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/utf8.h"
 #include "nest/conventions.h"
 #include "nest/nest.h"
 #include "tools/arguments.h"
@@ -713,6 +714,12 @@ int runChat(Args& a) {
       continue;
     }
     if (line.empty()) continue;
+    // A line a terminal mangled (a Latin-1 paste) is refused, and the chat goes on.
+    if (size_t valid = linnet::utf8::validPrefix(line); valid != line.size()) {
+      fmt::print(stderr, "linnet: that message is not valid UTF-8 (byte {} of {}); type it again\n", valid + 1,
+                 line.size());
+      continue;
+    }
     try {
       chat.answer(line);
     } catch (const linnet::nest::Error& e) {
