@@ -21,6 +21,7 @@ the reference in double, so on SmolLM2's logits of ~30 the f32 rounding
 alone is some 1e-6 relative), or a greedy id differs.
 """
 import argparse
+import glob
 import json
 import os
 import subprocess
@@ -46,7 +47,8 @@ def export(args, model, entry, extra, out, flags=()):
     t0 = time.time()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     seconds = time.time() - t0
-    size = os.path.getsize(out) + (os.path.getsize(out + ".data") if os.path.exists(out + ".data") else 0)
+    data = glob.glob(glob.escape(out) + ".*.data")  # FILE.onnx.<16 hex digits>.data, when external
+    size = os.path.getsize(out) + sum(os.path.getsize(d) for d in data)
     onnx.checker.check_model(out, full_check=True)
     return {"file": out, "seconds": round(seconds, 2), "bytes": size, "checker": "full_check passed"}
 

@@ -216,6 +216,30 @@ TEST_CASE("initializers are the checkpoint's tensors bit for bit, by their Linne
   }
 }
 
+TEST_CASE("a --force export replaces the model and its data as a pair", "[export][onnx]") {
+  TempDir dir;
+  fs::path model = dir / "m.onnx";
+  ex::OnnxExportOptions o = gqa2(model, "decode");
+  o.externalData = ex::ExternalData::Always;
+  ex::OnnxExportResult first = ex::exportOnnx(o);
+  std::ofstream(dir / "m.onnx.data") << "an older export's data";  // the fixed name exports once used
+  std::ofstream(dir / "m.onnx.other.data") << "not ours";
+  o.force = true;
+  ex::OnnxExportResult second = ex::exportOnnx(o);
+  // The new data came in under a new name before the model's rename; the
+  // data of the model replaced is gone after it; other files stay.
+  CHECK(second.dataPath != first.dataPath);
+  CHECK(fs::exists(second.dataPath));
+  CHECK_FALSE(fs::exists(first.dataPath));
+  CHECK_FALSE(fs::exists(dir / "m.onnx.data"));
+  CHECK(fs::exists(dir / "m.onnx.other.data"));
+  REQUIRE_NOTHROW(onnx::checker::check_model(model.string()));
+  // Embedded again: no data file is left beside it.
+  o.externalData = ex::ExternalData::Never;
+  ex::exportOnnx(o);
+  CHECK_FALSE(fs::exists(second.dataPath));
+}
+
 TEST_CASE("external data beside the model reads back", "[export][onnx]") {
   TempDir dir;
   fs::path embedded = dir / "embedded.onnx", external = dir / "external.onnx";
@@ -223,7 +247,11 @@ TEST_CASE("external data beside the model reads back", "[export][onnx]") {
   ex::OnnxExportOptions o = gqa2(external, "decode");
   o.externalData = ex::ExternalData::Always;
   ex::OnnxExportResult r = ex::exportOnnx(o);
-  CHECK(r.dataPath == external.string() + ".data");
+  // FILE.onnx.<16 hex digits>.data: a name of its own (replaced as a pair, below).
+  CHECK(fs::path(r.dataPath).parent_path() == external.parent_path());
+  CHECK(fs::path(r.dataPath).filename().string().size() == external.filename().string().size() + 22);
+  CHECK(r.dataPath.starts_with(external.string() + "."));
+  CHECK(r.dataPath.ends_with(".data"));
   CHECK(r.dataBytes == fs::file_size(r.dataPath));
   CHECK(r.bytes < 400000);  // the graph alone
   REQUIRE_NOTHROW(onnx::checker::check_model(external.string()));

@@ -4,11 +4,14 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
 
+#include "common/hash.h"
 #include "common/output_file.h"
 #include "common/units.h"
 #include "elaborate/program.h"
@@ -104,18 +107,37 @@ SplitGenerics splitGenerics(const OnnxExportOptions& o) {
   return out;
 }
 
+// Whether `name` is a data file an export of `model` writes: FILE.onnx.data
+// (older exports) or FILE.onnx.<16 hex digits>.data.
+bool isDataFileOf(const std::string& name, const std::string& model) {
+  if (name == model + ".data") return true;
+  if (name.size() != model.size() + 1 + 16 + 5 || !name.starts_with(model + ".") || !name.ends_with(".data"))
+    return false;
+  return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(model.size()) + 1, name.end() - 5,
+                     [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+}
+
+// After the model was renamed into place: the data files of the model it
+// replaced (any but `keep`), now read by nothing.
+void removeReplacedData(const fs::path& dir, const std::string& model, const std::string& keep) {
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    std::error_code removed;
+    if (name != keep && isDataFileOf(name, model) && it->is_regular_file(removed)) fs::remove(it->path(), removed);
+  }
+}
+
 // The output's folder and the refusals that need nothing else.
 fs::path checkOutput(const OnnxExportOptions& o) {
   if (o.output.empty()) throw Error("export onnx: no output file: pass -o FILE.onnx");
   const fs::path out(o.output);
   if (fs::is_directory(out)) throw Error(fmt::format("{} is a folder; -o names the .onnx file to write", o.output));
-  for (const fs::path& p : {out, fs::path(o.output + ".data")})
-    if (auto why = unwritableOutput(p)) throw Error(*why);
-  for (const fs::path& p : {out, fs::path(o.output + ".data")})
-    if (fs::exists(p) && !o.force)
-      throw Error(fmt::format("{}: exists; pass --force to replace it (it is replaced only once the new model is "
-                              "complete and checked)",
-                              p.string()));
+  if (auto why = unwritableOutput(out)) throw Error(*why);
+  if (fs::exists(out) && !o.force)
+    throw Error(fmt::format("{}: exists; pass --force to replace it (it is replaced, with its data file, only once "
+                            "the new model is complete and checked)",
+                            o.output));
   const fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
   if (!fs::is_directory(dir)) throw Error(fmt::format("{}: no folder {} to write it in", o.output, dir.string()));
   requireWeightsSource(o.package, o.load, "export onnx");
@@ -236,7 +258,14 @@ OnnxExportResult exportOnnx(const OnnxExportOptions& o, const std::function<void
 
   Scratch scratch{dir / fmt::format(".{}.{}.part", out.filename().string(), getpid())};
   fs::create_directory(scratch.path);
-  const std::string dataName = out.filename().string() + ".data";
+  // A data file of its own name, so that replacing a model and its data is
+  // one rename (the model's): the model read before or after it finds the
+  // data it was written with. (One fixed name needed two renames, and a
+  // crash between them left a model beside another's data.)
+  const std::string dataName =
+      fmt::format("{}.{:016x}.data", out.filename().string(),
+                  fnv1a(static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()),
+                        fnv1a(static_cast<uint64_t>(getpid()), kFnvOffset)));
   const fs::path modelTemp = scratch.path / out.filename(), dataTemp = scratch.path / dataName;
   std::ofstream data;
   if (external) data.open(dataTemp, std::ios::binary);
@@ -303,11 +332,12 @@ OnnxExportResult exportOnnx(const OnnxExportOptions& o, const std::function<void
   r.path = o.output;
   r.bytes = fs::file_size(modelTemp);
   if (external) {
-    r.dataPath = o.output + ".data";
+    r.dataPath = (dir / dataName).string();
     r.dataBytes = offset;
-    fs::rename(dataTemp, r.dataPath);  // the model last: it is what a reader opens
+    fs::rename(dataTemp, r.dataPath);  // a new name: the model it would replace still reads its own
   }
   fs::rename(modelTemp, out);
+  removeReplacedData(dir, out.filename().string(), external ? dataName : "");
   r.nodes = static_cast<size_t>(graph.node_size());
   r.initializers = static_cast<size_t>(graph.initializer_size());
   for (const GraphValue& v : lowered.inputs) r.inputs.push_back(infoOf(v.name, v.type, graph.input()));
