@@ -212,6 +212,15 @@ void Server::routes() {
         else
           r.params.prompt.assign(ids.begin(), ids.end());
         engine->check(r.params, promptParam);
+        // More choices than rows and queue together can never be admitted: a
+        // 400 that says so, not a 503 that invites a retry.
+        const EngineOptions& held = engine->options();
+        if (r.n > held.rows + held.maxQueue)
+          throw ApiError(400,
+                         fmt::format("n = {} choices, but this server holds at most {} requests at once (--rows {} "
+                                     "+ --max-queue {}); ask for fewer",
+                                     r.n, held.rows + held.maxQueue, held.rows, held.maxQueue),
+                         "n");
         if (!r.params.seeded) {
           r.params.sampling.seed = std::random_device{}();
           r.params.seeded = true;

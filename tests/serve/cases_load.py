@@ -298,6 +298,12 @@ def backpressure(ctx, total=12, max_tokens=32):
     for u in done:
         check_usage(u, completion_tokens=max_tokens)
     assert health.seen and all(s == 200 for s in health.seen), f"/health during the burst: {health.seen}"
+    # More choices than rows and queue (4 + 2) can ever hold: a 400 naming n, not a 503 to retry.
+    try:
+        ctx.client.completions.create(model=ctx.model, prompt="Hi", max_tokens=1, n=7)
+        raise AssertionError("n = 7 over 4 rows and a queue of 2 was accepted")
+    except openai.BadRequestError as e:
+        assert "holds at most 6 requests at once" in str(e) and e.body.get("param") == "n", e
     m = settle(ctx)
     assert m.value("linnet:requests_rejected_total", reason="overloaded") == len(errors), \
         f"rejected{{overloaded}} {m.value('linnet:requests_rejected_total', reason='overloaded')}, {len(errors)} seen"
