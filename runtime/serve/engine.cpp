@@ -302,6 +302,12 @@ void Engine::publishPages(Active& a) {
 void Engine::updateGauges() {
   rowsInUse_ = std::count(rowUsed_.begin(), rowUsed_.end(), true);
   metrics_.set("linnet:num_requests_running", static_cast<double>(running_.size()));
+  {
+    // Also here, not only where a request joins or leaves the queue in
+    // order: a cancelled, timed-out or preempted one changes it too.
+    std::lock_guard lock(inboxMutex_);
+    metrics_.set("linnet:num_requests_waiting", static_cast<double>(waiting_.size()));
+  }
   metrics_.set("linnet:kv_cache_usage_perc",
                pool_->usable() ? static_cast<double>(pool_->held()) / static_cast<double>(pool_->usable()) : 0.0);
 }

@@ -168,6 +168,34 @@ TEST_CASE("serve engine: greedy tokens are transformers', and a crowd equals eac
   CHECK(metrics.value("linnet:num_requests_running") == 0);
 }
 
+TEST_CASE("serve engine: the waiting gauge follows a request cancelled in the queue", "[serve]") {
+  nest::TextModel text = byteTokens();
+  nest::Model model = nest::load(kCard, options(40, 8));
+  serve::Metrics metrics;
+  serve::EngineOptions eo;
+  eo.rows = 1;
+  eo.maxQueue = 4;
+  eo.context = 32;
+  eo.buckets = {8};
+  serve::Engine engine(model, text, eo, metrics);
+  engine.warmUp([](const std::string&) {});
+  // Queued before the engine steps: the first takes the one row, the second
+  // waits; once the first has a token (admitted: the gauge says 1 waits),
+  // the second is cancelled, and nothing is admitted after it.
+  auto running = engine.submit(greedy({47, 19, 38, 53}, 24));
+  auto waiting = engine.submit(greedy({12, 52, 24, 57}, 4));
+  REQUIRE(running);
+  REQUIRE(waiting);
+  engine.start();
+  REQUIRE(running->next(std::chrono::minutes(1)));
+  CHECK(metrics.value("linnet:num_requests_waiting") == 1);
+  waiting->cancel();
+  drain(*running);
+  // Nothing waits now (the gauge stayed at 1 when a cancel emptied the queue).
+  CHECK(metrics.value("linnet:num_requests_waiting") == 0);
+  engine.stop();
+}
+
 TEST_CASE("serve engine: requests that do not fit are refused before they run", "[serve]") {
   nest::TextModel text = byteTokens();
   nest::Model model = nest::load(kCard, options(72, 8));
