@@ -229,14 +229,18 @@ void Engine::loop() {
       updateGauges();
     }
   }
-  for (auto& a : running_) finish(*a, "length");
+  // Stopped (SIGTERM): every request ends now, running or waiting, with
+  // finish_reason "abort" (vLLM's word for a request the server ended), so
+  // a stream gets its last chunk and [DONE] instead of a cut connection.
+  std::deque<std::unique_ptr<Active>> waiting;
+  {
+    std::lock_guard lock(inboxMutex_);
+    waiting.swap(waiting_);
+  }
+  for (auto& a : running_) finish(*a, "abort");
+  for (auto& a : waiting) finish(*a, "abort");
   running_.clear();
   updateGauges();
-  std::lock_guard lock(inboxMutex_);
-  for (auto& a : waiting_) {
-    a->stream->post(Event::error(503, "the server is shutting down", "server_shutting_down"));
-  }
-  waiting_.clear();
 }
 
 void Engine::drop(Active& a) {

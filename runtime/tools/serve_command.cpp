@@ -94,11 +94,16 @@ int runServe(ServeArgs& a) {
   // stop() is lost on a server not yet listening.
   while (!server.running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   std::atomic<bool> signalled{false};
+  std::atomic<serve::Engine*> live{nullptr};  // set once the engine runs; joined before it is destroyed
   std::thread watcher([&] {
     int signal = 0;
     sigwait(&stopSignals, &signal);
     signalled = true;
     fmt::print(stderr, "linnet serve: stopping ({})\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
+    // The engine first: every request gets its end (a finish reason; a
+    // stream its [DONE]) while its connection is still served; then the
+    // HTTP server, whose workers finish writing those ends and return.
+    if (serve::Engine* e = live.load()) e->stop();
     server.stop();
   });
   auto joinAll = [&] {
@@ -125,6 +130,7 @@ int runServe(ServeArgs& a) {
                e.context, model->dims().at("MaxSeq"));
     int shapes = engine->warmUp([](const std::string& shape) { fmt::print(stderr, "linnet serve: warming {}\n", shape); });
     engine->start();
+    live = engine.get();  // a signal before this stopped the HTTP server; the engine stops below
     std::string name = a.modelName.empty() ? modelId(a.package, *model) : a.modelName;
     server.ready(*engine, *text, name);
     fmt::print("linnet serve: ready (`{}`, {} entry shapes, warm-up {:.1f} s)\n", name, shapes, secondsSince(t0));

@@ -5,6 +5,7 @@ back-pressure, the API key."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 
@@ -365,3 +366,43 @@ def api_key(ctx, key):
     m = ctx.server.metrics(headers={"Authorization": f"Bearer {key}"})
     assert m.value("linnet:requests_rejected_total", reason="unauthorized") >= 6, \
         [s for s in m.samples if s[0] == "linnet:requests_rejected_total"]
+
+
+def shutdown_streams(ctx, total=8, grace=5.0):
+    """SIGTERM during 8 streams (rows busy, the rest queued): each ends with a
+    finish reason and [DONE] within `grace` seconds, and the server exits 0.
+    The server's last case: it stops it."""
+    results = [None] * total
+
+    def one(i):
+        body = {"model": ctx.model, "prompt": f"Request {i}: tell a long story.", "max_tokens": ctx.context - 64,
+                "temperature": 0, "stream": True, "ignore_eos": True}
+        r = ctx.server.http("POST", "/v1/completions", body, timeout=120)
+        results[i] = (r, time.monotonic())
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(total)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # every row generating, the rest waiting
+        m = ctx.server.metrics()
+        if m.value("linnet:num_requests_running") >= ctx.rows and \
+                m.value("linnet:generation_tokens_total") > 0:
+            break
+        time.sleep(0.1)
+    signalled = time.monotonic()
+    ctx.server.stop(timeout=30)
+    for t in threads:
+        t.join(30)
+    for i, res in enumerate(results):
+        assert res is not None, f"stream {i} did not end"
+        r, ended = res
+        assert r.status == 200, f"stream {i}: status {r.status} {r.body[:300]!r}"
+        text = r.body.decode()
+        assert text.endswith("data: [DONE]\n\n"), f"stream {i} does not end with [DONE]: {text[-300:]!r}"
+        chunks = [json.loads(line[6:]) for line in text.splitlines()
+                  if line.startswith("data: {")]
+        reasons = [c["choices"][0]["finish_reason"] for c in chunks if c.get("choices")]
+        assert reasons and reasons[-1] in ("abort", "length"), f"stream {i}: last finish_reason {reasons[-1:]}"
+        assert ended - signalled <= grace, f"stream {i} ended {ended - signalled:.1f} s after SIGTERM"
+    return f"{total} streams ended with a finish reason and [DONE] within {grace} s of SIGTERM"

@@ -109,6 +109,7 @@ def full_suite(runner, opts, model):
         run_cases(r, ctx, "load", [cases_load.metrics, cases_load.prefix_cache, cases_load.concurrency,
                                    cases_load.cancellation])
         run_cases(r, ctx, "http", cases_http.ALL)
+        r.case("load.shutdown_streams", cases_load.shutdown_streams, ctx)  # last: it stops the server
 
     def keyed(r, ctx):
         r.case("auth.api_key", cases_load.api_key, ctx, "sekret")
