@@ -168,16 +168,25 @@ TEST_CASE("serve engine: greedy tokens are transformers', and a crowd equals eac
   CHECK(metrics.value("linnet:num_requests_running") == 0);
 }
 
+namespace {
+
+// One row of 32 positions, prompts in chunks of 8, `maxQueue` waiting.
+serve::EngineOptions oneRow(int64_t maxQueue) {
+  serve::EngineOptions eo;
+  eo.rows = 1;
+  eo.maxQueue = maxQueue;
+  eo.context = 32;
+  eo.buckets = {8};
+  return eo;
+}
+
+}  // namespace
+
 TEST_CASE("serve engine: the waiting gauge follows a request cancelled in the queue", "[serve]") {
   nest::TextModel text = byteTokens();
   nest::Model model = nest::load(kCard, options(40, 8));
   serve::Metrics metrics;
-  serve::EngineOptions eo;
-  eo.rows = 1;
-  eo.maxQueue = 4;
-  eo.context = 32;
-  eo.buckets = {8};
-  serve::Engine engine(model, text, eo, metrics);
+  serve::Engine engine(model, text, oneRow(4), metrics);
   engine.warmUp([](const std::string&) {});
   // Queued before the engine steps: the first takes the one row, the second
   // waits; once the first has a token (admitted: the gauge says 1 waits),
@@ -200,12 +209,7 @@ TEST_CASE("serve engine: requests that do not fit are refused before they run", 
   nest::TextModel text = byteTokens();
   nest::Model model = nest::load(kCard, options(72, 8));
   serve::Metrics metrics;
-  serve::EngineOptions eo;
-  eo.rows = 1;
-  eo.maxQueue = 1;
-  eo.context = 32;
-  eo.buckets = {8};
-  serve::Engine engine(model, text, eo, metrics);
+  serve::Engine engine(model, text, oneRow(1), metrics);
   auto tooLong = greedy(std::vector<int64_t>(32, 1), 1);
   CHECK_THROWS_AS(engine.check(tooLong, "prompt"), serve::ApiError);
   auto tooMany = greedy(std::vector<int64_t>(8, 1), 25);
