@@ -18,7 +18,8 @@ namespace {
 constexpr double kPolynomialBound = 0.625;
 // (tanh(x) - x) / x^3 as a polynomial in t = x^2 on [0, 0.625^2]: a
 // relative-error least-squares fit on Chebyshev nodes (near minimax), the
-// f32 values of its coefficients, lowest first.
+// f32 values of its coefficients, lowest first
+// (tests/ops/fit_tanh_polynomial.py prints them and their error).
 constexpr std::array<double, 6> kTanhOddTerms = {-0.3333333134651184, 0.1333320587873459,   -0.05394670367240906,
                                                  0.021700501441955566, -0.008177093230187893, 0.002142803743481636};
 
