@@ -142,6 +142,12 @@ KeyTable ggufTable(const KeyTable& config, const Family& family) {
         if (std::find(g.keys.begin(), g.keys.end(), k) == g.keys.end()) g.keys.push_back(std::move(k));
     if (!g.keys.empty()) out.mappings.push_back(std::move(g));
   }
+  // An absent object is absent from a GGUF when its `.type` key is (llama.cpp
+  // writes `{arch}.rope.scaling.type` for any rope scaling it applies).
+  for (const std::string& key : config.absent)
+    for (const std::string& named : {key, key + ".type"})
+      for (std::string& k : ggufKeysOf(named, family.gguf))
+        if (std::find(out.absent.begin(), out.absent.end(), k) == out.absent.end()) out.absent.push_back(std::move(k));
   return out;
 }
 

@@ -359,7 +359,7 @@ ConfigCheck checkConfig(const CardConfig& card, const KeyTable& table, const Con
                                          values.what, *fullConfigKey(values, key), shown(*v), shown(want),
                                          card.nestToml, table.section));
   for (const std::string& key : table.absent)
-    if (auto v = findConfigValue(values, key))
+    if (auto v = findConfigValue(values, key); v && !(!values.dotted && *v == "none"))  // GGUF's word for no scaling
       out.problems.push_back(fmt::format("{}: {} = {}, but the card assumes it is null or missing ({} [{}] "
                                          "absent): its source does not implement it",
                                          values.what, *fullConfigKey(values, key), shown(*v), card.nestToml,

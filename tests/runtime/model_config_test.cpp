@@ -303,6 +303,23 @@ TEST_CASE("recommended sampling: generation_config.json, else the card's [sampli
   CHECK(none.sampling.temperature == 0);
 }
 
+TEST_CASE("a GGUF's rope scaling is refused by a card that has none ([config] absent, through the descriptor)",
+          "[model_config]") {
+  const std::string package = std::string(LINNET_SOURCE_DIR) + "/nest/smollm2-135m-instruct";
+  CardConfig card = linnet::nest::readCardConfig(package);
+  std::optional<linnet::nest::Family> family = linnet::nest::cardFamily(package, card);
+  REQUIRE(family);
+  linnet::nest::KeyTable table = linnet::nest::ggufTable(*card.config, *family);
+  ConfigValues scaled{"m.gguf", nlohmann::json{{"llama.rope.scaling.type", "linear"}}, false, "llama"};
+  auto r = linnet::nest::checkConfig(card, table, scaled, {}, false, constants);
+  REQUIRE(r.problems.size() == 1);
+  CHECK_THAT(r.problems[0], Contains("m.gguf: llama.rope.scaling.type = \"linear\", but the card assumes it is null "
+                                     "or missing"));
+  // "none" is how a GGUF says there is none.
+  ConfigValues none{"m.gguf", nlohmann::json{{"llama.rope.scaling.type", "none"}}, false, "llama"};
+  CHECK(linnet::nest::checkConfig(card, table, none, {}, false, constants).problems.empty());
+}
+
 TEST_CASE("every zoo card accepts its model's published config.json, and takes its generics from it", "[model_config]") {
   // tests/data/nest/configs: the configs as the Hub publishes them (tests/nest/make_param_counts.py).
   for (const char* card : {"llama-3.1-8b-instruct", "llama-3.2-1b-instruct", "smollm2-135m-instruct",
