@@ -97,6 +97,16 @@ serve::GenerationParams greedy(std::vector<int64_t> prompt, int64_t maxTokens) {
   return p;
 }
 
+// `rows` rows of 32 positions, `maxQueue` waiting, prompts padded to `buckets`.
+serve::EngineOptions engineOptions(int64_t rows, int64_t maxQueue, std::vector<int64_t> buckets) {
+  serve::EngineOptions eo;
+  eo.rows = rows;
+  eo.maxQueue = maxQueue;
+  eo.context = 32;
+  eo.buckets = std::move(buckets);
+  return eo;
+}
+
 }  // namespace
 
 TEST_CASE("serve engine: greedy tokens are transformers', and a crowd equals each request alone", "[serve]") {
@@ -105,11 +115,7 @@ TEST_CASE("serve engine: greedy tokens are transformers', and a crowd equals eac
   // prompts cross pages and chunks, and the pool runs out.
   nest::Model model = nest::load(kCard, options(56, 8));
   serve::Metrics metrics;
-  serve::EngineOptions eo;
-  eo.rows = 3;
-  eo.maxQueue = 16;
-  eo.context = 32;
-  eo.buckets = {4, 16};
+  serve::EngineOptions eo = engineOptions(3, 16, {4, 16});
   serve::Engine engine(model, text, eo, metrics);
   CHECK(engine.warmUp([](const std::string&) {}) == 5);
   engine.start();
@@ -168,25 +174,11 @@ TEST_CASE("serve engine: greedy tokens are transformers', and a crowd equals eac
   CHECK(metrics.value("linnet:num_requests_running") == 0);
 }
 
-namespace {
-
-// One row of 32 positions, prompts in chunks of 8, `maxQueue` waiting.
-serve::EngineOptions oneRow(int64_t maxQueue) {
-  serve::EngineOptions eo;
-  eo.rows = 1;
-  eo.maxQueue = maxQueue;
-  eo.context = 32;
-  eo.buckets = {8};
-  return eo;
-}
-
-}  // namespace
-
 TEST_CASE("serve engine: the waiting gauge follows a request cancelled in the queue", "[serve]") {
   nest::TextModel text = byteTokens();
   nest::Model model = nest::load(kCard, options(40, 8));
   serve::Metrics metrics;
-  serve::Engine engine(model, text, oneRow(4), metrics);
+  serve::Engine engine(model, text, engineOptions(1, 4, {8}), metrics);
   engine.warmUp([](const std::string&) {});
   // Queued before the engine steps: the first takes the one row, the second
   // waits; once the first has a token (admitted: the gauge says 1 waits),
@@ -209,7 +201,7 @@ TEST_CASE("serve engine: requests that do not fit are refused before they run", 
   nest::TextModel text = byteTokens();
   nest::Model model = nest::load(kCard, options(72, 8));
   serve::Metrics metrics;
-  serve::Engine engine(model, text, oneRow(1), metrics);
+  serve::Engine engine(model, text, engineOptions(1, 1, {8}), metrics);
   auto tooLong = greedy(std::vector<int64_t>(32, 1), 1);
   CHECK_THROWS_AS(engine.check(tooLong, "prompt"), serve::ApiError);
   auto tooMany = greedy(std::vector<int64_t>(8, 1), 25);
