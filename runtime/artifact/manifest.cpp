@@ -229,6 +229,11 @@ std::optional<std::string> checkLibrary(const Manifest& m, const fs::path& dir) 
   return std::nullopt;
 }
 
+void requireLibrary(const Manifest& m, const fs::path& dir) {
+  if (auto damage = checkLibrary(m, dir))
+    throw ManifestError(fmt::format("{}; delete {} (a cached artifact is rebuilt on next use)", *damage, dir.string()));
+}
+
 void recordLibrary(Manifest& manifest, const fs::path& dir) {
   if (manifest.library.empty()) return;
   auto print = fingerprint(dir / manifest.library);

@@ -128,6 +128,9 @@ void recordLibrary(Manifest& manifest, const std::filesystem::path& dir);
 // unreadable, another size or checksum), or nullopt when it matches or the
 // artifact has no code.
 std::optional<std::string> checkLibrary(const Manifest& manifest, const std::filesystem::path& dir);
+// The same as a ManifestError that says to delete the folder: what a device
+// does before it maps the code (a truncated library would crash the process).
+void requireLibrary(const Manifest& manifest, const std::filesystem::path& dir);
 // Reads dir/manifest.json. Throws ManifestError for a missing or malformed
 // file and for another format or schema version.
 Manifest read(const std::filesystem::path& dir);

@@ -20,8 +20,7 @@ CudaExecutable::CudaExecutable(std::shared_ptr<Context> context, const Options& 
   if (manifest.target != "cuda")
     throw std::runtime_error(
         fmt::format("{}: the artifact is built for target `{}`, not cuda", dir.string(), manifest.target));
-  if (auto damage = artifact::checkLibrary(manifest, dir))
-    throw std::runtime_error(fmt::format("{}; delete {} (a cached artifact is rebuilt on next use)", *damage, dir.string()));
+  artifact::requireLibrary(manifest, dir);
   std::map<std::string, std::string> families;
   for (const artifact::Kernel& k : manifest.kernels) families[k.name] = k.family.empty() ? "unknown" : k.family;
   table_ = std::make_unique<LaunchTable>(context_, std::move(families), options.syncEach);

@@ -43,10 +43,7 @@ class HostExecutable : public Executable {
   HostExecutable(const artifact::Manifest& manifest, const std::filesystem::path& dir, int threads) {
     std::string lib = (dir / manifest.library).string();
     if (manifest.library.empty()) throw std::runtime_error(fmt::format("{}: the artifact has no code", dir.string()));
-    // A truncated library would be mapped and crash the process (SIGBUS) on first touch.
-    if (auto damage = artifact::checkLibrary(manifest, dir))
-      throw std::runtime_error(
-          fmt::format("{}; delete {} (a cached artifact is rebuilt on next use)", *damage, dir.string()));
+    artifact::requireLibrary(manifest, dir);
     library_ = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!library_) throw std::runtime_error(fmt::format("{}: cannot load: {}", lib, dlerror()));
     for (const auto& e : manifest.entries) {
