@@ -10,6 +10,7 @@
 #include <chrono>
 #include <ctime>
 
+#include "serve/connections.h"
 #include "serve/protocol.h"
 
 namespace linnet::serve {
@@ -65,14 +66,12 @@ ApiError eventError(const Event& e) { return ApiError(e.status ? e.status : 500,
 }  // namespace
 
 Server::Server(ServerOptions options, Metrics& metrics)
-    : http_(std::make_unique<httplib::Server>()), options_(std::move(options)), metrics_(metrics), created_(now()) {
-  int threads = std::max(options_.threads, 4);
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    : options_(std::move(options)), metrics_(metrics), created_(now()) {
+  ConnectionLimits limits;
+  limits.workers = std::max(options_.threads, 4);
+  http_ = std::make_unique<ConnectionServer>(limits);
   http_->set_payload_max_length(kMaxBodyBytes);
   http_->set_tcp_nodelay(true);
-  http_->set_read_timeout(10, 0);
-  http_->set_write_timeout(10, 0);
-  http_->set_keep_alive_timeout(2);  // an idle keep-alive connection holds a worker, and delays stop()
   routes();
 }
 
@@ -107,7 +106,7 @@ int Server::bind() {
   return port;
 }
 
-void Server::run() { http_->listen_after_bind(); }
+void Server::run() { http_->serve(); }
 void Server::stop() { http_->stop(); }
 bool Server::running() const { return http_->is_running(); }
 

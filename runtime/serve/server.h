@@ -1,8 +1,8 @@
-// The HTTP side of `linnet serve` (cpp-httplib): routes, the API key, CORS,
-// limits, and streaming. Worker threads parse and validate a request,
-// render the chat template, tokenize, hand it to the engine and wait on its
-// events; nothing here touches the model. Until ready() the model routes
-// answer 503 and /health says so.
+// The HTTP side of `linnet serve` (cpp-httplib; serve/connections holds the
+// connections): routes, the API key, CORS, limits, and streaming. Workers
+// parse and validate a request, render the chat template, tokenize, hand it
+// to the engine and wait on its events; nothing here touches the model.
+// Until ready() the model routes answer 503 and /health says so.
 #pragma once
 
 #include <atomic>
@@ -13,11 +13,9 @@
 #include "serve/engine.h"
 #include "serve/metrics.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace linnet::serve {
+
+class ConnectionServer;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -42,7 +40,7 @@ class Server {
 
  private:
   void routes();
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<ConnectionServer> http_;
   ServerOptions options_;
   Metrics& metrics_;
   std::atomic<Engine*> engine_{nullptr};

@@ -5,6 +5,7 @@ the server keeps serving."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -166,6 +167,105 @@ def slow_client(ctx):
     still_serving(ctx)
 
 
+def health_latency(ctx, what):
+    """Seconds /health takes; asserts it is 200 within 1 s."""
+    t0 = time.monotonic()
+    r = ctx.server.http("GET", "/health", timeout=30)
+    took = time.monotonic() - t0
+    assert r.status == 200, f"/health {what}: {r.status}"
+    assert took < 1.0, f"/health {what} took {took:.2f} s (at most 1 s)"
+    return took
+
+
+def idle_connections(ctx):
+    """200 connections that send nothing, and 200 idle after one request:
+    neither holds a worker, so /health answers within 1 s."""
+    idle = [socket.create_connection((ctx.server.host, ctx.server.port), timeout=30) for _ in range(200)]
+    try:
+        time.sleep(0.3)
+        health_latency(ctx, "beside 200 silent connections")
+        kept = []
+        for _ in range(200):
+            s = socket.create_connection((ctx.server.host, ctx.server.port), timeout=30)
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            kept.append(s)
+        for s in kept:
+            got = b""
+            while b"\r\n\r\n" not in got:
+                part = s.recv(4096)
+                assert part, "a keep-alive /health closed before its answer"
+                got += part
+            assert got.startswith(b"HTTP/1.1 200"), got[:100]
+        idle += kept
+        health_latency(ctx, "beside 200 idle keep-alive connections")
+    finally:
+        for s in idle:
+            s.close()
+    still_serving(ctx)
+
+
+def slow_headers(ctx):
+    """100 clients each sending a header byte every 0.2 s (slowloris):
+    /health stays within 1 s, and each is closed (a 408) once its header
+    deadline, 10 s after it connected, has passed."""
+    slow = [socket.create_connection((ctx.server.host, ctx.server.port), timeout=30) for _ in range(100)]
+    t0 = time.monotonic()
+    stop = threading.Event()
+
+    def trickle():
+        header = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 4000
+        for i in range(len(header)):
+            for s in slow:
+                try:
+                    s.sendall(header[i:i + 1])
+                except OSError:
+                    pass
+            if stop.wait(0.2):
+                return
+
+    th = threading.Thread(target=trickle)
+    th.start()
+    try:
+        for _ in range(4):
+            time.sleep(0.5)
+            health_latency(ctx, "beside 100 slow-header clients")
+        for s in slow:
+            s.settimeout(max(0.1, 15 - (time.monotonic() - t0)))
+            got = s.recv(4096)
+            assert got == b"" or got.startswith(b"HTTP/1.1 408"), f"a slow-header client got {got[:100]!r}"
+        took = time.monotonic() - t0
+        assert took > 9, f"slow-header clients closed after {took:.1f} s, before their 10 s"
+    finally:
+        stop.set()
+        th.join()
+        for s in slow:
+            s.close()
+    still_serving(ctx)
+
+
+def pipelined(ctx):
+    """Two requests sent in one write on one connection: both are answered,
+    in order (HTTP/1.1 pipelining)."""
+    body = json.dumps({"prompt": "Hi"}).encode()
+    one = (b"POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+           b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    two = b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    s = socket.create_connection((ctx.server.host, ctx.server.port), timeout=30)
+    got = b""
+    try:
+        s.sendall(one + two)
+        while True:
+            part = s.recv(65536)
+            if not part:
+                break
+            got += part
+    finally:
+        s.close()
+    heads = re.findall(rb"HTTP/1\.1 (\d{3})", got)
+    assert heads == [b"200", b"200"], f"two pipelined requests answered {heads}: {got[:600]!r}"
+    assert b'"tokens"' in got.split(b"HTTP/1.1 200")[1], got[:600]
+
+
 def error_shape(ctx):
     """Every error body is an OpenAI error (checked in each case); here: the
     JSON content type and the 405's Allow header, if any."""
@@ -185,5 +285,5 @@ def rejections_counted(ctx):
 
 
 ALL = [invalid_json, wrong_types, out_of_range, unknown_model, too_long, huge_body, deep_nesting, invalid_utf8,
-       wrong_method, unknown_route, truncated_body, slow_client, error_shape, still_serving,
-       rejections_counted]
+       wrong_method, unknown_route, truncated_body, slow_client, idle_connections, slow_headers, pipelined,
+       error_shape, still_serving, rejections_counted]
