@@ -639,6 +639,12 @@ class Chat {
       std::string rendered = linnet::nest::renderChat(text_, messages_);
       std::vector<int32_t> ids = text_.tokenizer.encode(rendered, /*addSpecialTokens=*/false);
       std::vector<int64_t> wide(ids.begin(), ids.end());
+      if (wide.empty()) {
+        messages_.erase(messages_.end() - 1);
+        throw linnet::nest::Error(
+            "the chat template rendered the conversation as no tokens, and a reply needs at least one to follow; "
+            "check the template (tokenizer_config.json's chat_template, or the card's chat_template.jinja)");
+      }
       int64_t needed = static_cast<int64_t>(wide.size()) + room - 1;
       bool alone = messages_.size() <= first + 1;
       // Without --max-new, a newest message that fits takes what room is left.
@@ -779,7 +785,10 @@ int runGenerate(Args& a) {
   }
   std::mt19937_64 rng(a.seed);
 #endif
-  if (a.promptIds.empty()) throw Usage("generate needs --prompt-ids (or --prompt)");
+  if (a.promptIds.empty())
+    throw Usage(a.hasPrompt ? "generate: --prompt encodes to no tokens (this tokenizer adds none of its own); "
+                              "give text, or --prompt-ids"
+                            : "generate needs --prompt-ids (or --prompt)");
   noteRandomWeights(a.load);
   auto model = linnet::nest::load(a.package, a.load);
   // The whole generation against the model's Vocab and MaxSeq before anything runs.

@@ -88,7 +88,12 @@ def _merge_unknown(tok):
     tok["model"]["merges"].append("\u2581zz_not_a_token q")
 
 
-EDITS = {"add_token": _add_token, "replace_chain": _replace_chain, "merge_unknown": _merge_unknown}
+def _no_post_processor(tok):
+    tok["post_processor"] = None  # encodes "" as no tokens at all
+
+
+EDITS = {"add_token": _add_token, "replace_chain": _replace_chain, "merge_unknown": _merge_unknown,
+         "no_post_processor": _no_post_processor}
 
 
 def tokenizer_config(template):
