@@ -148,6 +148,9 @@ KeyTable ggufTable(const KeyTable& config, const Family& family) {
     for (const std::string& named : {key, key + ".type"})
       for (std::string& k : ggufKeysOf(named, family.gguf))
         if (std::find(out.absent.begin(), out.absent.end(), k) == out.absent.end()) out.absent.push_back(std::move(k));
+  // An expectation of a key the family's GGUF says too (partial_rotary_factor).
+  for (const auto& [key, want] : config.expected)
+    for (std::string& k : ggufKeysOf(key, family.gguf)) out.expected.emplace_back(std::move(k), want);
   return out;
 }
 

@@ -131,9 +131,10 @@ def index_json(weight_map):
     return json.dumps({"metadata": {}, "weight_map": weight_map})
 
 
-def gguf_set_f32(base, key, value):
-    """A copy of the GGUF file `base` with its f32 metadata value `key` set
-    to `value` (same size: the bytes after the key's name are replaced)."""
+def gguf_set(base, key, value):
+    """A copy of the GGUF file `base` with its metadata value `key` (f32 or
+    u32) set to `value` (same size: the bytes after the key's name are
+    replaced)."""
     with open(base, "rb") as f:
         data = bytearray(f.read())
     name = key.encode()
@@ -142,9 +143,10 @@ def gguf_set_f32(base, key, value):
         raise ValueError(f"{base}: no metadata key {key}")
     at += 8 + len(name)
     (kind,) = struct.unpack_from("<I", data, at)
-    if kind != 6:  # GGUF_TYPE_FLOAT32
-        raise ValueError(f"{base}: {key} is of type {kind}, not f32")
-    struct.pack_into("<f", data, at + 4, value)
+    formats = {4: "<I", 6: "<f"}  # GGUF_TYPE_UINT32, GGUF_TYPE_FLOAT32
+    if kind not in formats:
+        raise ValueError(f"{base}: {key} is of type {kind}, not u32 or f32")
+    struct.pack_into(formats[kind], data, at + 4, value)
     return bytes(data)
 
 
@@ -201,6 +203,6 @@ def safetensors_poke(base, tensor, element, value):
 GENERATORS = {
     "repeat": repeat, "long_chain": long_chain, "nested": nested, "with_nul": with_nul,
     "tokenizer": tokenizer, "tokenizer_config": tokenizer_config, "npy": npy, "npy_header": npy_header,
-    "safetensors_header": safetensors_header, "index_json": index_json, "gguf_set_f32": gguf_set_f32,
+    "safetensors_header": safetensors_header, "index_json": index_json, "gguf_set": gguf_set,
     "safetensors_rows": safetensors_rows, "json_set": json_set, "safetensors_poke": safetensors_poke,
 }
