@@ -88,6 +88,14 @@ Literal parseLiteral(const std::string& value) {
   throw Usage(fmt::format("input value `{}` is neither @file.npy nor a number", value));
 }
 
+void refuseWeightsWithRandom(const std::string& weights, bool randomWeights, const std::string& command) {
+  if (!randomWeights || weights.empty()) return;
+  throw Usage(fmt::format("{}: --weights {} and --random-weights exclude each other (the checkpoint would be ignored); "
+                          "drop one. For a folder's tokenizer and sampling with random parameters, pass --tokenizer "
+                          "FOLDER --random-weights",
+                          command, weights));
+}
+
 std::string tokenizerSource(const std::string& tokenizer, const std::string& weights) {
   if (!tokenizer.empty()) return tokenizer;
   if (weights.ends_with(".gguf")) return weights;

@@ -38,6 +38,10 @@ std::variant<int64_t, std::string> parseGenericValue(const std::string& value, c
 // gives the chat template); Usage otherwise.
 std::string tokenizerSource(const std::string& tokenizer, const std::string& weights);
 
+// --weights and --random-weights together: Usage, naming the way to take
+// a folder's tokenizer (and its sampling) with random parameters.
+void refuseWeightsWithRandom(const std::string& weights, bool randomWeights, const std::string& command);
+
 // A finite number in [least, most] (or above `least` with aboveLeast);
 // nan, inf and junk are refused with `expected`.
 double parseNumber(const std::string& s, const std::string& what, double least, double most, bool aboveLeast);

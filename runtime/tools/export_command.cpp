@@ -72,8 +72,7 @@ CLI::Validator typeNames() {
 // The options every format's library takes, from the common flags.
 template <class Options>
 Options commonOptions(const ExportArgs& a, const char* format) {
-  if (a.load.randomWeights && !a.load.weights.empty())
-    throw Usage(fmt::format("export {}: --weights and --random-weights exclude each other", format));
+  refuseWeightsWithRandom(a.load.weights, a.load.randomWeights, fmt::format("export {}", format));
   Options o;
   o.package = a.package;
   o.load = a.load;

@@ -230,13 +230,6 @@ void addBackendOption(CLI::App* cmd, linnet::nest::LoadOptions& load) {
 // --random-weights with --weights runs random parameters and takes only the
 // tokenizer, config and sampling from the weights: said on stderr, since the
 // checkpoint's own tensors are not what runs.
-void noteRandomWeights(const linnet::nest::LoadOptions& load) {
-  if (load.randomWeights && !load.weights.empty())
-    fmt::print(stderr, "linnet: --random-weights: the parameters are random; {} gives only its tokenizer, config "
-                       "and sampling\n",
-               load.weights);
-}
-
 // The model: its package's checkpoint, generics and backend.
 void addLoadOptions(CLI::App* cmd, linnet::nest::LoadOptions& load) {
   once(cmd->add_option("--weights", load.weights,
@@ -486,7 +479,6 @@ Tensor input(const std::string& name, const std::string& value) {
 
 int runCall(Args& a) {
   if (a.groups.empty()) throw Usage("call needs at least one --entry");
-  noteRandomWeights(a.load);
   auto model = linnet::nest::load(a.package, a.load);
   for (const Group& g : a.groups) {
     std::vector<std::string> names = model.parameterNames(g.entry);
@@ -690,10 +682,11 @@ class Chat {
 int runChat(Args& a) {
   auto tokenizer = text(a);
   // The model's recommended sampling, under the flags given.
-  linnet::nest::RecommendedSampling recommended = linnet::nest::recommendedSampling(a.package, a.load.weights);
+  // The folder of the checkpoint, else of the tokenizer, gives generation_config.json.
+  linnet::nest::RecommendedSampling recommended =
+      linnet::nest::recommendedSampling(a.package, a.load.weights.empty() ? a.tokenizer : a.load.weights);
   linnet::nest::Sampling chosen = sampling(a, recommended.sampling);
   linnet::nest::validate(chosen);
-  noteRandomWeights(a.load);
   auto model = linnet::nest::load(a.package, a.load);
   if (a.verbose) {
     bool flags = false;
@@ -789,7 +782,6 @@ int runGenerate(Args& a) {
     throw Usage(a.hasPrompt ? "generate: --prompt encodes to no tokens (this tokenizer adds none of its own); "
                               "give text, or --prompt-ids"
                             : "generate needs --prompt-ids (or --prompt)");
-  noteRandomWeights(a.load);
   auto model = linnet::nest::load(a.package, a.load);
   // The whole generation against the model's Vocab and MaxSeq before anything runs.
   linnet::nest::TextLimits limits = linnet::nest::textLimits(model.dims());
@@ -871,6 +863,11 @@ int main(int argc, char** argv) {
       throw Usage(fmt::format("{}; see {}", e.what(), help));
     }
     a.command = app.get_subcommands()[0]->get_name();
+    linnet::tools::refuseWeightsWithRandom(a.load.weights, a.load.randomWeights, a.command);
+    linnet::tools::refuseWeightsWithRandom(bench.load.weights, bench.load.randomWeights, a.command);
+#ifdef LINNET_HAVE_SERVE
+    linnet::tools::refuseWeightsWithRandom(serveArgs.load.weights, serveArgs.load.randomWeights, a.command);
+#endif
     CLI::App* given = app.get_subcommands()[0];
     a.given = [given](const char* flag) {
       const CLI::Option* o = given->get_option_no_throw(flag);
