@@ -3,8 +3,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -24,6 +28,30 @@ namespace linnet::nest {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// `p` when it is a file this process can read; empty when nothing has that
+// name. Anything else there (a folder, a link to nothing, a file it may not
+// read) is an Error: reported as missing, it would send the user looking
+// for the wrong fault.
+std::string readableInFolder(const fs::path& p) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(p, ec))) return {};
+  fs::file_status target = fs::status(p, ec);
+  const char* what = !fs::exists(target)             ? "a link to nothing"
+                     : fs::is_directory(target)      ? "a folder"
+                     : !fs::is_regular_file(target)  ? "not a regular file"
+                                                     : nullptr;
+  if (!what && ::access(p.c_str(), R_OK) != 0) what = std::strerror(errno);
+  if (what)
+    throw Error(fmt::format("{}: cannot be read ({}); the folder's {} must be a readable file: replace it, or "
+                            "remove it",
+                            p.string(), what, p.filename().string()));
+  return p.string();
+}
+
+}  // namespace
+
 WeightsPath findWeights(const std::string& weights) {
   WeightsPath w;
   std::error_code ec;
@@ -33,10 +61,7 @@ WeightsPath findWeights(const std::string& weights) {
   }
   w.folder = weights;
   fs::path dir(weights);
-  auto present = [&](const char* name) {
-    fs::path p = dir / name;
-    return fs::is_regular_file(p, ec) ? p.string() : std::string();
-  };
+  auto present = [&](const char* name) { return readableInFolder(dir / name); };
   // transformers' order: the single file first, then the index of shards.
   for (const char* name : {"model.safetensors", "model.safetensors.index.json"})
     if (w.checkpoint.empty()) w.checkpoint = present(name);

@@ -4,6 +4,8 @@
   { copy = "{data}/..." }           a copy of a committed fixture
   { gen = "NAME", ... }             a generator below, with the spec's other keys
   { fifo = true }                   a FIFO (an output path that is not a regular file)
+  { symlink = "..." }               a symbolic link to that path (filled in; it may not exist)
+  { directory = true }              an empty folder
 Paths in specs may use {data}, {card}, {gqa2} and {tmp}."""
 import json
 import os
@@ -37,6 +39,10 @@ def make(spec, path, places):
         shutil.copy(fill(spec["copy"], places), path)
     elif spec.get("fifo"):
         os.mkfifo(path)  # an output path that is not a regular file
+    elif "symlink" in spec:
+        os.symlink(fill(spec["symlink"], places), path)
+    elif spec.get("directory"):
+        os.makedirs(path)
     else:
         kwargs = {k: fill(v, places) for k, v in spec.items() if k != "gen"}
         data = GENERATORS[spec["gen"]](**kwargs)
