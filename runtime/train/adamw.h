@@ -1,0 +1,58 @@
+// The optimizer of `linnet finetune`: AdamW with decoupled weight decay and
+// bias correction, and gradient-norm clipping, computed as torch computes
+// them (torch.optim.AdamW's single-tensor path, clip_grad_norm_): the same
+// operations in the same order, in f32, so a run can be compared with
+// torch's step by step (tests/runtime/train_adamw.cpp against
+// tests/data/train/adamw.json, written by tests/train/make_adamw_fixture.py).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace linnet::train {
+
+struct AdamWSettings {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weightDecay = 0.01;
+};
+
+// One trained tensor as the optimizer sees it: its values (updated in
+// place) and its gradient, of the same length.
+struct ParamGrad {
+  std::span<float> value;
+  std::span<const float> grad;
+};
+
+class AdamW {
+ public:
+  // `sizes`: the element count of each param, in the order step() takes them.
+  AdamW(AdamWSettings settings, std::vector<size_t> sizes);
+  // One step at learning rate `lr` over every param (the sizes given at
+  // construction, in that order; Error otherwise).
+  void step(double lr, std::span<const ParamGrad> params);
+  int64_t steps() const { return steps_; }
+  const AdamWSettings& settings() const { return settings_; }
+  // The moments of param `i` (exp_avg, exp_avg_sq), for saving and resuming.
+  std::vector<float>& firstMoment(size_t i) { return m_.at(i); }
+  std::vector<float>& secondMoment(size_t i) { return v_.at(i); }
+  // Resumes at `steps` taken (the moments set through the accessors above).
+  void setSteps(int64_t steps) { steps_ = steps; }
+
+ private:
+  AdamWSettings settings_;
+  std::vector<std::vector<float>> m_, v_;
+  int64_t steps_ = 0;
+};
+
+// Scales the gradients so that their joint L2 norm is at most `maxNorm`
+// (torch.nn.utils.clip_grad_norm_: the factor maxNorm / (norm + 1e-6),
+// capped at 1, applied to every gradient). Returns the norm before
+// clipping; a non-finite norm is an Error naming it (torch would fill the
+// params with NaN).
+float clipGradNorm(std::span<const std::span<float>> grads, double maxNorm);
+
+}  // namespace linnet::train
