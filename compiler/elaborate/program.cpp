@@ -231,6 +231,12 @@ Program::Program(const sema::Program& program) : source_(program) {
 
 Program::~Program() = default;
 
+const FnInstance& Program::adopt(std::unique_ptr<FnInstance> fn) {
+  std::string key = fn->key;
+  auto it = fns_.emplace(key, std::move(fn)).first;  // an equal key derives an equal function: keep the first
+  return *it->second;
+}
+
 std::string Program::where(SourceRange r) const {
   if (!r.valid()) return "<unknown>";
   const SourceFile& f = source_.sources().file(r.file);

@@ -107,6 +107,7 @@ enum class ExprKind : uint8_t {
   Local,        // slot `slot`
   Self,         // the function's receiver block (Block)
   Sub,          // sub-block or array `name` of block `operands[0]`
+  Element,      // element `ints[0]` of the array operands[0] (derived programs name a layer's params so)
   Param,        // param `name` of block `operands[0]`
   State,        // state `name` of the receiver
   Unary,        // `unary` of operands[0]
@@ -240,6 +241,10 @@ class Program {
   const syntax::FnDecl& entryDecl(const std::string& name) const;
 
   std::string where(SourceRange r) const;  // `file:line:col`
+  // Keeps a function instance that a later phase derived (autodiff's
+  // gradient entries) alive as long as the program; one already adopted
+  // under the same `key` is kept instead.
+  const FnInstance& adopt(std::unique_ptr<FnInstance> fn);
   struct Builder;
 
  private:

@@ -52,6 +52,9 @@ bool evalStructural(const Expr& e, const Instance* self, Eval&& eval, V& out) {
       }
       return true;
     }
+    case ExprKind::Element:
+      out = V::block(eval(*e.operand(0)).array->at(static_cast<size_t>(e.ints.at(0))).get());
+      return true;
     case ExprKind::Tuple:
       out = V::ofKind(V::Tuple);
       for (const Expr* x : e.operands) out.elems.push_back(eval(*x));

@@ -225,7 +225,7 @@ Val MLIRGen::Impl::eval(Frame& f, const elab::Expr& e) {
       return Val::of(GatherOp::create(b, loc, type(), x, idx));
     }
     case ExprKind::Call: return call(f, e);
-    case ExprKind::Self: case ExprKind::Sub: case ExprKind::Tuple: case ExprKind::Some:
+    case ExprKind::Self: case ExprKind::Sub: case ExprKind::Element: case ExprKind::Tuple: case ExprKind::Some:
     case ExprKind::None: case ExprKind::Unwrap: break;  // evalStructural
   }
   fail(e.range, "internal: an expression kind without a translation");

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "autodiff/gradient.h"
 #include "elaborate/runtime_value.h"
 #include "targets/reference/attention.h"
 
@@ -190,7 +191,7 @@ struct Model::Impl {
         for (size_t k = 1; k < e.operands.size(); ++k) args.push_back(eval(f, *e.operand(k)));
         return callFn(*e.callee, self, std::move(args));
       }
-      case ExprKind::Self: case ExprKind::Sub: case ExprKind::Tuple: case ExprKind::Some:
+      case ExprKind::Self: case ExprKind::Sub: case ExprKind::Element: case ExprKind::Tuple: case ExprKind::Some:
       case ExprKind::None: case ExprKind::Unwrap: break;  // evalStructural
     }
     fail(e.range, "internal: an expression kind without a handler");
@@ -264,18 +265,22 @@ void Model::watch(std::string name, Observer observer) {
   else impl_->watches.erase(name);
 }
 
-std::vector<Tensor> Model::call(const std::string& entry, const std::vector<Tensor>& args,
-                                const std::map<std::string, int64_t>& generics) try {
+namespace {
+
+// The entry elaborated for `args`, and the arguments as its parameters
+// take them (a literal given its parameter's dtype, when it fits).
+std::pair<elab::EntryInstance, std::vector<RValue>> prepareCall(elab::Program& program, const std::string& entry,
+                                                                const std::vector<Tensor>& args,
+                                                                const std::map<std::string, int64_t>& generics) {
   for (const auto& [n, v] : generics) {
     bool known = false;
-    for (const syntax::GenericParam& g : impl_->program.entryDecl(entry).generics)
+    for (const syntax::GenericParam& g : program.entryDecl(entry).generics)
       known |= g.name.name == n && g.kind.name == "Dim";
     if (!known) throw EvalError(fmt::format("entry `{}` has no dimension generic `{}`", entry, n));
   }
   std::vector<elab::TensorType> types;
   for (const Tensor& t : args) types.push_back({t.dtype, t.shape, t.weak});
-  elab::EntryInstance inst = impl_->program.entry(entry, types, generics);
-  // A literal argument takes its parameter's dtype, when it fits unchanged.
+  elab::EntryInstance inst = program.entry(entry, types, generics);
   for (size_t k = 0; k < args.size(); ++k) {
     const Tensor& a = args[k];
     if (a.dtype == inst.inputs[k].dtype || !a.weak || a.size() != 1) continue;
@@ -289,12 +294,35 @@ std::vector<Tensor> Model::call(const std::string& entry, const std::vector<Tens
   for (size_t k = 0; k < args.size(); ++k)
     values.push_back(RValue::of(args[k].dtype == inst.inputs[k].dtype ? args[k] : cast(args[k], inst.inputs[k].dtype)));
   for (RValue& v : values) v.t.weak = false;
+  return {inst, std::move(values)};
+}
+
+}  // namespace
+
+std::vector<Tensor> Model::call(const std::string& entry, const std::vector<Tensor>& args,
+                                const std::map<std::string, int64_t>& generics) try {
+  auto [inst, values] = prepareCall(impl_->program, entry, args, generics);
   RValue r = impl_->callFn(*inst.fn, &impl_->program.root(), std::move(values));
   std::vector<Tensor> out;
   if (r.kind == RValue::Tuple)
     for (auto& e : r.elems) out.push_back(e.t);
   else
     out.push_back(r.t);
+  return out;
+} catch (const elab::Error& e) {
+  throw EvalError(e.what());
+}
+
+Model::Gradient Model::gradient(const std::string& entry, const std::vector<Tensor>& args,
+                                const std::map<std::string, int64_t>& generics,
+                                const std::function<bool(const std::string&)>& wrt) try {
+  auto [inst, values] = prepareCall(impl_->program, entry, args, generics);
+  autodiff::Gradient derived = autodiff::deriveGradient(impl_->program, inst, wrt);
+  RValue r = impl_->callFn(*derived.fn, &impl_->program.root(), std::move(values));
+  Gradient out;
+  out.value = r.elems.at(0).t;
+  out.params = derived.params;
+  for (size_t k = 1; k < r.elems.size(); ++k) out.grads.push_back(r.elems[k].t);
   return out;
 } catch (const elab::Error& e) {
   throw EvalError(e.what());

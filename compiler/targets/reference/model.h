@@ -51,6 +51,18 @@ class Model {
   std::vector<Tensor> call(const std::string& entry, const std::vector<Tensor>& args,
                            const std::map<std::string, int64_t>& generics = {});
 
+  // The entry's value (one float scalar) and its gradient with respect to
+  // every param whose path `wrt` accepts, from the derived gradient entry
+  // (autodiff/gradient.h): `grads[k]` is d value / d `params[k]`, f32.
+  struct Gradient {
+    Tensor value;
+    std::vector<std::string> params;
+    std::vector<Tensor> grads;
+  };
+  Gradient gradient(const std::string& entry, const std::vector<Tensor>& args,
+                    const std::map<std::string, int64_t>& generics,
+                    const std::function<bool(const std::string&)>& wrt);
+
   // Observes an intermediate by name, so that a test can check a local value
   // (rope's `inv_freq`, say) directly against a reference implementation
   // without changing the model's source. During later calls, every `let`

@@ -84,7 +84,15 @@ double intToFloat(Scalar dtype, int64_t v) {
 
 }  // namespace
 
+namespace {
+thread_local int wideFloats = 0;  // WideFloats alive on this thread
+}  // namespace
+
+WideFloats::WideFloats() { ++wideFloats; }
+WideFloats::~WideFloats() { --wideFloats; }
+
 double roundTo(Scalar dtype, double v) {
+  if (wideFloats) return v;
   switch (dtype) {
     case Scalar::F32: return static_cast<double>(static_cast<float>(v));
     case Scalar::F16: return roundToFormat(v, 11, -14, 15);

@@ -43,6 +43,16 @@ struct Tensor {
 };
 
 double roundTo(Scalar dtype, double v);
+
+// While one is alive on a thread, float values there are not rounded to
+// their dtype: an f32 program evaluated in float64, which a
+// finite-difference check of a gradient needs (the language has no f64).
+struct WideFloats {
+  WideFloats();
+  ~WideFloats();
+  WideFloats(const WideFloats&) = delete;
+  WideFloats& operator=(const WideFloats&) = delete;
+};
 int64_t wrapTo(Scalar dtype, int64_t v);
 
 std::vector<int64_t> broadcastShapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b);

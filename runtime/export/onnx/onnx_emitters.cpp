@@ -366,7 +366,8 @@ std::string emit(GraphBuilder& g, const Expr& e, const std::vector<std::string>&
     case ExprKind::Attention: return emitAttention(g, e, o);
     case ExprKind::WriteSlice: return emitWriteSlice(g, e, o);
     case ExprKind::WritePoints:
-    case ExprKind::Local: case ExprKind::Self: case ExprKind::Sub: case ExprKind::Param: case ExprKind::State:
+    case ExprKind::Local: case ExprKind::Self: case ExprKind::Sub: case ExprKind::Element: case ExprKind::Param:
+    case ExprKind::State:
     case ExprKind::Call: case ExprKind::Tuple: case ExprKind::Some: case ExprKind::None: case ExprKind::Unwrap:
       break;
   }

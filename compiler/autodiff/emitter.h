@@ -1,0 +1,64 @@
+// Builds the body of a derived function instance (elaborate/program.h) one
+// typed expression at a time. Every computed value is bound to a slot of its
+// own by a `let` and used through a Local: the backends evaluate trees, so a
+// value that several expressions read is computed once, as the elaborator
+// does for a `let`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "elaborate/program.h"
+
+namespace linnet::autodiff {
+
+using elab::Expr;
+using elab::ExprKind;
+using elab::TensorType;
+using sema::Scalar;
+using Shape = std::vector<int64_t>;
+
+class Emitter {
+ public:
+  explicit Emitter(elab::FnInstance& fn) : fn_(fn) {}
+
+  // The place new expressions are attributed to (an error names it).
+  SourceRange at;
+
+  elab::FnInstance& fn() { return fn_; }
+  // A new expression with no operands' types checked: the callers below
+  // compute `type` as the elaborator would.
+  Expr* raw(ExprKind kind, elab::Type type, std::vector<const Expr*> operands = {});
+  // `let` of `value` (a tensor) into a new slot; returns a Local reading it.
+  const Expr* bind(const Expr* value, const std::string& name = "");
+  elab::SlotId newSlot(const std::string& name, elab::Type type);
+  void ret(const Expr* value);
+
+  // Tensor operations, typed and bound; operands broadcast as in the language.
+  const Expr* constant(Scalar dtype, double v);
+  const Expr* zeros(Scalar dtype, const Shape& shape);
+  const Expr* unary(sema::UnaryKind k, const Expr* x);
+  const Expr* binary(sema::BinaryKind k, const Expr* a, const Expr* b);
+  const Expr* select(const Expr* cond, const Expr* a, const Expr* b);
+  const Expr* cast(const Expr* x, Scalar to);  // x itself when it is `to` already
+  const Expr* broadcast(const Expr* x, const Shape& shape);
+  const Expr* reshape(const Expr* x, const Shape& shape);
+  const Expr* permute(const Expr* x, const Shape& perm);
+  const Expr* swapLastTwo(const Expr* x);
+  const Expr* matmul(const Expr* a, const Expr* b);
+  const Expr* reduce(sema::ReduceKind k, const Expr* x, int axis, bool keepdims);
+  const Expr* slice(const Expr* x, int axis, int64_t lo, int64_t hi);
+  const Expr* concat(const std::vector<const Expr*>& xs, int axis);
+  const Expr* iota(Scalar dtype, const Shape& shape, int axis);
+  // The sum of `g` over the axes that broadcasting stretched to reach g's
+  // shape from `shape`: a cotangent brought back to its operand.
+  const Expr* sumTo(const Expr* g, const Shape& shape);
+
+  static const TensorType& typeOf(const Expr* e) { return e->type.tensor; }
+  static Shape broadcastShapes(const Shape& a, const Shape& b);
+
+ private:
+  elab::FnInstance& fn_;
+};
+
+}  // namespace linnet::autodiff

@@ -1,0 +1,34 @@
+// Reverse-mode differentiation of an entry (docs/train.md, "Gradients").
+// The gradient of an elaborated entry with respect to params of the model
+// is derived as another function instance of the same program: its
+// parameters are the entry's, and it returns a tuple of the entry's value
+// and, for each param differentiated, d value / d param (f32, the param's
+// shape). Backends run it as they run the entry.
+//
+// Two halves: forward.h copies the entry into straight-line code (the tape),
+// and the reverse walk here gives each value its cotangent by the rules of
+// vjp.h, from the last value back to the params.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "elaborate/program.h"
+
+namespace linnet::autodiff {
+
+struct Gradient {
+  const elab::FnInstance* fn = nullptr;  // (value, d/d params[0], d/d params[1], ...)
+  std::vector<std::string> params;       // paths (`layers.0.mlp.up.weight`), in the model's order
+};
+
+// The gradient of `entry` (whose value must be one float scalar) with
+// respect to every param whose path `wrt` accepts. Throws elab::Error
+// naming the place of what cannot be differentiated (a state write, a
+// primitive without a rule on the differentiated path) and naming the
+// entry when its value is not a scalar.
+Gradient deriveGradient(elab::Program& program, const elab::EntryInstance& entry,
+                        const std::function<bool(const std::string&)>& wrt);
+
+}  // namespace linnet::autodiff

@@ -1,0 +1,197 @@
+// The derived gradient (compiler/autodiff) of the card's `loss_packed`, run
+// on the reference backend in float64 (WideFloats: the card in f32, never
+// rounded) with seeded random params, checked
+// against central finite differences of the same entry (rule: 1e-6 of the
+// param's gradient norm), and for the properties a packed loss must have: a
+// token of weight 0 contributes exactly nothing, and a packed batch's
+// gradient is the sum of its prompts' gradients run alone.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "base/diagnostics.h"
+#include "sema/checker.h"
+#include "sema/program.h"
+#include "targets/reference/model.h"
+
+using linnet::reference::Model;
+using linnet::reference::Scalar;
+using linnet::reference::Tensor;
+
+namespace {
+
+const std::string kCard = std::string(LINNET_SOURCE_DIR) + "/nest/llama-3.1-8b-instruct";
+const std::vector<std::string> kTiny = {"Vocab=24", "H=16",     "Heads=4", "KvHeads=2", "Inner=24",
+                                        "Layers=2", "MaxSeq=16", "Batch=1", "T=f32"};
+
+struct TinyCard {
+  linnet::reference::WideFloats wide;  // f32 evaluated in float64
+  linnet::SourceManager sources;
+  linnet::Diagnostics diags{sources};
+  linnet::sema::Program program{sources, diags, LINNET_STDLIB_DIR};
+  std::unique_ptr<Model> model;
+  std::map<std::string, Tensor> params;
+
+  TinyCard() {
+    for (const std::string& g : kTiny) REQUIRE(program.setGeneric(g));
+    REQUIRE(program.loadPackage(kCard));
+    linnet::sema::Checker checker(program, diags);
+    checker.checkDefinitions();
+    REQUIRE(checker.instantiateRoot().has_value());
+    REQUIRE(diags.render() == "");
+    model = std::make_unique<Model>(program);
+    std::mt19937_64 rng(7);
+    std::normal_distribution<double> normal(0.0, 0.3);
+    for (const auto& spec : model->params()) {
+      Tensor t = Tensor::zeros(spec.dtype, spec.shape);
+      bool norm = spec.path.find("norm") != std::string::npos;
+      for (double& v : t.f) v = (norm ? 1.0 : 0.0) + normal(rng);
+      params[spec.path] = t;
+    }
+    rebind();
+  }
+  void rebind() {
+    model->bind([&](const linnet::reference::ParamSpec& p) { return params.at(p.path); });
+  }
+};
+
+Tensor ints(Scalar dt, const std::vector<int64_t>& v) {
+  Tensor t = Tensor::zeros(dt, {static_cast<int64_t>(v.size())});
+  t.i = v;
+  return t;
+}
+
+// Prompts packed end to end: `loss_packed`'s five inputs.
+struct Packed {
+  std::vector<int64_t> tokens, positions, segments, targets;
+  std::vector<double> weights;
+  void add(const std::vector<int64_t>& prompt, const std::vector<double>& w) {
+    int64_t segment = segments.empty() ? 0 : segments.back() + 1;
+    for (size_t k = 0; k < prompt.size(); ++k) {
+      tokens.push_back(prompt[k]);
+      positions.push_back(static_cast<int64_t>(k));
+      segments.push_back(segment);
+      targets.push_back(k + 1 < prompt.size() ? prompt[k + 1] : 0);
+      weights.push_back(w[k]);
+    }
+  }
+  std::vector<Tensor> args() const {
+    Tensor wt = Tensor::zeros(Scalar::F32, {static_cast<int64_t>(weights.size())});
+    wt.f = weights;
+    return {ints(Scalar::I32, tokens), ints(Scalar::I32, positions), ints(Scalar::I32, segments),
+            ints(Scalar::I64, targets), wt};
+  }
+};
+
+const std::vector<std::vector<int64_t>> kPrompts = {{3, 17, 5, 9}, {1, 22, 8}, {4, 4, 13, 20, 2}};
+const std::vector<std::vector<double>> kWeights = {{1, 1, 0, 0}, {0, 1, 0}, {1, 0, 1, 1, 0}};
+
+Packed packedAll() {
+  Packed p;
+  for (size_t k = 0; k < kPrompts.size(); ++k) p.add(kPrompts[k], kWeights[k]);
+  return p;
+}
+
+auto all = [](const std::string&) { return true; };
+
+double loss(TinyCard& card, const Packed& p) { return card.model->call("loss_packed", p.args()).at(0).f.at(0); }
+
+double norm(const Tensor& t) {
+  double s = 0;
+  for (double v : t.f) s += v * v;
+  return std::sqrt(s);
+}
+
+}  // namespace
+
+TEST_CASE("loss_packed's gradient equals central differences for every param") {
+  TinyCard card;
+  Packed p = packedAll();
+  Model::Gradient g = card.model->gradient("loss_packed", p.args(), {}, all);
+  REQUIRE(g.params.size() == card.params.size());
+  CHECK(g.value.f.at(0) == Approx(loss(card, p)).epsilon(1e-12));
+  const double eps = 1e-5;
+  for (size_t k = 0; k < g.params.size(); ++k) {
+    const std::string& path = g.params[k];
+    Tensor& w = card.params.at(path);
+    double scale = norm(g.grads[k]);
+    INFO(path << ": gradient norm " << scale);
+    REQUIRE(scale > 0);
+    for (int64_t at : {int64_t{0}, w.size() / 2, w.size() - 1}) {
+      double saved = w.f[at];
+      w.f[at] = saved + eps;
+      card.rebind();
+      double up = loss(card, p);
+      w.f[at] = saved - eps;
+      card.rebind();
+      double down = loss(card, p);
+      w.f[at] = saved;
+      double fd = (up - down) / (2 * eps);
+      INFO("element " << at << ": derived " << g.grads[k].f[at] << ", differences " << fd);
+      CHECK(std::abs(fd - g.grads[k].f[at]) <= 1e-6 * scale);
+    }
+    card.rebind();
+  }
+}
+
+TEST_CASE("a token of weight 0 contributes nothing, and a packed batch's gradient is its prompts' sum") {
+  TinyCard card;
+  Packed p = packedAll();
+  Model::Gradient packed = card.model->gradient("loss_packed", p.args(), {}, all);
+
+  Packed other = p;  // every weight-0 target changed
+  for (size_t k = 0; k < other.targets.size(); ++k)
+    if (other.weights[k] == 0) other.targets[k] = (other.targets[k] + 5) % 24;
+  Model::Gradient changed = card.model->gradient("loss_packed", other.args(), {}, all);
+  CHECK(changed.value.f == packed.value.f);
+  for (size_t k = 0; k < packed.grads.size(); ++k) {
+    INFO(packed.params[k]);
+    CHECK(changed.grads[k].f == packed.grads[k].f);
+  }
+
+  std::vector<Tensor> sum;
+  double value = 0;
+  for (size_t k = 0; k < kPrompts.size(); ++k) {
+    Packed one;
+    one.add(kPrompts[k], kWeights[k]);
+    Model::Gradient alone = card.model->gradient("loss_packed", one.args(), {}, all);
+    value += alone.value.f.at(0);
+    if (sum.empty()) sum = alone.grads;
+    else
+      for (size_t j = 0; j < sum.size(); ++j)
+        for (size_t e = 0; e < sum[j].f.size(); ++e) sum[j].f[e] += alone.grads[j].f[e];
+  }
+  CHECK(packed.value.f.at(0) == Approx(value).epsilon(1e-12));
+  for (size_t k = 0; k < sum.size(); ++k) {
+    INFO(packed.params[k]);
+    double diff = 0;
+    for (size_t e = 0; e < sum[k].f.size(); ++e) diff = std::max(diff, std::abs(sum[k].f[e] - packed.grads[k].f[e]));
+    CHECK(diff <= 1e-12 * norm(sum[k]));
+  }
+}
+
+TEST_CASE("--wrt restricts the params; entries without a gradient are named") {
+  TinyCard card;
+  Packed p = packedAll();
+  auto onlyNorms = [](const std::string& path) { return path.find("norm") != std::string::npos; };
+  Model::Gradient norms = card.model->gradient("loss_packed", p.args(), {}, onlyNorms);
+  Model::Gradient every = card.model->gradient("loss_packed", p.args(), {}, all);
+  REQUIRE(!norms.params.empty());
+  for (size_t k = 0; k < norms.params.size(); ++k) {
+    CHECK(norms.params[k].find("norm") != std::string::npos);
+    for (size_t j = 0; j < every.params.size(); ++j)
+      if (every.params[j] == norms.params[k]) CHECK(norms.grads[k].f == every.grads[j].f);
+  }
+  // log_probs_packed is a vector; decode writes its caches.
+  std::vector<Tensor> four = p.args();
+  four.pop_back();
+  CHECK_THROWS_WITH(card.model->gradient("log_probs_packed", four, {}, all),
+                    Catch::Matchers::Contains("a gradient is of one float value"));
+  CHECK_THROWS_WITH(card.model->gradient("decode", {Tensor::zeros(Scalar::I32, {1, 1}), Tensor::scalarI(Scalar::I32, 0)},
+                                         {}, all),
+                    Catch::Matchers::Contains("writes state"));
+}
