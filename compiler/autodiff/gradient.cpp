@@ -39,13 +39,14 @@ class Reverse {
   Reverse(const elab::Program& program, Emitter& em, const Tape& tape, std::vector<bool> active)
       : program_(program), em_(em), tape_(tape), active_(std::move(active)) {}
 
-  // Cotangents of every param read, by path, from d value / d value = 1.
-  std::map<std::string, const Expr*> run() {
+  // Cotangents of every param read, by path, from the value's cotangent
+  // `seed` (d value / d value = 1 for a scalar).
+  std::map<std::string, const Expr*> run(const Expr* seed) {
     std::map<std::string, const Expr*> grads;
     const Expr* result = tape_.result;
     if (!isActive(result)) return grads;
     std::vector<const Stmt*> forward(em_.fn().body.begin(), em_.fn().body.end());
-    add(result, em_.broadcast(em_.constant(Emitter::typeOf(result).dtype, 1), Emitter::typeOf(result).shape));
+    add(result, seed);
     for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
       const Stmt& s = **it;
       auto g = cot_.find(s.slot);
@@ -90,12 +91,17 @@ class Reverse {
   }
 };
 
-void requireScalar(const elab::Program& program, const elab::FnInstance& entry, const Expr* result) {
-  const elab::TensorType& t = Emitter::typeOf(result);
+int64_t elements(const elab::TensorType& t) {
   int64_t n = 1;
   for (int64_t d : t.shape) n *= d;
-  if (!sema::isFloat(t.dtype) || n != 1)
-    throw elab::Error(fmt::format("{}: entry `{}` returns {}; a gradient is of one float value (a loss)",
+  return n;
+}
+
+void requireFloat(const elab::Program& program, const elab::FnInstance& entry, const Expr* result) {
+  const elab::TensorType& t = Emitter::typeOf(result);
+  if (!sema::isFloat(t.dtype))
+    throw elab::Error(fmt::format("{}: entry `{}` returns {}; a gradient is of a float value (a loss, or "
+                                  "log-probabilities with a cotangent)",
                                   program.where(entry.decl->range), entry.decl->name.name, t.str()));
 }
 
@@ -114,9 +120,18 @@ Gradient deriveGradient(elab::Program& program, const elab::EntryInstance& entry
   for (SlotId p : source.params) fn->params.push_back(em.newSlot(source.slots[static_cast<size_t>(p)].name,
                                                                  source.slots[static_cast<size_t>(p)].type));
   Tape tape = copyForward(program, source, em, fn->params);
-  requireScalar(program, source, tape.result);
-  std::map<std::string, const Expr*> grads =
-      Reverse(program, em, tape, activity(*fn, tape, wrt)).run();
+  requireFloat(program, source, tape.result);
+  const elab::TensorType& valueType = Emitter::typeOf(tape.result);
+  const Expr* seed = em.broadcast(em.constant(valueType.dtype, 1), valueType.shape);
+  if (elements(valueType) != 1) {  // the cotangent comes as a last parameter
+    SlotId slot = em.newSlot("cotangent", elab::Type::of({valueType.dtype, valueType.shape}));
+    fn->params.push_back(slot);
+    Expr* local = em.raw(ExprKind::Local, fn->slots[static_cast<size_t>(slot)].type);
+    local->slot = slot;
+    seed = local;
+  }
+  std::vector<bool> active = activity(*fn, tape, wrt);
+  std::map<std::string, const Expr*> grads = Reverse(program, em, tape, std::move(active)).run(seed);
 
   Gradient out;
   em.at = source.decl->range;

@@ -1,7 +1,7 @@
 // Reverse-mode differentiation of an entry (docs/train.md, "Gradients").
 // The gradient of an elaborated entry with respect to params of the model
 // is derived as another function instance of the same program: its
-// parameters are the entry's, and it returns a tuple of the entry's value
+// parameters are the entry's (and a cotangent, below), and it returns a tuple of the entry's value
 // and, for each param differentiated, d value / d param (f32, the param's
 // shape). Backends run it as they run the entry.
 //
@@ -23,11 +23,15 @@ struct Gradient {
   std::vector<std::string> params;       // paths (`layers.0.mlp.up.weight`), in the model's order
 };
 
-// The gradient of `entry` (whose value must be one float scalar) with
-// respect to every param whose path `wrt` accepts. Throws elab::Error
-// naming the place of what cannot be differentiated (a state write, a
-// primitive without a rule on the differentiated path) and naming the
-// entry when its value is not a scalar.
+// The gradient of `entry` (whose value must be a float tensor) with
+// respect to every param whose path `wrt` accepts. A value of one element
+// is differentiated as is; any other value is weighed by a cotangent of its
+// type, which the derived function takes as one more parameter, after the
+// entry's (a vector-Jacobian product: `log_probs_packed` weighed as a
+// policy-gradient update weighs it). Throws elab::Error naming the place of
+// what cannot be differentiated (a state write, a primitive without a rule
+// on the differentiated path) and naming the entry when its value is not a
+// float tensor.
 Gradient deriveGradient(elab::Program& program, const elab::EntryInstance& entry,
                         const std::function<bool(const std::string&)>& wrt);
 

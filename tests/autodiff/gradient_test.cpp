@@ -3,8 +3,10 @@
 // rounded) with seeded random params, checked
 // against central finite differences of the same entry (rule: 1e-6 of the
 // param's gradient norm), and for the properties a packed loss must have: a
-// token of weight 0 contributes exactly nothing, and a packed batch's
-// gradient is the sum of its prompts' gradients run alone.
+// token of weight 0 contributes exactly nothing, a packed batch's gradient
+// is the sum of its prompts' gradients run alone, and `log_probs_packed`
+// weighed by a cotangent gives loss_packed's gradient for the negated
+// weights.
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
@@ -174,6 +176,29 @@ TEST_CASE("a token of weight 0 contributes nothing, and a packed batch's gradien
   }
 }
 
+TEST_CASE("log_probs_packed weighed by a cotangent is loss_packed weighed by its negation") {
+  TinyCard card;
+  Packed p = packedAll();
+  std::vector<Tensor> args = p.args();
+  Tensor cotangent = args.back();
+  for (double& v : cotangent.f) v = -v;
+  args.pop_back();
+  Model::Gradient logProbs = card.model->gradient("log_probs_packed", args, {}, all, cotangent);
+  Model::Gradient loss = card.model->gradient("loss_packed", p.args(), {}, all);
+  REQUIRE(logProbs.params == loss.params);
+  CHECK(logProbs.value.shape == std::vector<int64_t>{static_cast<int64_t>(p.tokens.size())});
+  for (size_t k = 0; k < loss.grads.size(); ++k) {
+    INFO(loss.params[k]);
+    double diff = 0;
+    for (size_t e = 0; e < loss.grads[k].f.size(); ++e)
+      diff = std::max(diff, std::abs(logProbs.grads[k].f[e] - loss.grads[k].f[e]));
+    CHECK(diff <= 1e-12 * norm(loss.grads[k]));
+  }
+  Tensor wrong = Tensor::zeros(Scalar::F32, {2});
+  CHECK_THROWS_WITH(card.model->gradient("log_probs_packed", args, {}, all, wrong),
+                    Catch::Matchers::Contains("but the cotangent is"));
+}
+
 TEST_CASE("--wrt restricts the params; entries without a gradient are named") {
   TinyCard card;
   Packed p = packedAll();
@@ -186,11 +211,11 @@ TEST_CASE("--wrt restricts the params; entries without a gradient are named") {
     for (size_t j = 0; j < every.params.size(); ++j)
       if (every.params[j] == norms.params[k]) CHECK(norms.grads[k].f == every.grads[j].f);
   }
-  // log_probs_packed is a vector; decode writes its caches.
+  // log_probs_packed is a vector: it needs a cotangent. decode writes its caches.
   std::vector<Tensor> four = p.args();
   four.pop_back();
   CHECK_THROWS_WITH(card.model->gradient("log_probs_packed", four, {}, all),
-                    Catch::Matchers::Contains("a gradient is of one float value"));
+                    Catch::Matchers::Contains("its gradient needs a cotangent of that type"));
   CHECK_THROWS_WITH(card.model->gradient("decode", {Tensor::zeros(Scalar::I32, {1, 1}), Tensor::scalarI(Scalar::I32, 0)},
                                          {}, all),
                     Catch::Matchers::Contains("writes state"));

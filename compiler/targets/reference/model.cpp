@@ -315,9 +315,22 @@ std::vector<Tensor> Model::call(const std::string& entry, const std::vector<Tens
 
 Model::Gradient Model::gradient(const std::string& entry, const std::vector<Tensor>& args,
                                 const std::map<std::string, int64_t>& generics,
-                                const std::function<bool(const std::string&)>& wrt) try {
+                                const std::function<bool(const std::string&)>& wrt,
+                                const std::optional<Tensor>& cotangent) try {
   auto [inst, values] = prepareCall(impl_->program, entry, args, generics);
   autodiff::Gradient derived = autodiff::deriveGradient(impl_->program, inst, wrt);
+  if (derived.fn->params.size() > values.size()) {
+    const elab::TensorType& want = derived.fn->slots[static_cast<size_t>(derived.fn->params.back())].type.tensor;
+    if (!cotangent)
+      throw EvalError(fmt::format("entry `{}` returns {}: its gradient needs a cotangent of that type", entry,
+                                  want.str()));
+    if (cotangent->shape != want.shape || cotangent->dtype != want.dtype)
+      throw EvalError(fmt::format("entry `{}` returns {}, but the cotangent is {}", entry, want.str(),
+                                  cotangent->describe()));
+    values.push_back(RValue::of(*cotangent));
+  } else if (cotangent) {
+    throw EvalError(fmt::format("entry `{}` returns one value: its gradient takes no cotangent", entry));
+  }
   RValue r = impl_->callFn(*derived.fn, &impl_->program.root(), std::move(values));
   Gradient out;
   out.value = r.elems.at(0).t;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,9 +52,11 @@ class Model {
   std::vector<Tensor> call(const std::string& entry, const std::vector<Tensor>& args,
                            const std::map<std::string, int64_t>& generics = {});
 
-  // The entry's value (one float scalar) and its gradient with respect to
-  // every param whose path `wrt` accepts, from the derived gradient entry
-  // (autodiff/gradient.h): `grads[k]` is d value / d `params[k]`, f32.
+  // The entry's value and its gradient with respect to every param whose
+  // path `wrt` accepts, from the derived gradient entry
+  // (autodiff/gradient.h): `grads[k]` is d value / d `params[k]`, f32. A
+  // value of more than one element needs `cotangent` (its type): the
+  // gradient is then of the value's dot product with it.
   struct Gradient {
     Tensor value;
     std::vector<std::string> params;
@@ -61,7 +64,8 @@ class Model {
   };
   Gradient gradient(const std::string& entry, const std::vector<Tensor>& args,
                     const std::map<std::string, int64_t>& generics,
-                    const std::function<bool(const std::string&)>& wrt);
+                    const std::function<bool(const std::string&)>& wrt,
+                    const std::optional<Tensor>& cotangent = std::nullopt);
 
   // Observes an intermediate by name, so that a test can check a local value
   // (rope's `inv_freq`, say) directly against a reference implementation
