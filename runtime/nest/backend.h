@@ -18,6 +18,14 @@ class Backend {
   // As Model::call; failures are nest::Error.
   virtual std::vector<Tensor> call(const std::string& entry, const std::vector<Tensor>& args,
                                    const std::map<std::string, int64_t>& generics) = 0;
+  // As Model::gradient; a backend that runs no gradients keeps this one.
+  virtual Gradient gradient(const std::string& entry, const std::vector<Tensor>& args,
+                            const std::map<std::string, int64_t>& generics,
+                            const std::function<bool(const std::string&)>& wrt,
+                            const std::optional<Tensor>& cotangent) {
+    (void)entry, (void)args, (void)generics, (void)wrt, (void)cotangent;
+    throw Error("gradients run on the reference backend only so far: pass --backend reference");
+  }
   // The root block's entries, in declaration order.
   virtual std::vector<std::string> entries() const = 0;
   // An entry's parameter names; nullptr when there is no such entry.

@@ -67,6 +67,14 @@ std::vector<Tensor> Model::call(const std::string& entry, const std::vector<Tens
   return impl_->backend->call(entry, args, generics);
 }
 
+Gradient Model::gradient(const std::string& entry, const std::vector<Tensor>& args,
+                         const std::map<std::string, int64_t>& generics,
+                         const std::function<bool(const std::string&)>& wrt, const std::optional<Tensor>& cotangent) {
+  if (const auto* names = impl_->backend->parameterNames(entry))
+    checkCall(textLimits(impl_->backend->dims()), entry, *names, args);
+  return impl_->backend->gradient(entry, args, generics, wrt, cotangent);
+}
+
 std::vector<std::string> Model::entries() const { return impl_->backend->entries(); }
 
 std::vector<std::string> Model::parameterNames(const std::string& entry) const {

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -114,6 +115,13 @@ struct ParamInfo {
   int64_t heldBytes() const;
 };
 
+// An entry's value and its gradient (docs/train.md, "Gradients").
+struct Gradient {
+  Tensor value;
+  std::vector<std::string> params;  // paths, in the model's order
+  std::vector<Tensor> grads;        // d value / d params[k], f32
+};
+
 class Model {
  public:
   Model(Model&&) noexcept;
@@ -126,6 +134,15 @@ class Model {
   // (nest/conventions.h).
   std::vector<Tensor> call(const std::string& entry, const std::vector<Tensor>& args,
                            const std::map<std::string, int64_t>& generics = {});
+  // The gradient of an entry's value with respect to every param whose
+  // path `wrt` accepts, derived by the compiler (compiler/autodiff). A value
+  // of more than one element is weighed by `cotangent` (its type). Token ids
+  // and positions are checked as call() checks them. Only the reference
+  // backend runs gradients so far; others throw Error saying so.
+  Gradient gradient(const std::string& entry, const std::vector<Tensor>& args,
+                    const std::map<std::string, int64_t>& generics,
+                    const std::function<bool(const std::string&)>& wrt,
+                    const std::optional<Tensor>& cotangent = std::nullopt);
   std::vector<std::string> entries() const;
   // An entry's parameter names, in order (for passing inputs by name).
   std::vector<std::string> parameterNames(const std::string& entry) const;

@@ -113,6 +113,23 @@ class ReferenceBackend : public Backend {
     }
   }
 
+  Gradient gradient(const std::string& entry, const std::vector<Tensor>& args,
+                    const std::map<std::string, int64_t>& generics,
+                    const std::function<bool(const std::string&)>& wrt,
+                    const std::optional<Tensor>& cotangent) override {
+    std::vector<reference::Tensor> in;
+    for (const Tensor& a : args) in.push_back(toReference(a));
+    std::optional<reference::Tensor> seed;
+    if (cotangent) seed = toReference(*cotangent);
+    try {
+      reference::Model::Gradient g = model_->gradient(entry, in, generics, wrt, seed);
+      Gradient out{fromReference(g.value), g.params, {}};
+      for (const reference::Tensor& t : g.grads) out.grads.push_back(fromReference(t));
+      return out;
+    } catch (const reference::EvalError& e) {
+      throw Error(e.what());
+    }
+  }
   std::vector<std::string> entries() const override { return entries_; }
   const std::vector<std::string>* parameterNames(const std::string& entry) const override {
     auto it = parameterNames_.find(entry);

@@ -28,6 +28,7 @@
 #include "nest/nest.h"
 #include "tools/arguments.h"
 #include "tools/bench.h"
+#include "tools/grad_command.h"
 #include "weights/npy.h"
 #ifdef LINNET_HAVE_TEXT
 #include <iostream>
@@ -74,6 +75,8 @@ struct Args {
   std::vector<std::string> stops;  // stop strings
   bool hasPrompt = false;
   bool verbose = false;  // chat: say what runs and how it samples
+  std::vector<std::string> wrt;        // grad: --wrt patterns
+  std::string cotangent, gradOutput;   // grad: --cotangent @FILE.npy, -o FILE
   // Whether a flag was given (chat: the recommended sampling fills the rest).
   std::function<bool(const char*)> given = [](const char*) { return false; };
 };
@@ -90,6 +93,8 @@ constexpr int64_t kChatMaxNew = 512;
 const char* kSynopsis = R"(
   linnet call PACKAGE (--weights PATH | --random-weights | --compile-only) [--generics-from-config] [--set K=V]...
       [--convert] (--entry NAME [--generic K=V]... [--input NAME=@file.npy | NAME=VALUE]... [--output @file.npy]...)...
+  linnet grad PACKAGE (--weights PATH | --random-weights) [--set K=V]... --entry NAME [--generic K=V]...
+      [--input NAME=@file.npy | NAME=VALUE]... [--cotangent @file.npy] [--wrt PATTERN]... -o FILE.safetensors
   linnet generate PACKAGE (--weights PATH | --random-weights) [--generics-from-config] [--set K=V]...
       (--prompt-ids 1,2,3 | --prompt TEXT [--tokenizer PATH]) [--max-new N] [sampling]
   linnet chat PACKAGE --weights PATH [--tokenizer PATH] [--generics-from-config] [--set K=V]...
@@ -341,6 +346,7 @@ void addSamplingOptions(CLI::App* cmd, Args& a) {
 
 struct Commands {
   CLI::App* call = nullptr;
+  CLI::App* grad = nullptr;
   CLI::App* generate = nullptr;
   CLI::App* bench = nullptr;
   CLI::App* chat = nullptr;
@@ -391,6 +397,22 @@ Commands defineCommands(CLI::App& app, Args& a, linnet::bench::Options& bench) {
   c.call->add_flag("--compile-only", a.load.compileOnly,
                    "Only build (or find) each entry's artifact in the cache: no weights, nothing run, no outputs");
   addEntryGroups(c.call, a);
+
+  c.grad = app.add_subcommand("grad", "An entry's value and its gradient for every param (a safetensors file)");
+  c.grad->footer(std::string(kPackageNotes) +
+                 "\ngrad: one --entry; its value must be one float, or --cotangent gives a weight per element; "
+                 "gradients run on the reference backend (the default here); docs/train.md.\n");
+  addPackage(c.grad, a.package);
+  addLoadOptions(c.grad, a.load);
+  addEntryGroups(c.grad, a);
+  repeatable(c.grad->add_option("--wrt", a.wrt,
+                                "Only params whose path or checkpoint name matches (* and ?; repeatable)"))
+      ->type_name("PATTERN");
+  once(c.grad->add_option("--cotangent", a.cotangent, "The entry's value's cotangent, when it is not one float"))
+      ->type_name("@FILE.npy");
+  once(c.grad->add_option("-o", a.gradOutput, "Where the gradients go: a .safetensors file, f32, checkpoint names"))
+      ->required()
+      ->type_name("FILE");
 
   c.generate = app.add_subcommand("generate", "Prefill a prompt, then decode tokens");
   c.generate->footer(std::string(kTextNotes) + kPackageNotes);
@@ -477,24 +499,30 @@ Tensor input(const std::string& name, const std::string& value) {
   return Tensor::scalarF(Scalar::F32, literal.number, /*weak=*/true);
 }
 
+// A group's --input values in the order of its entry's parameters.
+std::vector<Tensor> entryArguments(const linnet::nest::Model& model, const Group& g) {
+  std::vector<std::string> names = model.parameterNames(g.entry);
+  std::vector<std::optional<Tensor>> args(names.size());
+  for (const auto& [name, value] : g.inputs) {
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end())
+      throw Usage(fmt::format("entry `{}` has no parameter `{}` (it takes {})", g.entry, name,
+                              fmt::join(names, ", ")));
+    args[it - names.begin()] = input(name, value);
+  }
+  std::vector<Tensor> given;
+  for (size_t k = 0; k < names.size(); ++k) {
+    if (!args[k]) throw Usage(fmt::format("entry `{}`: no --input for `{}`", g.entry, names[k]));
+    given.push_back(*args[k]);
+  }
+  return given;
+}
+
 int runCall(Args& a) {
   if (a.groups.empty()) throw Usage("call needs at least one --entry");
   auto model = linnet::nest::load(a.package, a.load);
   for (const Group& g : a.groups) {
-    std::vector<std::string> names = model.parameterNames(g.entry);
-    std::vector<std::optional<Tensor>> args(names.size());
-    for (const auto& [name, value] : g.inputs) {
-      auto it = std::find(names.begin(), names.end(), name);
-      if (it == names.end())
-        throw Usage(fmt::format("entry `{}` has no parameter `{}` (it takes {})", g.entry, name,
-                                fmt::join(names, ", ")));
-      args[it - names.begin()] = input(name, value);
-    }
-    std::vector<Tensor> given;
-    for (size_t k = 0; k < names.size(); ++k) {
-      if (!args[k]) throw Usage(fmt::format("entry `{}`: no --input for `{}`", g.entry, names[k]));
-      given.push_back(*args[k]);
-    }
+    std::vector<Tensor> given = entryArguments(model, g);
     std::vector<Tensor> results = model.call(g.entry, given, g.generics);
     if (a.load.compileOnly) {
       fmt::print("{}: compiled\n", g.entry);
@@ -511,6 +539,24 @@ int runCall(Args& a) {
       }
     }
   }
+  return 0;
+}
+
+// `linnet grad` (tools/grad_command.h). Gradients run on the reference
+// backend only, so it is the default here.
+int runGrad(Args& a) {
+  if (a.groups.size() != 1) throw Usage("grad takes one --entry");
+  const Group& g = a.groups.front();
+  if (!g.outputs.empty()) throw Usage("grad writes its gradients with -o FILE, not --output");
+  linnet::tools::requireGradientOutput(a.gradOutput);
+  if (a.load.backend.empty()) a.load.backend = "reference";
+  auto model = linnet::nest::load(a.package, a.load);
+  std::vector<Tensor> given = entryArguments(model, g);
+  std::optional<Tensor> cotangent;
+  if (!a.cotangent.empty()) cotangent = input("--cotangent", a.cotangent);
+  auto wrt = linnet::tools::chooseParams(model, a.package, a.wrt);
+  linnet::nest::Gradient gradient = model.gradient(g.entry, given, g.generics, wrt, cotangent);
+  linnet::tools::writeGradient(gradient, g.entry, a.package, a.gradOutput);
   return 0;
 }
 
@@ -875,6 +921,7 @@ int main(int argc, char** argv) {
     };
     a.maxNewGiven = a.given("--max-new");
     if (commands.call->parsed()) return runCall(a);
+    if (commands.grad->parsed()) return runGrad(a);
     if (commands.generate->parsed()) {
       a.hasPrompt = commands.generate->count("--prompt") > 0;
       return runGenerate(a);
