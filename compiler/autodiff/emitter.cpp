@@ -64,7 +64,7 @@ Shape Emitter::broadcastShapes(const Shape& a, const Shape& b) {
 const Expr* Emitter::constant(Scalar dtype, double v) {
   Expr* e = raw(ExprKind::Constant, Type::of({dtype, {}}));
   e->number = v;
-  e->integer = static_cast<int64_t>(v);
+  if (!sema::isFloat(dtype)) e->integer = static_cast<int64_t>(v);
   return e;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "autodiff/forward.h"
@@ -17,8 +18,9 @@ using elab::Stmt;
 // Which slots depend on a differentiated param: a param read accepted by
 // `wrt`, or a float value computed from such a slot and not detached.
 std::vector<bool> activity(const elab::FnInstance& fn, const Tape& tape,
-                           const std::function<bool(const std::string&)>& wrt) {
+                           const std::function<bool(const std::string&)>& wrt, const std::vector<SlotId>& inputs) {
   std::vector<bool> active(fn.slots.size(), false);
+  for (SlotId s : inputs) active[static_cast<size_t>(s)] = true;
   for (const Stmt* s : fn.body) {
     if (s->kind != elab::StmtKind::Let) continue;
     auto read = tape.paramReads.find(s->slot);
@@ -67,6 +69,11 @@ class Reverse {
     }
     return grads;
   }
+  // After run(): the cotangent a slot (an input) received, or null.
+  const Expr* cotangentOf(SlotId slot) const {
+    auto it = cot_.find(slot);
+    return it == cot_.end() ? nullptr : it->second;
+  }
 
  private:
   const elab::Program& program_;
@@ -108,7 +115,7 @@ void requireFloat(const elab::Program& program, const elab::FnInstance& entry, c
 }  // namespace
 
 Gradient deriveGradient(elab::Program& program, const elab::EntryInstance& entry,
-                        const std::function<bool(const std::string&)>& wrt) {
+                        const std::function<bool(const std::string&)>& wrt, bool inputs) {
   const elab::FnInstance& source = *entry.fn;
   auto fn = std::make_unique<elab::FnInstance>();
   fn->decl = source.decl;
@@ -130,8 +137,12 @@ Gradient deriveGradient(elab::Program& program, const elab::EntryInstance& entry
     local->slot = slot;
     seed = local;
   }
-  std::vector<bool> active = activity(*fn, tape, wrt);
-  std::map<std::string, const Expr*> grads = Reverse(program, em, tape, std::move(active)).run(seed);
+  std::vector<SlotId> activeInputs;
+  for (size_t k = 0; inputs && k < source.params.size(); ++k)
+    if (sema::isFloat(fn->slots[static_cast<size_t>(fn->params[k])].type.tensor.dtype))
+      activeInputs.push_back(fn->params[k]);
+  Reverse reverse(program, em, tape, activity(*fn, tape, wrt, activeInputs));
+  std::map<std::string, const Expr*> grads = reverse.run(seed);
 
   Gradient out;
   em.at = source.decl->range;
@@ -147,13 +158,22 @@ Gradient deriveGradient(elab::Program& program, const elab::EntryInstance& entry
       types.push_back(elab::Type::of({Scalar::F32, m.type.shape}));
       out.params.push_back(path);
     }
+  for (size_t k = 0; k < source.params.size(); ++k) {
+    SlotId slot = fn->params[k];
+    if (std::find(activeInputs.begin(), activeInputs.end(), slot) == activeInputs.end()) continue;
+    const elab::TensorType t = fn->slots[static_cast<size_t>(slot)].type.tensor;  // a copy: emitting adds slots
+    const Expr* g = reverse.cotangentOf(slot);
+    results.push_back(g ? em.cast(g, Scalar::F32) : em.zeros(Scalar::F32, t.shape));
+    types.push_back(elab::Type::of({Scalar::F32, t.shape}));
+    out.inputs.push_back(k);
+  }
   elab::Type tuple = elab::Type::unit();
   tuple.elems = types;
   em.ret(em.raw(ExprKind::Tuple, tuple, results));
   fn->result = tuple;
   size_t n = 0;
   for (const std::string& p : out.params) n = n * 31 + std::hash<std::string>{}(p);
-  fn->key = fmt::format("{}#gradient{:x}", source.key, n);
+  fn->key = fmt::format("{}#gradient{:x}{}", source.key, n, inputs ? "+inputs" : "");
   out.fn = &program.adopt(std::move(fn));
   return out;
 }

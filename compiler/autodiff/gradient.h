@@ -19,8 +19,10 @@
 namespace linnet::autodiff {
 
 struct Gradient {
-  const elab::FnInstance* fn = nullptr;  // (value, d/d params[0], d/d params[1], ...)
-  std::vector<std::string> params;       // paths (`layers.0.mlp.up.weight`), in the model's order
+  // (value, d/d params[0], d/d params[1], ..., d/d input inputs[0], ...)
+  const elab::FnInstance* fn = nullptr;
+  std::vector<std::string> params;  // paths (`layers.0.mlp.up.weight`), in the model's order
+  std::vector<size_t> inputs;       // the entry's float parameters differentiated, by index
 };
 
 // The gradient of `entry` (whose value must be a float tensor) with
@@ -32,7 +34,9 @@ struct Gradient {
 // what cannot be differentiated (a state write, a primitive without a rule
 // on the differentiated path) and naming the entry when its value is not a
 // float tensor.
+// With `inputs`, the entry's float arguments are differentiated too, after
+// the params (integer ones, like token ids, never are).
 Gradient deriveGradient(elab::Program& program, const elab::EntryInstance& entry,
-                        const std::function<bool(const std::string&)>& wrt);
+                        const std::function<bool(const std::string&)>& wrt, bool inputs = false);
 
 }  // namespace linnet::autodiff

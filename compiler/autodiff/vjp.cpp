@@ -34,7 +34,7 @@ struct Rule {
   void give(size_t k, const Expr* gk) { out.give(k, em.sumTo(gk, shapeOf(k))); }
 
   [[noreturn]] void none(const std::string& what) {
-    throw elab::Error(fmt::format("{}: {} has no gradient yet, and a differentiated param's value flows through it",
+    throw elab::Error(fmt::format("{}: {} has no gradient yet, and a differentiated value flows through it",
                                   where, what));
   }
 
@@ -93,11 +93,21 @@ struct Rule {
         if (out.needs(1)) give(1, em.select(em.binary(wins, b, a), g, em.select(tie, half, c(0))));
         return;
       }
-      case BinaryKind::Pow:
-        if (out.needs(0))
-          give(0, mul(g, mul(b, em.binary(BinaryKind::Pow, a, em.binary(BinaryKind::Sub, b, c(1))))));
-        if (out.needs(1)) give(1, mul(g, mul(y, em.unary(UnaryKind::Log, a))));
+      case BinaryKind::Pow: {
+        // As torch: no cotangent to the base where the exponent is 0, none to
+        // the exponent where the base is 0 and the exponent not negative
+        // (0 * log 0 would be NaN).
+        if (out.needs(0)) {
+          const Expr* d = mul(g, mul(b, em.binary(BinaryKind::Pow, a, em.binary(BinaryKind::Sub, b, c(1)))));
+          give(0, em.select(em.binary(BinaryKind::Eq, b, c(0)), c(0), d));
+        }
+        if (out.needs(1)) {
+          const Expr* atZero = em.binary(BinaryKind::And, em.binary(BinaryKind::Eq, a, c(0)),
+                                         em.binary(BinaryKind::Ge, b, c(0)));
+          give(1, em.select(atZero, c(0), mul(g, mul(y, em.unary(UnaryKind::Log, a)))));
+        }
         return;
+      }
       case BinaryKind::Rem: none("`%`");
       case BinaryKind::Or: case BinaryKind::And: case BinaryKind::BitOr: case BinaryKind::BitXor:
       case BinaryKind::BitAnd: case BinaryKind::Eq: case BinaryKind::Ne: case BinaryKind::Lt: case BinaryKind::Le:
@@ -122,6 +132,14 @@ struct Rule {
     return keep;
   }
 
+  // `x` summed over the axes `keep` holds as 1, kept as 1.
+  const Expr* sumKept(const Expr* x, const Shape& keep) {
+    const Shape& from = Emitter::typeOf(x).shape;
+    for (size_t k = from.size(); k-- > 0;)
+      if (keep[k] == 1 && from[k] != 1) x = em.reduce(ReduceKind::Sum, x, static_cast<int>(k), true);
+    return x;
+  }
+
   void reduce() {
     int64_t count = 1;
     Shape keep = keptShape(count);
@@ -130,9 +148,11 @@ struct Rule {
       case ReduceKind::Sum: give(0, spread); return;
       case ReduceKind::Mean: give(0, div(spread, c(static_cast<double>(count)))); return;
       case ReduceKind::Max: case ReduceKind::Min: {
-        // Every position equal to the extreme takes the cotangent.
+        // The positions equal to the extreme share the cotangent evenly, as
+        // torch's amax and amin do.
         const Expr* hit = em.binary(BinaryKind::Eq, x(0), em.broadcast(em.reshape(y, keep), shapeOf(0)));
-        give(0, em.select(hit, spread, c(0)));
+        const Expr* ties = em.broadcast(sumKept(em.cast(hit, dtype()), keep), shapeOf(0));
+        give(0, em.select(hit, div(spread, ties), c(0)));
         return;
       }
       case ReduceKind::Prod: none("`prod`");

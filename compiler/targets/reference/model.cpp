@@ -316,9 +316,9 @@ std::vector<Tensor> Model::call(const std::string& entry, const std::vector<Tens
 Model::Gradient Model::gradient(const std::string& entry, const std::vector<Tensor>& args,
                                 const std::map<std::string, int64_t>& generics,
                                 const std::function<bool(const std::string&)>& wrt,
-                                const std::optional<Tensor>& cotangent) try {
+                                const std::optional<Tensor>& cotangent, bool inputs) try {
   auto [inst, values] = prepareCall(impl_->program, entry, args, generics);
-  autodiff::Gradient derived = autodiff::deriveGradient(impl_->program, inst, wrt);
+  autodiff::Gradient derived = autodiff::deriveGradient(impl_->program, inst, wrt, inputs);
   if (derived.fn->params.size() > values.size()) {
     const elab::TensorType& want = derived.fn->slots[static_cast<size_t>(derived.fn->params.back())].type.tensor;
     if (!cotangent)
@@ -335,7 +335,10 @@ Model::Gradient Model::gradient(const std::string& entry, const std::vector<Tens
   Gradient out;
   out.value = r.elems.at(0).t;
   out.params = derived.params;
-  for (size_t k = 1; k < r.elems.size(); ++k) out.grads.push_back(r.elems[k].t);
+  out.inputs = derived.inputs;
+  for (size_t k = 0; k < derived.params.size(); ++k) out.grads.push_back(r.elems.at(1 + k).t);
+  for (size_t k = 0; k < derived.inputs.size(); ++k)
+    out.inputGrads.push_back(r.elems.at(1 + derived.params.size() + k).t);
   return out;
 } catch (const elab::Error& e) {
   throw EvalError(e.what());

@@ -57,15 +57,19 @@ class Model {
   // (autodiff/gradient.h): `grads[k]` is d value / d `params[k]`, f32. A
   // value of more than one element needs `cotangent` (its type): the
   // gradient is then of the value's dot product with it.
+  // With `inputs`, also d value / d each float argument (`inputGrads[k]`
+  // for argument `inputs[k]`).
   struct Gradient {
     Tensor value;
     std::vector<std::string> params;
     std::vector<Tensor> grads;
+    std::vector<size_t> inputs;
+    std::vector<Tensor> inputGrads;
   };
   Gradient gradient(const std::string& entry, const std::vector<Tensor>& args,
                     const std::map<std::string, int64_t>& generics,
                     const std::function<bool(const std::string&)>& wrt,
-                    const std::optional<Tensor>& cotangent = std::nullopt);
+                    const std::optional<Tensor>& cotangent = std::nullopt, bool inputs = false);
 
   // Observes an intermediate by name, so that a test can check a local value
   // (rope's `inv_freq`, say) directly against a reference implementation

@@ -525,7 +525,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     std::vector<int64_t> shape(p.begin(), p.end() - 1);
     shape.push_back(N);
     Tensor out = Tensor::zeros(a.dtype, shape);
-    int64_t rows = a.size() / K;
+    int64_t rows = 1;  // not a.size() / K: K may be 0
+    for (size_t d = 0; d + 1 < p.size(); ++d) rows *= p[d];
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t n = 0; n < N; ++n) {
         double acc = 0;
