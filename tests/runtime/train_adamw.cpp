@@ -18,7 +18,7 @@ using nlohmann::json;
 using linnet::train::AdamW;
 using linnet::train::ParamGrad;
 
-json fixture() {
+json adamwFixture() {
   std::ifstream in(LINNET_TEST_DATA "/train/adamw.json");
   REQUIRE(in);
   return json::parse(in);
@@ -42,7 +42,7 @@ double worstRelative(const std::vector<std::vector<float>>& got, const std::vect
 }  // namespace
 
 TEST_CASE("AdamW and clip_grad_norm_ follow torch step by step") {
-  json f = fixture();
+  json f = adamwFixture();
   const json& s = f["settings"];
   std::vector<std::vector<float>> params = tensors(f["initial"]);
   std::vector<size_t> sizes;

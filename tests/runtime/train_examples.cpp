@@ -15,7 +15,7 @@ namespace {
 using nlohmann::ordered_json;
 using namespace linnet::train;
 
-ordered_json fixture() {
+ordered_json examplesFixture() {
   std::ifstream in(LINNET_TEST_DATA "/train/examples.json");
   REQUIRE(in);
   return ordered_json::parse(in);
@@ -23,7 +23,7 @@ ordered_json fixture() {
 
 linnet::nest::TextModel fixtureText() {
   linnet::nest::TextModel text = linnet::nest::loadText(LINNET_TEST_DATA "/tokenizer/spbpe");
-  text.chatTemplate = fixture()["chat_template"].get<std::string>();
+  text.chatTemplate = examplesFixture()["chat_template"].get<std::string>();
   return text;
 }
 
@@ -41,7 +41,8 @@ std::string writeRows(const std::string& name, const std::vector<std::string>& l
 
 TEST_CASE("Each row shape gives transformers' ids and learns what TRL learns") {
   linnet::nest::TextModel text = fixtureText();
-  for (const ordered_json& want : fixture()["examples"]) {
+  const ordered_json fixture = examplesFixture();  // kept: the loop reads into it
+  for (const ordered_json& want : fixture["examples"]) {
     INFO(want["row"].dump());
     Example e = exampleOf(want["row"], text, "fixture");
     CHECK(e.ids == want["ids"].get<std::vector<int32_t>>());

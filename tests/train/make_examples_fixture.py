@@ -8,7 +8,12 @@ messages[:k] with the generation prompt (tokens past their common prefix);
 `prompt`/`completion` is TRL's tokenization: tok(prompt) +
 tok(completion, add_special_tokens=False) + eos; `text` is tok(text) + eos, all but the first token learned.
 
-    .cache/hf-venv/bin/python tests/train/make_examples_fixture.py
+Run with transformers 4.55 (.cache/torch-venv), whose LlamaTokenizerFast
+reads tokenizer.json as the tokenizers library does (Linnet's reference).
+transformers 5 rebuilds a Llama tokenizer without the file's Prepend
+normalizer, so after `<s>` it writes `[` where the file's rules give `▁[`.
+
+    .cache/torch-venv/bin/python tests/train/make_examples_fixture.py
 """
 import json
 import os
