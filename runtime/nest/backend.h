@@ -26,6 +26,16 @@ class Backend {
     (void)entry, (void)args, (void)generics, (void)wrt, (void)cotangent;
     throw Error("gradients run on the reference backend only so far: pass --backend reference");
   }
+  // A param's values, and replacing them (an optimizer step): the reference
+  // backend only so far.
+  virtual Tensor param(const std::string& path) {
+    (void)path;
+    throw Error("training runs on the reference backend only so far: pass --backend reference");
+  }
+  virtual void setParam(const std::string& path, const Tensor& value) {
+    (void)path, (void)value;
+    throw Error("training runs on the reference backend only so far: pass --backend reference");
+  }
   // The root block's entries, in declaration order.
   virtual std::vector<std::string> entries() const = 0;
   // An entry's parameter names; nullptr when there is no such entry.

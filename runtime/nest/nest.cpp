@@ -75,6 +75,9 @@ Gradient Model::gradient(const std::string& entry, const std::vector<Tensor>& ar
   return impl_->backend->gradient(entry, args, generics, wrt, cotangent);
 }
 
+Tensor Model::param(const std::string& path) { return impl_->backend->param(path); }
+void Model::setParam(const std::string& path, const Tensor& value) { impl_->backend->setParam(path, value); }
+
 std::vector<std::string> Model::entries() const { return impl_->backend->entries(); }
 
 std::vector<std::string> Model::parameterNames(const std::string& entry) const {

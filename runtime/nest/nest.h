@@ -143,6 +143,11 @@ class Model {
                     const std::map<std::string, int64_t>& generics,
                     const std::function<bool(const std::string&)>& wrt,
                     const std::optional<Tensor>& cotangent = std::nullopt);
+  // A param's current values (`layers.0.mlp.up.weight`), and replacing
+  // them with values of its shape and dtype: what a training step does.
+  // The reference backend only so far; others throw Error saying so.
+  Tensor param(const std::string& path);
+  void setParam(const std::string& path, const Tensor& value);
   std::vector<std::string> entries() const;
   // An entry's parameter names, in order (for passing inputs by name).
   std::vector<std::string> parameterNames(const std::string& entry) const;

@@ -130,6 +130,20 @@ class ReferenceBackend : public Backend {
       throw Error(e.what());
     }
   }
+  Tensor param(const std::string& path) override {
+    try {
+      return fromReference(model_->param(path));
+    } catch (const reference::EvalError& e) {
+      throw Error(e.what());
+    }
+  }
+  void setParam(const std::string& path, const Tensor& value) override {
+    try {
+      model_->setParam(path, toReference(value));
+    } catch (const reference::EvalError& e) {
+      throw Error(e.what());
+    }
+  }
   std::vector<std::string> entries() const override { return entries_; }
   const std::vector<std::string>* parameterNames(const std::string& entry) const override {
     auto it = parameterNames_.find(entry);

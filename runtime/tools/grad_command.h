@@ -22,10 +22,6 @@ namespace linnet::tools {
 std::function<bool(const std::string&)> chooseParams(const nest::Model& model, const std::string& package,
                                                      const std::vector<std::string>& patterns);
 
-// Usage unless `output` can take the gradients: absent or a regular file,
-// in a folder that exists (checked before the model loads).
-void requireGradientOutput(const std::string& output);
-
 // `output` (a new or regular file; written whole or not at all) gets every
 // gradient, f32, under its checkpoint name; stdout one JSON object: the
 // entry, its value, the count of params and the output's path.

@@ -28,11 +28,14 @@
 #include "nest/nest.h"
 #include "tools/arguments.h"
 #include "tools/bench.h"
+#include "tools/checkpoint_output.h"
 #include "tools/grad_command.h"
 #include "weights/npy.h"
 #ifdef LINNET_HAVE_TEXT
 #include <iostream>
 #include <random>
+
+#include "tools/finetune_command.h"
 
 #include "nest/text.h"
 #include "nest/text_stream.h"
@@ -95,6 +98,8 @@ const char* kSynopsis = R"(
       [--convert] (--entry NAME [--generic K=V]... [--input NAME=@file.npy | NAME=VALUE]... [--output @file.npy]...)...
   linnet grad PACKAGE (--weights PATH | --random-weights) [--set K=V]... --entry NAME [--generic K=V]...
       [--input NAME=@file.npy | NAME=VALUE]... [--cotangent @file.npy] [--wrt PATTERN]... -o FILE.safetensors
+  linnet finetune PACKAGE (--weights PATH | --random-weights) [--set K=V]... --data TRAIN.jsonl [--valid FILE]
+      --full [--steps N] [--batch-tokens N] [--lr X] [--warmup N] [--seed S] [--tokenizer PATH] -o FILE.safetensors
   linnet generate PACKAGE (--weights PATH | --random-weights) [--generics-from-config] [--set K=V]...
       (--prompt-ids 1,2,3 | --prompt TEXT [--tokenizer PATH]) [--max-new N] [sampling]
   linnet chat PACKAGE --weights PATH [--tokenizer PATH] [--generics-from-config] [--set K=V]...
@@ -353,6 +358,7 @@ struct Commands {
   CLI::App* tokenize = nullptr;
   CLI::App* detokenize = nullptr;
   CLI::App* serve = nullptr;
+  CLI::App* finetune = nullptr;
 };
 
 #ifdef LINNET_HAVE_SERVE
@@ -384,6 +390,36 @@ CLI::App* defineServe(CLI::App& app, linnet::tools::ServeArgs& s) {
       ->type_name("NAME");
   addNonNegative(cmd, "--queue-timeout", s.engine.queueTimeout, "Seconds a request may wait for a row (default 60)");
   addNonNegative(cmd, "--request-timeout", s.engine.requestTimeout, "Seconds a request may run (default 600)");
+  return cmd;
+}
+#endif
+
+#ifdef LINNET_HAVE_TEXT
+// `linnet finetune` (tools/finetune_command.h, docs/train.md).
+CLI::App* defineFinetune(CLI::App& app, linnet::tools::FinetuneArgs& f) {
+  CLI::App* cmd = app.add_subcommand("finetune", "Train the package's params on JSON Lines rows (full fine-tuning)");
+  cmd->footer(std::string(kPackageNotes) +
+              "\nfinetune: rows are {\"messages\": [...]} (assistant turns learned), {\"prompt\", \"completion\"} "
+              "or {\"text\"}; the reference backend runs it (the default here); docs/train.md.\n");
+  addPackage(cmd, f.package);
+  addLoadOptions(cmd, f.load);
+  addTokenizerOption(cmd, f.tokenizer);
+  once(cmd->add_option("--data", f.data, "Training rows, one JSON object a line"))->type_name("FILE.jsonl");
+  once(cmd->add_option("--valid", f.valid, "Validation rows: their mean loss at each report"))->type_name("FILE.jsonl");
+  cmd->add_flag("--full", f.full, "Train every param (the only kind built so far)");
+  cmd->add_flag("--lora", f.lora, "LoRA adapters (not built yet: refused)");
+  addInt(cmd, "--steps", f.steps, "Optimizer steps (default 100)", 1);
+  addInt(cmd, "--batch-tokens", f.batchTokens, "Tokens a step packs at most; longer rows are cut (default 512)", 1);
+  addNumber(cmd, "--lr", f.lr, "Learning rate after the warm-up (default 1e-5)", 0, std::nullopt, true);
+  addInt(cmd, "--warmup", f.warmup, "Steps of linear warm-up (default 0)", 0);
+  addNumber(cmd, "--weight-decay", f.weightDecay, "AdamW's decoupled weight decay (default 0.01)", 0);
+  addNumber(cmd, "--max-grad-norm", f.maxGradNorm, "Clip the gradients' joint norm to this (default 1; 0: no clipping)",
+            0);
+  addInt(cmd, "--seed", f.seed, "Seed of the rows' order (default 0)", 0);
+  addInt(cmd, "--report-every", f.reportEvery, "Steps between progress lines (default 10)", 1);
+  once(cmd->add_option("-o", f.output, "The trained params: a .safetensors file under the checkpoint's names"))
+      ->required()
+      ->type_name("FILE");
   return cmd;
 }
 #endif
@@ -548,7 +584,7 @@ int runGrad(Args& a) {
   if (a.groups.size() != 1) throw Usage("grad takes one --entry");
   const Group& g = a.groups.front();
   if (!g.outputs.empty()) throw Usage("grad writes its gradients with -o FILE, not --output");
-  linnet::tools::requireGradientOutput(a.gradOutput);
+  linnet::tools::requireOutputFile(a.gradOutput);
   if (a.load.backend.empty()) a.load.backend = "reference";
   auto model = linnet::nest::load(a.package, a.load);
   std::vector<Tensor> given = entryArguments(model, g);
@@ -886,6 +922,10 @@ int main(int argc, char** argv) {
   serveArgs.engine.maxQueue = -1;
   commands.serve = defineServe(app, serveArgs);
 #endif
+#ifdef LINNET_HAVE_TEXT
+  linnet::tools::FinetuneArgs finetuneArgs;
+  commands.finetune = defineFinetune(app, finetuneArgs);
+#endif
 #ifdef LINNET_HAVE_EXPORT
   linnet::tools::ExportArgs exportArgs;
   CLI::App* exportCommand = linnet::tools::defineExport(app, exportArgs);
@@ -914,6 +954,9 @@ int main(int argc, char** argv) {
 #ifdef LINNET_HAVE_SERVE
     linnet::tools::refuseWeightsWithRandom(serveArgs.load.weights, serveArgs.load.randomWeights, a.command);
 #endif
+#ifdef LINNET_HAVE_TEXT
+    linnet::tools::refuseWeightsWithRandom(finetuneArgs.load.weights, finetuneArgs.load.randomWeights, a.command);
+#endif
     CLI::App* given = app.get_subcommands()[0];
     a.given = [given](const char* flag) {
       const CLI::Option* o = given->get_option_no_throw(flag);
@@ -936,6 +979,7 @@ int main(int argc, char** argv) {
       return runChat(a);
     }
     if (commands.tokenize->parsed() || commands.detokenize->parsed()) return runTokenize(a);
+    if (commands.finetune->parsed()) return linnet::tools::runFinetune(finetuneArgs);
 #endif
 #ifdef LINNET_HAVE_SERVE
     if (commands.serve->parsed()) {

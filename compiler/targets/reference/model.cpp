@@ -253,6 +253,26 @@ void Model::resetState() {
     for (auto& [n, t] : s.states) t = Tensor::zeros(t.dtype, t.shape);
 }
 
+Tensor Model::param(const std::string& path) const {
+  for (const elab::Instance* inst : impl_->program.instances())
+    for (const elab::Member& m : inst->params)
+      if (inst->pathOf(m.name) == path) return impl_->storage[inst->id].params.at(m.name);
+  throw EvalError(fmt::format("the model has no param `{}`", path));
+}
+
+void Model::setParam(const std::string& path, Tensor value) {
+  for (const elab::Instance* inst : impl_->program.instances())
+    for (const elab::Member& m : inst->params) {
+      if (inst->pathOf(m.name) != path) continue;
+      Tensor& slot = impl_->storage[inst->id].params.at(m.name);
+      if (value.shape != slot.shape || value.dtype != slot.dtype)
+        throw EvalError(fmt::format("param `{}` is {}, not {}", path, slot.describe(), value.describe()));
+      slot = std::move(value);
+      return;
+    }
+  throw EvalError(fmt::format("the model has no param `{}`", path));
+}
+
 Tensor Model::state(const std::string& path) const {
   for (const elab::Instance* inst : impl_->program.instances())
     for (const elab::Member& m : inst->states)

@@ -41,6 +41,10 @@ class Model {
   // Binds every param; state starts zeroed.
   void bind(const ParamSource& source);
   void resetState();
+  // A param's current value, by its path; setParam replaces it (same shape
+  // and dtype, else EvalError): what an optimizer step writes back.
+  Tensor param(const std::string& path) const;
+  void setParam(const std::string& path, Tensor value);
   // A state member's current value, by its path (`layers.0.attention.cache_k`):
   // what an exporter's test compares another runtime's caches with.
   Tensor state(const std::string& path) const;

@@ -1,0 +1,27 @@
+// `linnet finetune PACKAGE (--weights W | --random-weights) [--set K=V]...
+// --data TRAIN.jsonl [--valid VALID.jsonl] --full [--steps N]
+// [--batch-tokens N] [--lr X] [--warmup N] [--weight-decay X]
+// [--max-grad-norm X] [--seed S] [--report-every N] [--tokenizer PATH]
+// -o OUT.safetensors`: full fine-tuning on the reference backend
+// (docs/train.md, "linnet finetune"). linnet.cpp declares the flags; this
+// file runs the loop and writes the params.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "nest/nest.h"
+
+namespace linnet::tools {
+
+struct FinetuneArgs {
+  std::string package, data, valid, output, tokenizer;
+  nest::LoadOptions load;
+  bool full = false, lora = false;
+  int64_t steps = 100, batchTokens = 512, warmup = 0, reportEvery = 10, seed = 0;
+  double lr = 1e-5, weightDecay = 0.01, maxGradNorm = 1.0;
+};
+
+int runFinetune(FinetuneArgs& args);
+
+}  // namespace linnet::tools

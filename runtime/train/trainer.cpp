@@ -1,0 +1,106 @@
+#include "train/trainer.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace linnet::train {
+
+namespace {
+
+std::vector<float> floatsOf(const nest::Tensor& t) {
+  std::vector<float> out(static_cast<size_t>(t.size()));
+  std::memcpy(out.data(), t.data(), out.size() * sizeof(float));
+  return out;
+}
+
+nest::Tensor tensorOf(const std::vector<float>& v, const std::vector<int64_t>& shape) {
+  return nest::Tensor::fromBytes(DType::F32, shape, std::as_bytes(std::span<const float>(v)));
+}
+
+template <typename T>
+nest::Tensor vectorTensor(DType dtype, const std::vector<T>& v) {
+  return nest::Tensor::fromBytes(dtype, {static_cast<int64_t>(v.size())}, std::as_bytes(std::span<const T>(v)));
+}
+
+std::vector<size_t> sizesOf(const std::vector<std::vector<float>>& values) {
+  std::vector<size_t> out;
+  for (const auto& v : values) out.push_back(v.size());
+  return out;
+}
+
+std::vector<std::vector<float>> floatParams(nest::Model& model, std::vector<std::string>& paths,
+                                            std::vector<std::vector<int64_t>>& shapes) {
+  std::vector<std::vector<float>> values;
+  for (const nest::ParamInfo& p : model.params()) {
+    if (!isFloat(p.dtype)) continue;
+    if (p.dtype != DType::F32)
+      throw nest::Error(fmt::format("param `{}` is {}: full fine-tuning trains f32 params (pass --set T=f32)", p.path,
+                                    name(p.dtype)));
+    paths.push_back(p.path);
+    shapes.push_back(p.shape);
+    values.push_back(floatsOf(model.param(p.path)));
+  }
+  return values;
+}
+
+}  // namespace
+
+std::vector<nest::Tensor> lossInputs(const PackedBatch& batch) {
+  return {vectorTensor(DType::I32, batch.tokens), vectorTensor(DType::I32, batch.positions),
+          vectorTensor(DType::I32, batch.segments), vectorTensor(DType::I64, batch.targets),
+          vectorTensor(DType::F32, batch.weights)};
+}
+
+FullTrainer::FullTrainer(nest::Model& model, TrainSettings settings)
+    : model_(model),
+      settings_(settings),
+      values_(floatParams(model, paths_, shapes_)),
+      adamw_(settings.adamw, sizesOf(values_)) {}
+
+double FullTrainer::learningRate(int64_t step) const {
+  if (settings_.warmup > 0 && step < settings_.warmup)
+    return settings_.lr * static_cast<double>(step + 1) / static_cast<double>(settings_.warmup);
+  return settings_.lr;
+}
+
+StepReport FullTrainer::step(const PackedBatch& batch) {
+  if (batch.learnedTokens == 0) throw nest::Error("a training batch with no learned token");
+  auto all = [](const std::string&) { return true; };
+  nest::Gradient g = model_.gradient("loss_packed", lossInputs(batch), {}, all);
+  // The loss is a sum over the learned tokens; the step is on their mean.
+  const float scale = 1.0f / static_cast<float>(batch.learnedTokens);
+  std::vector<std::vector<float>> grads;
+  for (size_t k = 0; k < paths_.size(); ++k) {
+    if (g.params.at(k) != paths_[k]) throw nest::Error("internal: the gradient's params are not the model's");
+    grads.push_back(floatsOf(g.grads[k]));
+    for (float& v : grads.back()) v *= scale;
+  }
+  StepReport report;
+  report.loss = g.value.asDouble(0) / static_cast<double>(batch.learnedTokens);
+  report.tokens = static_cast<int64_t>(batch.tokens.size());
+  report.lr = learningRate(adamw_.steps());
+  std::vector<std::span<float>> spans(grads.begin(), grads.end());
+  report.gradNorm = settings_.maxGradNorm > 0 ? clipGradNorm(spans, settings_.maxGradNorm) : 0.0;
+  std::vector<ParamGrad> pg;
+  for (size_t k = 0; k < paths_.size(); ++k) pg.push_back({values_[k], grads[k]});
+  adamw_.step(report.lr, pg);
+  for (size_t k = 0; k < paths_.size(); ++k) model_.setParam(paths_[k], tensorOf(values_[k], shapes_[k]));
+  return report;
+}
+
+double FullTrainer::evaluate(const std::vector<PackedBatch>& batches) {
+  double total = 0;
+  int64_t tokens = 0;
+  for (const PackedBatch& b : batches) {
+    if (b.learnedTokens == 0) continue;
+    total += model_.call("loss_packed", lossInputs(b)).at(0).asDouble(0);
+    tokens += b.learnedTokens;
+  }
+  if (tokens == 0) throw nest::Error("no learned token to evaluate");
+  return total / static_cast<double>(tokens);
+}
+
+nest::Tensor FullTrainer::value(size_t k) const { return tensorOf(values_.at(k), shapes_.at(k)); }
+
+}  // namespace linnet::train

@@ -1,0 +1,61 @@
+// Full fine-tuning of a model's params, one packed batch a step: the card's
+// `loss_packed` and its derived gradient (nest::Model::gradient), the loss
+// taken as the mean over the batch's learned tokens, gradients clipped by
+// their joint norm, then AdamW; the learning rate rises linearly over the
+// warm-up steps and then stays. What `linnet finetune --full` runs
+// (docs/train.md, "linnet finetune").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nest/nest.h"
+#include "train/adamw.h"
+#include "train/packing.h"
+
+namespace linnet::train {
+
+struct TrainSettings {
+  AdamWSettings adamw;
+  double lr = 1e-5;
+  int64_t warmup = 0;        // steps of linear warm-up (from lr / warmup)
+  double maxGradNorm = 1.0;  // 0: no clipping
+};
+
+struct StepReport {
+  double loss = 0;      // mean over the learned tokens, before the step
+  double gradNorm = 0;  // before clipping
+  double lr = 0;        // the step's learning rate
+  int64_t tokens = 0;   // positions in the batch
+};
+
+class FullTrainer {
+ public:
+  // Every float param of `model` is trained; they must be f32 (Error
+  // otherwise, naming the param: the optimizer keeps no second copy).
+  FullTrainer(nest::Model& model, TrainSettings settings);
+
+  StepReport step(const PackedBatch& batch);
+  // The mean loss over the learned tokens of `batches`, params unchanged.
+  double evaluate(const std::vector<PackedBatch>& batches);
+  // The learning rate of step `step` (from 0).
+  double learningRate(int64_t step) const;
+
+  const std::vector<std::string>& paths() const { return paths_; }
+  // Param k's values now (as the model holds them).
+  nest::Tensor value(size_t k) const;
+  AdamW& optimizer() { return adamw_; }
+
+ private:
+  nest::Model& model_;
+  TrainSettings settings_;
+  std::vector<std::string> paths_;
+  std::vector<std::vector<int64_t>> shapes_;
+  std::vector<std::vector<float>> values_;
+  AdamW adamw_;
+};
+
+// loss_packed's five inputs for `batch`.
+std::vector<nest::Tensor> lossInputs(const PackedBatch& batch);
+
+}  // namespace linnet::train
