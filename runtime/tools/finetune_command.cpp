@@ -10,6 +10,7 @@
 #include "nest/text.h"
 #include "tools/arguments.h"
 #include "tools/checkpoint_output.h"
+#include "tools/finetune_state.h"
 #include "train/data_order.h"
 #include "train/examples.h"
 #include "train/trainer.h"
@@ -59,6 +60,7 @@ void validate(const FinetuneArgs& a) {
   if (!a.full) throw Usage("finetune: pass --full (every param is trained; LoRA is not built yet)");
   if (a.data.empty()) throw Usage("finetune needs --data TRAIN.jsonl");
   requireOutputFile(a.output);
+  if (!a.state.empty()) requireOutputFile(a.state);
 }
 
 }  // namespace
@@ -83,11 +85,20 @@ int runFinetune(FinetuneArgs& a) {
   settings.adamw.weightDecay = a.weightDecay;
   train::FullTrainer trainer(model, settings);
   Batches batches(rows, static_cast<uint64_t>(a.seed), a.batchTokens);
+  const RunKey key{static_cast<uint64_t>(a.seed), a.batchTokens, rows.size()};
+  int64_t done = 0;
+  if (!a.resume.empty()) {
+    done = resumeRunState(a.resume, trainer, key);
+    if (done >= a.steps)
+      throw Usage(fmt::format("--resume {} has taken {} steps already: --steps counts from the start, so give more",
+                              a.resume, done));
+    for (int64_t k = 0; k < done; ++k) batches.next();  // the order goes on where it stopped
+  }
   fmt::print(stderr, "linnet: full fine-tuning of {} params ({} tensors) on {} rows, {} steps of at most {} tokens\n",
              a.package, trainer.paths().size(), rows.size(), a.steps, a.batchTokens);
   auto start = std::chrono::steady_clock::now();
   int64_t tokens = 0;
-  for (int64_t step = 1; step <= a.steps; ++step) {
+  for (int64_t step = done + 1; step <= a.steps; ++step) {
     train::StepReport r = trainer.step(batches.next());
     tokens += r.tokens;
     if (step % a.reportEvery != 0 && step != a.steps) continue;
@@ -103,6 +114,10 @@ int runFinetune(FinetuneArgs& a) {
   for (size_t k = 0; k < trainer.paths().size(); ++k) tensors.emplace(name(trainer.paths()[k]), trainer.value(k));
   writeSafetensors(a.output, tensors, {{"format", "pt"}});
   fmt::print(stderr, "linnet: wrote {} ({} tensors)\n", a.output, tensors.size());
+  if (!a.state.empty()) {
+    saveRunState(a.state, trainer, key);
+    fmt::print(stderr, "linnet: wrote {} (the run's state at step {}: --resume takes it)\n", a.state, a.steps);
+  }
   return 0;
 }
 

@@ -2,7 +2,7 @@
 // --data TRAIN.jsonl [--valid VALID.jsonl] --full [--steps N]
 // [--batch-tokens N] [--lr X] [--warmup N] [--weight-decay X]
 // [--max-grad-norm X] [--seed S] [--report-every N] [--tokenizer PATH]
-// -o OUT.safetensors`: full fine-tuning on the reference backend
+// [--state STATE.safetensors] [--resume STATE.safetensors] -o OUT.safetensors`: full fine-tuning on the reference backend
 // (docs/train.md, "linnet finetune"). linnet.cpp declares the flags; this
 // file runs the loop and writes the params.
 #pragma once
@@ -16,6 +16,7 @@ namespace linnet::tools {
 
 struct FinetuneArgs {
   std::string package, data, valid, output, tokenizer;
+  std::string state, resume;  // --state: where the run's state goes; --resume: one to take up
   nest::LoadOptions load;
   bool full = false, lora = false;
   int64_t steps = 100, batchTokens = 512, warmup = 0, reportEvery = 10, seed = 0;

@@ -103,4 +103,15 @@ double FullTrainer::evaluate(const std::vector<PackedBatch>& batches) {
 
 nest::Tensor FullTrainer::value(size_t k) const { return tensorOf(values_.at(k), shapes_.at(k)); }
 
+void FullTrainer::restoreValue(size_t k, std::vector<float> values) {
+  if (values.size() != values_.at(k).size())
+    throw nest::Error(fmt::format("param `{}`: {} values saved, the model has {}", paths_[k], values.size(),
+                                  values_[k].size()));
+  values_[k] = std::move(values);
+}
+
+void FullTrainer::restoreDone() {
+  for (size_t k = 0; k < paths_.size(); ++k) model_.setParam(paths_[k], tensorOf(values_[k], shapes_[k]));
+}
+
 }  // namespace linnet::train

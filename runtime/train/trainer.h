@@ -45,6 +45,11 @@ class FullTrainer {
   // Param k's values now (as the model holds them).
   nest::Tensor value(size_t k) const;
   AdamW& optimizer() { return adamw_; }
+  // A saved run taken up again: param k's values (its size, else Error),
+  // then restoreDone() gives them to the model; the moments and step count
+  // go through optimizer().
+  void restoreValue(size_t k, std::vector<float> values);
+  void restoreDone();
 
  private:
   nest::Model& model_;
