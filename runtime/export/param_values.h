@@ -20,7 +20,8 @@ namespace linnet::exporter {
 class ParamValues {
  public:
   // Binds (throws nest::Error listing every binding problem) unless
-  // load.randomWeights; nothing random is drawn yet.
+  // load.randomWeights without an adapter, whose values are drawn one
+  // param at a time as elements() asks.
   ParamValues(const ModelFacts& facts, const nest::LoadOptions& load);
 
   // facts.params[k]'s elements: its dtype, the model's (Hugging Face)

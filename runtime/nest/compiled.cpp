@@ -64,9 +64,10 @@ class CompiledBackend : public Backend {
     compileOnly_ = options.compileOnly;
     if (compileOnly_) return;
     try {
-      if (options.randomWeights) {
+      if (options.randomWeights && options.adapter.empty()) {
         // Drawn by the device into each param's buffer on first use
-        // (Device::fillRandom): a GPU draws them itself.
+        // (Device::fillRandom): a GPU draws them itself. (With an adapter,
+        // the host draws them and merges it, below.)
         randomSeed_ = options.seed;
         for (const ParamInfo& p : params_) randomParams_.emplace(p.path, p);
       } else {

@@ -102,6 +102,9 @@ struct LoadOptions {
   // products, as llama.cpp does (error bound: linnet_fast_kernels.c). Part
   // of every compiled entry's cache key; the reference backend refuses it.
   std::string numerics = "exact";
+  // A LoRA adapter folder (peft's layout, or `linnet finetune --lora`'s)
+  // merged into the bound params (nest/adapter.h); empty: none.
+  std::string adapter;
 };
 
 struct ParamInfo {

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "common/hash.h"
+#include "nest/adapter.h"
 #include "nest/conventions.h"
 #include "weights/bindings.h"
 #include "weights/safetensors.h"
@@ -219,8 +220,24 @@ void requireFinite(const std::string& weights, const ParamInfo& param, const wei
 
 }  // namespace
 
+namespace {
+
+std::vector<ParamBytes> bindBase(const std::string& package, const std::vector<ParamInfo>& params,
+                                 const std::map<std::string, int64_t>& dims, const LoadOptions& options);
+
+}  // namespace
+
 std::vector<ParamBytes> bindParams(const std::string& package, const std::vector<ParamInfo>& params,
                                    const std::map<std::string, int64_t>& dims, const LoadOptions& options) {
+  std::vector<ParamBytes> bytes = bindBase(package, params, dims, options);
+  if (!options.adapter.empty()) mergeAdapter(options.adapter, package, params, bytes);
+  return bytes;
+}
+
+namespace {
+
+std::vector<ParamBytes> bindBase(const std::string& package, const std::vector<ParamInfo>& params,
+                                 const std::map<std::string, int64_t>& dims, const LoadOptions& options) {
   if (options.randomWeights) return randomParams(params, options.seed);
   if (options.weights.empty())
     throw Error(fmt::format("{}: no weights given: pass a .safetensors file or index.json "
@@ -271,6 +288,8 @@ std::vector<ParamBytes> bindParams(const std::string& package, const std::vector
     throw Error(message);
   }
 }
+
+}  // namespace
 
 Progress::Progress(const char* what, size_t total) : what_(what), total_(total), on_(isatty(2) && total > 0) {}
 

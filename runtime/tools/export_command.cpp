@@ -40,6 +40,8 @@ void addCommon(CLI::App* cmd, ExportArgs& a) {
           "Seed of --random-weights (default 0)"))
       ->type_name("INT");
   cmd->add_flag("--convert", a.load.convertDTypes, "Convert checkpoint floats to the model's dtype");
+  cmd->add_option("--adapter", a.load.adapter, "A LoRA adapter folder (peft's layout) merged into the weights")
+      ->type_name("DIR");
   once(cmd->add_option("--stdlib", a.load.stdlib, "Standard library folder (default: LINNET_STDLIB, then the build's)"))
       ->type_name("DIR");
   cmd->add_option_function<std::vector<std::string>>(

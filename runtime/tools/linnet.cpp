@@ -253,6 +253,9 @@ void addLoadOptions(CLI::App* cmd, linnet::nest::LoadOptions& load) {
                 "Seeded random parameters instead of a checkpoint (with --weights, that folder or file gives only "
                 "its tokenizer, config and sampling)");
   cmd->add_flag("--convert", load.convertDTypes, "Convert checkpoint floats to the model's dtype");
+  once(cmd->add_option("--adapter", load.adapter,
+                       "A LoRA adapter folder (peft's layout) merged into the weights as they are bound"))
+      ->type_name("DIR");
   once(cmd->add_option("--numerics", load.numerics,
                        "exact (the language's; the default) or fast (compiled weight products on quantized weights "
                        "quantize activations to 8 bits, as llama.cpp does)"))

@@ -252,7 +252,9 @@ OnnxExportResult exportOnnx(const OnnxExportOptions& o, const std::function<void
     for (const elab::Member& m : inst->params)
       params.push_back({inst->pathOf(m.name), m.type.shape, m.type.dtype, std::nullopt});
   std::vector<nest::ParamBytes> bound;
-  if (!o.load.randomWeights) bound = nest::bindParams(o.package, params, dims, load);
+  // Random values drawn one param at a time, unless an adapter is merged into them.
+  const bool drawEach = o.load.randomWeights && o.load.adapter.empty();
+  if (!drawEach) bound = nest::bindParams(o.package, params, dims, load);
   std::map<std::string, size_t> used;
   for (size_t k = 0; k < lowered.params.size(); ++k) used[lowered.params[k].name] = k;
 
@@ -276,7 +278,7 @@ OnnxExportResult exportOnnx(const OnnxExportOptions& o, const std::function<void
     progress.step();
     std::optional<nest::Tensor> drawn;
     std::span<const std::byte> bytes;
-    if (o.load.randomWeights) {
+    if (drawEach) {
       drawn = nest::randomParam(params[k], o.load.seed);  // `linnet call`'s values
       bytes = drawn->bytes();
     } else {
