@@ -5,19 +5,25 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <map>
 
+#include "common/output_file.h"
 #include "nest/text.h"
 #include "tools/arguments.h"
 #include "tools/checkpoint_output.h"
 #include "tools/finetune_state.h"
+#include "tools/lora_output.h"
 #include "train/data_order.h"
 #include "train/examples.h"
+#include "train/lora_trainer.h"
 #include "train/trainer.h"
 
 namespace linnet::tools {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 double peakMegabytes() {
   rusage u{};
@@ -56,46 +62,49 @@ class Batches {
 };
 
 void validate(const FinetuneArgs& a) {
-  if (a.lora) throw Usage("finetune: LoRA is not built yet; pass --full to train every param");
-  if (!a.full) throw Usage("finetune: pass --full (every param is trained; LoRA is not built yet)");
+  if (a.full == a.lora) throw Usage("finetune: pass --full (every param) or --lora (adapters), one of them");
   if (a.data.empty()) throw Usage("finetune needs --data TRAIN.jsonl");
-  requireOutputFile(a.output);
+  if (a.lora && (!a.state.empty() || !a.resume.empty()))
+    throw Usage("finetune: --state and --resume are built for --full only so far");
+  if (a.lora) {
+    if (auto why = unwritableOutput(a.output); why && fs::exists(a.output) && !fs::is_directory(a.output))
+      throw Usage(fmt::format("-o {}", *why));
+    requireOutputFolderParent(a.output);
+  } else {
+    requireOutputFile(a.output);
+  }
   if (!a.state.empty()) requireOutputFile(a.state);
 }
 
-}  // namespace
+// What both kinds of run share: the model, the rows, the settings.
+struct Setup {
+  nest::Model model;
+  std::vector<train::Example> rows;
+  std::vector<train::PackedBatch> valid;
+  train::TrainSettings settings;
+};
 
-int runFinetune(FinetuneArgs& a) {
-  validate(a);
+Setup prepare(FinetuneArgs& a) {
   if (a.load.backend.empty()) a.load.backend = "reference";
   nest::TextModel text = nest::loadText(tokenizerSource(a.tokenizer, a.load.weights));
   nest::useCardChatTemplate(text, a.package);
-  nest::Model model = nest::load(a.package, a.load);
-  const int64_t context = std::min(a.batchTokens, model.dims().count("MaxSeq") ? model.dims().at("MaxSeq") : a.batchTokens);
+  Setup s{nest::load(a.package, a.load), {}, {}, {}};
+  const auto& dims = s.model.dims();
+  const int64_t context = std::min(a.batchTokens, dims.count("MaxSeq") ? dims.at("MaxSeq") : a.batchTokens);
   std::vector<std::string> notes;
-  std::vector<train::Example> rows = train::readExamples(a.data, text, context, notes);
-  std::vector<train::PackedBatch> valid;
-  if (!a.valid.empty()) valid = packedInOrder(train::readExamples(a.valid, text, context, notes), a.batchTokens);
+  s.rows = train::readExamples(a.data, text, context, notes);
+  if (!a.valid.empty()) s.valid = packedInOrder(train::readExamples(a.valid, text, context, notes), a.batchTokens);
   for (const std::string& n : notes) fmt::print(stderr, "linnet: {}\n", n);
+  s.settings.lr = a.lr;
+  s.settings.warmup = a.warmup;
+  s.settings.maxGradNorm = a.maxGradNorm;
+  s.settings.adamw.weightDecay = a.weightDecay;
+  return s;
+}
 
-  train::TrainSettings settings;
-  settings.lr = a.lr;
-  settings.warmup = a.warmup;
-  settings.maxGradNorm = a.maxGradNorm;
-  settings.adamw.weightDecay = a.weightDecay;
-  train::FullTrainer trainer(model, settings);
-  Batches batches(rows, static_cast<uint64_t>(a.seed), a.batchTokens);
-  const RunKey key{static_cast<uint64_t>(a.seed), a.batchTokens, rows.size()};
-  int64_t done = 0;
-  if (!a.resume.empty()) {
-    done = resumeRunState(a.resume, trainer, key);
-    if (done >= a.steps)
-      throw Usage(fmt::format("--resume {} has taken {} steps already: --steps counts from the start, so give more",
-                              a.resume, done));
-    for (int64_t k = 0; k < done; ++k) batches.next();  // the order goes on where it stopped
-  }
-  fmt::print(stderr, "linnet: full fine-tuning of {} params ({} tensors) on {} rows, {} steps of at most {} tokens\n",
-             a.package, trainer.paths().size(), rows.size(), a.steps, a.batchTokens);
+// Steps done+1 .. a.steps, a progress line every --report-every steps and at the last.
+template <typename Trainer>
+void train(const FinetuneArgs& a, Setup& s, Trainer& trainer, Batches& batches, int64_t done) {
   auto start = std::chrono::steady_clock::now();
   int64_t tokens = 0;
   for (int64_t step = done + 1; step <= a.steps; ++step) {
@@ -104,11 +113,28 @@ int runFinetune(FinetuneArgs& a) {
     if (step % a.reportEvery != 0 && step != a.steps) continue;
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::string line = fmt::format("step {}: train loss {:.6f}", step, r.loss);
-    if (!valid.empty()) line += fmt::format(", valid loss {:.6f}", trainer.evaluate(valid));
+    if (!s.valid.empty()) line += fmt::format(", valid loss {:.6f}", train::meanLoss(s.model, s.valid));
     line += fmt::format(", lr {:.3g}, grad norm {:.4g}, {:.1f} tokens/s, peak memory {:.0f} MB", r.lr, r.gradNorm,
                         static_cast<double>(tokens) / seconds, peakMegabytes());
     fmt::print("{}\n", line);
   }
+}
+
+int runFull(FinetuneArgs& a, Setup& s) {
+  train::FullTrainer trainer(s.model, s.settings);
+  Batches batches(s.rows, static_cast<uint64_t>(a.seed), a.batchTokens);
+  const RunKey key{static_cast<uint64_t>(a.seed), a.batchTokens, s.rows.size()};
+  int64_t done = 0;
+  if (!a.resume.empty()) {
+    done = resumeRunState(a.resume, trainer, key);
+    if (done >= a.steps)
+      throw Usage(fmt::format("--resume {} has taken {} steps already: --steps counts from the start, so give more",
+                              a.resume, done));
+    for (int64_t k = 0; k < done; ++k) batches.next();  // the order goes on where it stopped
+  }
+  fmt::print(stderr, "linnet: full fine-tuning of {} ({} tensors) on {} rows, {} steps of at most {} tokens\n",
+             a.package, trainer.paths().size(), s.rows.size(), a.steps, a.batchTokens);
+  train(a, s, trainer, batches, done);
   auto name = checkpointNames(a.package);
   std::map<std::string, nest::Tensor> tensors;
   for (size_t k = 0; k < trainer.paths().size(); ++k) tensors.emplace(name(trainer.paths()[k]), trainer.value(k));
@@ -119,6 +145,29 @@ int runFinetune(FinetuneArgs& a) {
     fmt::print(stderr, "linnet: wrote {} (the run's state at step {}: --resume takes it)\n", a.state, a.steps);
   }
   return 0;
+}
+
+int runLora(FinetuneArgs& a, Setup& s) {
+  std::vector<std::string> modules = loraModules(a.loraTargets);
+  std::vector<train::LoraTarget> targets = loraTargets(s.model, a.package, modules);
+  train::LoraSettings lora{a.loraRank, a.loraAlpha, static_cast<uint64_t>(a.seed)};
+  train::LoraTrainer trainer(s.model, targets, lora, s.settings);
+  Batches batches(s.rows, static_cast<uint64_t>(a.seed), a.batchTokens);
+  fmt::print(stderr, "linnet: LoRA fine-tuning of {} (r = {}, alpha = {}, {} weights) on {} rows, {} steps of at "
+                     "most {} tokens\n",
+             a.package, a.loraRank, a.loraAlpha, targets.size(), s.rows.size(), a.steps, a.batchTokens);
+  train(a, s, trainer, batches, 0);
+  writeAdapter(a.output, trainer, modules, a.package);
+  fmt::print(stderr, "linnet: wrote {} (adapter_model.safetensors, adapter_config.json)\n", a.output);
+  return 0;
+}
+
+}  // namespace
+
+int runFinetune(FinetuneArgs& a) {
+  validate(a);
+  Setup s = prepare(a);
+  return a.lora ? runLora(a, s) : runFull(a, s);
 }
 
 }  // namespace linnet::tools

@@ -1,5 +1,6 @@
 // `linnet finetune PACKAGE (--weights W | --random-weights) [--set K=V]...
-// --data TRAIN.jsonl [--valid VALID.jsonl] --full [--steps N]
+// --data TRAIN.jsonl [--valid VALID.jsonl] (--full | --lora [--lora-rank R]
+// [--lora-alpha A] [--lora-targets q,k,v,o,gate,up,down]) [--steps N]
 // [--batch-tokens N] [--lr X] [--warmup N] [--weight-decay X]
 // [--max-grad-norm X] [--seed S] [--report-every N] [--tokenizer PATH]
 // [--state STATE.safetensors] [--resume STATE.safetensors] -o OUT.safetensors`: full fine-tuning on the reference backend
@@ -19,6 +20,9 @@ struct FinetuneArgs {
   std::string state, resume;  // --state: where the run's state goes; --resume: one to take up
   nest::LoadOptions load;
   bool full = false, lora = false;
+  int64_t loraRank = 8;
+  double loraAlpha = 16;
+  std::string loraTargets = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj";
   int64_t steps = 100, batchTokens = 512, warmup = 0, reportEvery = 10, seed = 0;
   double lr = 1e-5, weightDecay = 0.01, maxGradNorm = 1.0;
 };

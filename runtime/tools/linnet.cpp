@@ -99,8 +99,8 @@ const char* kSynopsis = R"(
   linnet grad PACKAGE (--weights PATH | --random-weights) [--set K=V]... --entry NAME [--generic K=V]...
       [--input NAME=@file.npy | NAME=VALUE]... [--cotangent @file.npy] [--wrt PATTERN]... -o FILE.safetensors
   linnet finetune PACKAGE (--weights PATH | --random-weights) [--set K=V]... --data TRAIN.jsonl [--valid FILE]
-      --full [--steps N] [--batch-tokens N] [--lr X] [--warmup N] [--seed S] [--tokenizer PATH]
-      [--state FILE] [--resume FILE] -o FILE.safetensors
+      (--full | --lora [--lora-rank R] [--lora-alpha A] [--lora-targets q,k,v,o,gate,up,down]) [--steps N]
+      [--batch-tokens N] [--lr X] [--warmup N] [--seed S] [--tokenizer PATH] [--state FILE] [--resume FILE] -o OUT
   linnet generate PACKAGE (--weights PATH | --random-weights) [--generics-from-config] [--set K=V]...
       (--prompt-ids 1,2,3 | --prompt TEXT [--tokenizer PATH]) [--max-new N] [sampling]
   linnet chat PACKAGE --weights PATH [--tokenizer PATH] [--generics-from-config] [--set K=V]...
@@ -410,8 +410,14 @@ CLI::App* defineFinetune(CLI::App& app, linnet::tools::FinetuneArgs& f) {
   addTokenizerOption(cmd, f.tokenizer);
   once(cmd->add_option("--data", f.data, "Training rows, one JSON object a line"))->type_name("FILE.jsonl");
   once(cmd->add_option("--valid", f.valid, "Validation rows: their mean loss at each report"))->type_name("FILE.jsonl");
-  cmd->add_flag("--full", f.full, "Train every param (the only kind built so far)");
-  cmd->add_flag("--lora", f.lora, "LoRA adapters (not built yet: refused)");
+  cmd->add_flag("--full", f.full, "Train every param; -o gets them as a .safetensors file");
+  cmd->add_flag("--lora", f.lora, "Train LoRA adapters; -o gets a peft adapter folder");
+  addInt(cmd, "--lora-rank", f.loraRank, "LoRA's rank r (default 8)", 1);
+  addNumber(cmd, "--lora-alpha", f.loraAlpha, "LoRA's alpha: the update is scaled by alpha / r (default 16)", 0,
+            std::nullopt, true);
+  once(cmd->add_option("--lora-targets", f.loraTargets,
+                       "Modules LoRA adapts (default q,k,v,o,gate,up,down; peft's names work too)"))
+      ->type_name("LIST");
   addInt(cmd, "--steps", f.steps, "Optimizer steps (default 100)", 1);
   addInt(cmd, "--batch-tokens", f.batchTokens, "Tokens a step packs at most; longer rows are cut (default 512)", 1);
   addNumber(cmd, "--lr", f.lr, "Learning rate after the warm-up (default 1e-5)", 0, std::nullopt, true);
@@ -425,7 +431,9 @@ CLI::App* defineFinetune(CLI::App& app, linnet::tools::FinetuneArgs& f) {
       ->type_name("FILE.safetensors");
   once(cmd->add_option("--resume", f.resume, "Take up the run whose --state wrote this file"))
       ->type_name("FILE.safetensors");
-  once(cmd->add_option("-o", f.output, "The trained params: a .safetensors file under the checkpoint's names"))
+  once(cmd->add_option("-o", f.output,
+                       "--full: the trained params, a .safetensors file under the checkpoint's names; --lora: the "
+                       "adapter folder"))
       ->required()
       ->type_name("FILE");
   return cmd;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <map>
 
 namespace linnet::train {
 
@@ -58,28 +59,36 @@ FullTrainer::FullTrainer(nest::Model& model, TrainSettings settings)
       values_(floatParams(model, paths_, shapes_)),
       adamw_(settings.adamw, sizesOf(values_)) {}
 
-double FullTrainer::learningRate(int64_t step) const {
-  if (settings_.warmup > 0 && step < settings_.warmup)
-    return settings_.lr * static_cast<double>(step + 1) / static_cast<double>(settings_.warmup);
-  return settings_.lr;
+double learningRate(const TrainSettings& settings, int64_t step) {
+  if (settings.warmup > 0 && step < settings.warmup)
+    return settings.lr * static_cast<double>(step + 1) / static_cast<double>(settings.warmup);
+  return settings.lr;
 }
 
-StepReport FullTrainer::step(const PackedBatch& batch) {
+std::vector<std::vector<float>> meanGradients(nest::Model& model, const PackedBatch& batch,
+                                              const std::vector<std::string>& paths, StepReport& report) {
   if (batch.learnedTokens == 0) throw nest::Error("a training batch with no learned token");
-  auto all = [](const std::string&) { return true; };
-  nest::Gradient g = model_.gradient("loss_packed", lossInputs(batch), {}, all);
+  std::map<std::string, bool> chosen;
+  for (const std::string& p : paths) chosen[p] = true;
+  nest::Gradient g = model.gradient("loss_packed", lossInputs(batch), {},
+                                    [&](const std::string& path) { return chosen.count(path) > 0; });
   // The loss is a sum over the learned tokens; the step is on their mean.
   const float scale = 1.0f / static_cast<float>(batch.learnedTokens);
   std::vector<std::vector<float>> grads;
-  for (size_t k = 0; k < paths_.size(); ++k) {
-    if (g.params.at(k) != paths_[k]) throw nest::Error("internal: the gradient's params are not the model's");
+  for (size_t k = 0; k < paths.size(); ++k) {
+    if (g.params.at(k) != paths[k]) throw nest::Error("internal: the gradient's params are not the trained ones");
     grads.push_back(floatsOf(g.grads[k]));
     for (float& v : grads.back()) v *= scale;
   }
-  StepReport report;
   report.loss = g.value.asDouble(0) / static_cast<double>(batch.learnedTokens);
   report.tokens = static_cast<int64_t>(batch.tokens.size());
-  report.lr = learningRate(adamw_.steps());
+  return grads;
+}
+
+StepReport FullTrainer::step(const PackedBatch& batch) {
+  StepReport report;
+  std::vector<std::vector<float>> grads = meanGradients(model_, batch, paths_, report);
+  report.lr = learningRate(settings_, adamw_.steps());
   std::vector<std::span<float>> spans(grads.begin(), grads.end());
   report.gradNorm = settings_.maxGradNorm > 0 ? clipGradNorm(spans, settings_.maxGradNorm) : 0.0;
   std::vector<ParamGrad> pg;
@@ -89,12 +98,12 @@ StepReport FullTrainer::step(const PackedBatch& batch) {
   return report;
 }
 
-double FullTrainer::evaluate(const std::vector<PackedBatch>& batches) {
+double meanLoss(nest::Model& model, const std::vector<PackedBatch>& batches) {
   double total = 0;
   int64_t tokens = 0;
   for (const PackedBatch& b : batches) {
     if (b.learnedTokens == 0) continue;
-    total += model_.call("loss_packed", lossInputs(b)).at(0).asDouble(0);
+    total += model.call("loss_packed", lossInputs(b)).at(0).asDouble(0);
     tokens += b.learnedTokens;
   }
   if (tokens == 0) throw nest::Error("no learned token to evaluate");

@@ -36,10 +36,6 @@ class FullTrainer {
   FullTrainer(nest::Model& model, TrainSettings settings);
 
   StepReport step(const PackedBatch& batch);
-  // The mean loss over the learned tokens of `batches`, params unchanged.
-  double evaluate(const std::vector<PackedBatch>& batches);
-  // The learning rate of step `step` (from 0).
-  double learningRate(int64_t step) const;
 
   const std::vector<std::string>& paths() const { return paths_; }
   // Param k's values now (as the model holds them).
@@ -62,5 +58,18 @@ class FullTrainer {
 
 // loss_packed's five inputs for `batch`.
 std::vector<nest::Tensor> lossInputs(const PackedBatch& batch);
+
+// The mean loss over the learned tokens of `batches`, params unchanged.
+double meanLoss(nest::Model& model, const std::vector<PackedBatch>& batches);
+
+// The learning rate of step `step` (from 0): a linear warm-up, then lr.
+double learningRate(const TrainSettings& settings, int64_t step);
+
+// loss_packed's gradient for `batch` with respect to the params `wrt`
+// accepts, each scaled to the mean over the batch's learned tokens (f32,
+// flat, in the order of `paths`, which must be the gradient's); the mean
+// loss goes to `report`.
+std::vector<std::vector<float>> meanGradients(nest::Model& model, const PackedBatch& batch,
+                                              const std::vector<std::string>& paths, StepReport& report);
 
 }  // namespace linnet::train

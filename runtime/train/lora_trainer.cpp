@@ -1,0 +1,126 @@
+#include "train/lora_trainer.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "common/hash.h"
+
+namespace linnet::train {
+
+namespace {
+
+std::vector<float> floatsOf(const nest::Tensor& t) {
+  std::vector<float> out(static_cast<size_t>(t.size()));
+  std::memcpy(out.data(), t.data(), out.size() * sizeof(float));
+  return out;
+}
+
+nest::Tensor tensorOf(const std::vector<float>& v, std::vector<int64_t> shape) {
+  return nest::Tensor::fromBytes(DType::F32, std::move(shape), std::as_bytes(std::span<const float>(v)));
+}
+
+// c (m x n) = scale * a (m x k, or its transpose) b (k x n, or its transpose), in double.
+std::vector<float> product(const std::vector<float>& a, bool transposeA, const std::vector<float>& b,
+                           bool transposeB, int64_t m, int64_t k, int64_t n, double scale) {
+  std::vector<float> c(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t t = 0; t < k; ++t)
+        acc += static_cast<double>(transposeA ? a[t * m + i] : a[i * k + t]) *
+               static_cast<double>(transposeB ? b[j * k + t] : b[t * n + j]);
+      c[static_cast<size_t>(i * n + j)] = static_cast<float>(scale * acc);
+    }
+  return c;
+}
+
+std::vector<size_t> adapterSizes(const std::vector<std::vector<int64_t>>& shapes, int64_t rank) {
+  std::vector<size_t> out;
+  for (const auto& s : shapes) {
+    out.push_back(static_cast<size_t>(rank * s[1]));  // A
+    out.push_back(static_cast<size_t>(s[0] * rank));  // B
+  }
+  return out;
+}
+
+std::vector<std::vector<int64_t>> targetShapes(nest::Model& model, const std::vector<LoraTarget>& targets) {
+  std::vector<std::vector<int64_t>> out;
+  for (const LoraTarget& t : targets) {
+    nest::Tensor w = model.param(t.path);
+    if (w.dtype != DType::F32 || w.rank() != 2)
+      throw nest::Error(fmt::format("LoRA target `{}` is {}: LoRA trains f32 matrices (pass --set T=f32)", t.path,
+                                    w.describe()));
+    out.push_back(w.shape);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<float> loraInitialA(uint64_t seed, const std::string& module, int64_t rank, int64_t in) {
+  const uint64_t key = splitmix64(splitmix64(seed) ^ fnv1a(module));
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+  std::vector<float> a(static_cast<size_t>(rank * in));
+  for (size_t k = 0; k < a.size(); ++k) {
+    double u = static_cast<double>(splitmix64(key + k) >> 11) * 0x1.0p-53;  // [0, 1)
+    a[k] = static_cast<float>((2 * u - 1) * bound);
+  }
+  return a;
+}
+
+LoraTrainer::LoraTrainer(nest::Model& model, std::vector<LoraTarget> targets, LoraSettings lora,
+                         TrainSettings settings)
+    : model_(model),
+      targets_(std::move(targets)),
+      lora_(lora),
+      settings_(settings),
+      scale_(lora.alpha / static_cast<double>(lora.rank)),
+      shapes_(targetShapes(model, targets_)),
+      adamw_(settings.adamw, adapterSizes(shapes_, lora.rank)) {
+  if (targets_.empty()) throw nest::Error("LoRA: no target weight");
+  for (size_t k = 0; k < targets_.size(); ++k) {
+    base_.push_back(floatsOf(model_.param(targets_[k].path)));
+    a_.push_back(loraInitialA(lora_.seed, targets_[k].module, lora_.rank, shapes_[k][1]));
+    b_.emplace_back(static_cast<size_t>(shapes_[k][0] * lora_.rank), 0.0f);  // B starts at 0: W0 unchanged
+  }
+}
+
+StepReport LoraTrainer::step(const PackedBatch& batch) {
+  std::vector<std::string> paths;
+  for (const LoraTarget& t : targets_) paths.push_back(t.path);
+  StepReport report;
+  std::vector<std::vector<float>> dw = meanGradients(model_, batch, paths, report);
+  const int64_t r = lora_.rank;
+  std::vector<std::vector<float>> grads;  // A0, B0, A1, B1, ...
+  for (size_t k = 0; k < targets_.size(); ++k) {
+    const int64_t out = shapes_[k][0], in = shapes_[k][1];
+    grads.push_back(product(b_[k], true, dw[k], false, r, out, in, scale_));   // s B^T dW: [r, in]
+    grads.push_back(product(dw[k], false, a_[k], true, out, in, r, scale_));   // s dW A^T: [out, r]
+  }
+  report.lr = learningRate(settings_, adamw_.steps());
+  std::vector<std::span<float>> spans(grads.begin(), grads.end());
+  report.gradNorm = settings_.maxGradNorm > 0 ? clipGradNorm(spans, settings_.maxGradNorm) : 0.0;
+  std::vector<ParamGrad> pg;
+  for (size_t k = 0; k < targets_.size(); ++k) {
+    pg.push_back({a_[k], grads[2 * k]});
+    pg.push_back({b_[k], grads[2 * k + 1]});
+  }
+  adamw_.step(report.lr, pg);
+  for (size_t k = 0; k < targets_.size(); ++k) writeBack(k);
+  return report;
+}
+
+// W0 + s B A into the model.
+void LoraTrainer::writeBack(size_t k) {
+  const int64_t out = shapes_[k][0], in = shapes_[k][1];
+  std::vector<float> w = product(b_[k], false, a_[k], false, out, lora_.rank, in, scale_);
+  for (size_t e = 0; e < w.size(); ++e) w[e] += base_[k][e];
+  model_.setParam(targets_[k].path, tensorOf(w, shapes_[k]));
+}
+
+nest::Tensor LoraTrainer::a(size_t k) const { return tensorOf(a_.at(k), {lora_.rank, shapes_.at(k)[1]}); }
+nest::Tensor LoraTrainer::b(size_t k) const { return tensorOf(b_.at(k), {shapes_.at(k)[0], lora_.rank}); }
+
+}  // namespace linnet::train

@@ -1,0 +1,64 @@
+// LoRA fine-tuning: each target weight W (out x in) of the model becomes
+// W0 + s B A with A (r x in) and B (out x r) trained and W0 kept, s =
+// alpha / r, as peft's LoRA computes it (no dropout). The derived gradient
+// gives dL/dW for the target weights only; A's and B's follow from it,
+// dA = s B^T dW and dB = s dW A^T (exact: the model sees W0 + s B A), then
+// clipping and AdamW on A and B alone, as torch steps a peft model. Each
+// step writes W0 + s B A back into the model. Memory and time are those of
+// a full weight gradient for the targets: the speed LoRA buys needs the
+// compiled gradient (docs/train.md, "linnet finetune --lora").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nest/nest.h"
+#include "train/adamw.h"
+#include "train/packing.h"
+#include "train/trainer.h"
+
+namespace linnet::train {
+
+struct LoraTarget {
+  std::string path;    // the model's param (`layers.0.attention.q_proj.weight`)
+  std::string module;  // peft's module name (`model.layers.0.self_attn.q_proj`)
+};
+
+struct LoraSettings {
+  int64_t rank = 8;
+  double alpha = 16;
+  uint64_t seed = 0;  // of A's initial values
+};
+
+// A's initial values for `module`: uniform in [-1/sqrt(in), 1/sqrt(in)]
+// (peft's kaiming_uniform_(a = sqrt(5))), element k drawn from
+// splitmix64(key + k), key = splitmix64(splitmix64(seed) ^ fnv1a(module)):
+// the same on every machine, so that a peer can start from them.
+std::vector<float> loraInitialA(uint64_t seed, const std::string& module, int64_t rank, int64_t in);
+
+class LoraTrainer {
+ public:
+  LoraTrainer(nest::Model& model, std::vector<LoraTarget> targets, LoraSettings lora, TrainSettings settings);
+
+  StepReport step(const PackedBatch& batch);
+
+  const std::vector<LoraTarget>& targets() const { return targets_; }
+  // Target k's A [r, in] and B [out, r].
+  nest::Tensor a(size_t k) const;
+  nest::Tensor b(size_t k) const;
+  double scale() const { return scale_; }
+
+ private:
+  nest::Model& model_;
+  std::vector<LoraTarget> targets_;
+  LoraSettings lora_;
+  TrainSettings settings_;
+  double scale_;
+  std::vector<std::vector<int64_t>> shapes_;  // each W's [out, in]
+  std::vector<std::vector<float>> base_, a_, b_;
+  AdamW adamw_;
+
+  void writeBack(size_t k);
+};
+
+}  // namespace linnet::train
