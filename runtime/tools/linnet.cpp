@@ -401,7 +401,7 @@ CLI::App* defineServe(CLI::App& app, linnet::tools::ServeArgs& s) {
 #ifdef LINNET_HAVE_TEXT
 // `linnet finetune` (tools/finetune_command.h, docs/train.md).
 CLI::App* defineFinetune(CLI::App& app, linnet::tools::FinetuneArgs& f) {
-  CLI::App* cmd = app.add_subcommand("finetune", "Train the package's params on JSON Lines rows (full fine-tuning)");
+  CLI::App* cmd = app.add_subcommand("finetune", "Train the package's params (or LoRA adapters) on JSON Lines rows");
   cmd->footer(std::string(kPackageNotes) +
               "\nfinetune: rows are {\"messages\": [...]} (assistant turns learned), {\"prompt\", \"completion\"} "
               "or {\"text\"}; the reference backend runs it (the default here); docs/train.md.\n");

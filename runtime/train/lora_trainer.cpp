@@ -11,16 +11,6 @@ namespace linnet::train {
 
 namespace {
 
-std::vector<float> floatsOf(const nest::Tensor& t) {
-  std::vector<float> out(static_cast<size_t>(t.size()));
-  std::memcpy(out.data(), t.data(), out.size() * sizeof(float));
-  return out;
-}
-
-nest::Tensor tensorOf(const std::vector<float>& v, std::vector<int64_t> shape) {
-  return nest::Tensor::fromBytes(DType::F32, std::move(shape), std::as_bytes(std::span<const float>(v)));
-}
-
 // c (m x n) = scale * a (m x k, or its transpose) b (k x n, or its transpose), in double.
 std::vector<float> product(const std::vector<float>& a, bool transposeA, const std::vector<float>& b,
                            bool transposeB, int64_t m, int64_t k, int64_t n, double scale) {
@@ -81,7 +71,7 @@ LoraTrainer::LoraTrainer(nest::Model& model, std::vector<LoraTarget> targets, Lo
       adamw_(settings.adamw, adapterSizes(shapes_, lora.rank)) {
   if (targets_.empty()) throw nest::Error("LoRA: no target weight");
   for (size_t k = 0; k < targets_.size(); ++k) {
-    base_.push_back(floatsOf(model_.param(targets_[k].path)));
+    base_.push_back(floatValues(model_.param(targets_[k].path)));
     a_.push_back(loraInitialA(lora_.seed, targets_[k].module, lora_.rank, shapes_[k][1]));
     b_.emplace_back(static_cast<size_t>(shapes_[k][0] * lora_.rank), 0.0f);  // B starts at 0: W0 unchanged
   }
@@ -117,10 +107,10 @@ void LoraTrainer::writeBack(size_t k) {
   const int64_t out = shapes_[k][0], in = shapes_[k][1];
   std::vector<float> w = product(b_[k], false, a_[k], false, out, lora_.rank, in, scale_);
   for (size_t e = 0; e < w.size(); ++e) w[e] += base_[k][e];
-  model_.setParam(targets_[k].path, tensorOf(w, shapes_[k]));
+  model_.setParam(targets_[k].path, f32Tensor(w, shapes_[k]));
 }
 
-nest::Tensor LoraTrainer::a(size_t k) const { return tensorOf(a_.at(k), {lora_.rank, shapes_.at(k)[1]}); }
-nest::Tensor LoraTrainer::b(size_t k) const { return tensorOf(b_.at(k), {shapes_.at(k)[0], lora_.rank}); }
+nest::Tensor LoraTrainer::a(size_t k) const { return f32Tensor(a_.at(k), {lora_.rank, shapes_.at(k)[1]}); }
+nest::Tensor LoraTrainer::b(size_t k) const { return f32Tensor(b_.at(k), {shapes_.at(k)[0], lora_.rank}); }
 
 }  // namespace linnet::train

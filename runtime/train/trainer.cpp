@@ -9,16 +9,6 @@ namespace linnet::train {
 
 namespace {
 
-std::vector<float> floatsOf(const nest::Tensor& t) {
-  std::vector<float> out(static_cast<size_t>(t.size()));
-  std::memcpy(out.data(), t.data(), out.size() * sizeof(float));
-  return out;
-}
-
-nest::Tensor tensorOf(const std::vector<float>& v, const std::vector<int64_t>& shape) {
-  return nest::Tensor::fromBytes(DType::F32, shape, std::as_bytes(std::span<const float>(v)));
-}
-
 template <typename T>
 nest::Tensor vectorTensor(DType dtype, const std::vector<T>& v) {
   return nest::Tensor::fromBytes(dtype, {static_cast<int64_t>(v.size())}, std::as_bytes(std::span<const T>(v)));
@@ -40,12 +30,22 @@ std::vector<std::vector<float>> floatParams(nest::Model& model, std::vector<std:
                                     name(p.dtype)));
     paths.push_back(p.path);
     shapes.push_back(p.shape);
-    values.push_back(floatsOf(model.param(p.path)));
+    values.push_back(floatValues(model.param(p.path)));
   }
   return values;
 }
 
 }  // namespace
+
+std::vector<float> floatValues(const nest::Tensor& t) {
+  std::vector<float> out(static_cast<size_t>(t.size()));
+  std::memcpy(out.data(), t.data(), out.size() * sizeof(float));
+  return out;
+}
+
+nest::Tensor f32Tensor(const std::vector<float>& values, std::vector<int64_t> shape) {
+  return nest::Tensor::fromBytes(DType::F32, std::move(shape), std::as_bytes(std::span<const float>(values)));
+}
 
 std::vector<nest::Tensor> lossInputs(const PackedBatch& batch) {
   return {vectorTensor(DType::I32, batch.tokens), vectorTensor(DType::I32, batch.positions),
@@ -77,7 +77,7 @@ std::vector<std::vector<float>> meanGradients(nest::Model& model, const PackedBa
   std::vector<std::vector<float>> grads;
   for (size_t k = 0; k < paths.size(); ++k) {
     if (g.params.at(k) != paths[k]) throw nest::Error("internal: the gradient's params are not the trained ones");
-    grads.push_back(floatsOf(g.grads[k]));
+    grads.push_back(floatValues(g.grads[k]));
     for (float& v : grads.back()) v *= scale;
   }
   report.loss = g.value.asDouble(0) / static_cast<double>(batch.learnedTokens);
@@ -94,7 +94,7 @@ StepReport FullTrainer::step(const PackedBatch& batch) {
   std::vector<ParamGrad> pg;
   for (size_t k = 0; k < paths_.size(); ++k) pg.push_back({values_[k], grads[k]});
   adamw_.step(report.lr, pg);
-  for (size_t k = 0; k < paths_.size(); ++k) model_.setParam(paths_[k], tensorOf(values_[k], shapes_[k]));
+  for (size_t k = 0; k < paths_.size(); ++k) model_.setParam(paths_[k], f32Tensor(values_[k], shapes_[k]));
   return report;
 }
 
@@ -110,7 +110,7 @@ double meanLoss(nest::Model& model, const std::vector<PackedBatch>& batches) {
   return total / static_cast<double>(tokens);
 }
 
-nest::Tensor FullTrainer::value(size_t k) const { return tensorOf(values_.at(k), shapes_.at(k)); }
+nest::Tensor FullTrainer::value(size_t k) const { return f32Tensor(values_.at(k), shapes_.at(k)); }
 
 void FullTrainer::restoreValue(size_t k, std::vector<float> values) {
   if (values.size() != values_.at(k).size())
@@ -120,7 +120,7 @@ void FullTrainer::restoreValue(size_t k, std::vector<float> values) {
 }
 
 void FullTrainer::restoreDone() {
-  for (size_t k = 0; k < paths_.size(); ++k) model_.setParam(paths_[k], tensorOf(values_[k], shapes_[k]));
+  for (size_t k = 0; k < paths_.size(); ++k) model_.setParam(paths_[k], f32Tensor(values_[k], shapes_[k]));
 }
 
 }  // namespace linnet::train

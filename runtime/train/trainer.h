@@ -56,6 +56,10 @@ class FullTrainer {
   AdamW adamw_;
 };
 
+// An f32 tensor's values, and values as an f32 tensor of `shape`.
+std::vector<float> floatValues(const nest::Tensor& t);
+nest::Tensor f32Tensor(const std::vector<float>& values, std::vector<int64_t> shape);
+
 // loss_packed's five inputs for `batch`.
 std::vector<nest::Tensor> lossInputs(const PackedBatch& batch);
 
