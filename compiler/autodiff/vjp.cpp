@@ -197,28 +197,44 @@ struct Rule {
     out.give(0, em.reshape(em.matmul(em.swapLastTwo(hot), rows), table));
   }
 
-  // x[i0, i1, ...], a tensor of indices per axis: each element's cotangent
-  // added at the flat position it read, as a product with the one-hot
-  // matrix [N, size of x] of those positions.
+  // An index of `axisSize` values as a one-hot matrix [N, axisSize] of the
+  // cotangent's dtype (`at` an I64 tensor of N elements).
+  const Expr* oneHot(const Expr* at, int64_t N, int64_t axisSize) {
+    const Expr* column = em.broadcast(em.reshape(at, {N, 1}), {N, axisSize});
+    return em.cast(em.binary(BinaryKind::Eq, column, em.iota(Scalar::I64, {N, axisSize}, 1)), dtype());
+  }
+
+  // x[i0, i1, ..., il], a tensor of indices per axis: each element's
+  // cotangent added where it read. The leading axes' flat position and the
+  // last axis each become a one-hot matrix, and dx [lead, last] =
+  // onehot(lead)^T (onehot(last) * g): N x (lead + last) values at a time,
+  // not N x size of x (a log-probability's read of [P, Vocab] at its
+  // targets takes two [P, .] matrices, not one [P, P * Vocab]).
   void gather() {
     const Shape& xs = shapeOf(0);
     const Shape& grid = Emitter::typeOf(y).shape;
-    int64_t N = count(grid), size = count(xs);
-    const Expr* flat = nullptr;
+    const int64_t N = count(grid), last = xs.back();
+    std::vector<const Expr*> at;
     for (size_t k = 1; k < def.operands.size(); ++k) {
-      const Expr* at = x(k);
-      Scalar it = Emitter::typeOf(at).dtype;
-      at = em.binary(BinaryKind::Minimum, em.binary(BinaryKind::Maximum, at, em.constant(it, 0)),
-                     em.constant(it, static_cast<double>(xs[k - 1] - 1)));
-      at = em.broadcast(em.cast(at, Scalar::I64), grid);
-      flat = flat ? em.binary(BinaryKind::Add,
-                              em.binary(BinaryKind::Mul, flat, em.constant(Scalar::I64, static_cast<double>(xs[k - 1]))),
-                              at)
-                  : at;
+      const Expr* i = x(k);
+      Scalar it = Emitter::typeOf(i).dtype;
+      i = em.binary(BinaryKind::Minimum, em.binary(BinaryKind::Maximum, i, em.constant(it, 0)),
+                    em.constant(it, static_cast<double>(xs[k - 1] - 1)));
+      at.push_back(em.broadcast(em.cast(i, Scalar::I64), grid));
     }
-    const Expr* column = em.broadcast(em.reshape(flat, {N, 1}), {N, size});
-    const Expr* hot = em.cast(em.binary(BinaryKind::Eq, column, em.iota(Scalar::I64, {N, size}, 1)), dtype());
-    out.give(0, em.reshape(em.matmul(em.swapLastTwo(hot), em.reshape(g, {N, 1})), xs));
+    const Expr* weighted = mul(oneHot(at.back(), N, last), em.reshape(g, {N, 1}));  // [N, last]
+    if (at.size() == 1) {
+      out.give(0, em.reshape(em.reduce(ReduceKind::Sum, weighted, 0, false), xs));
+      return;
+    }
+    const Expr* lead = at[0];
+    int64_t leading = xs[0];
+    for (size_t k = 1; k + 1 < at.size(); ++k) {
+      lead = em.binary(BinaryKind::Add, em.binary(BinaryKind::Mul, lead, em.constant(Scalar::I64, static_cast<double>(xs[k]))),
+                       at[k]);
+      leading *= xs[k];
+    }
+    out.give(0, em.reshape(em.matmul(em.swapLastTwo(oneHot(lead, N, leading)), weighted), xs));
   }
 
   // x[items]: the cotangent put back where the items read, zeros elsewhere.
