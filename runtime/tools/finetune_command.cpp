@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 
 #include "common/output_file.h"
@@ -102,14 +103,17 @@ Setup prepare(FinetuneArgs& a) {
   return s;
 }
 
-// Steps done+1 .. a.steps, a progress line every --report-every steps and at the last.
+// Steps done+1 .. a.steps, a progress line every --report-every steps and
+// at the last; `save` every --save-every steps and at the last.
 template <typename Trainer>
-void train(const FinetuneArgs& a, Setup& s, Trainer& trainer, Batches& batches, int64_t done) {
+void train(const FinetuneArgs& a, Setup& s, Trainer& trainer, Batches& batches, int64_t done,
+           const std::function<void(int64_t)>& save) {
   auto start = std::chrono::steady_clock::now();
   int64_t tokens = 0;
   for (int64_t step = done + 1; step <= a.steps; ++step) {
     train::StepReport r = trainer.step(batches.next());
     tokens += r.tokens;
+    if ((a.saveEvery > 0 && step % a.saveEvery == 0) || step == a.steps) save(step);
     if (step % a.reportEvery != 0 && step != a.steps) continue;
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::string line = fmt::format("step {}: train loss {:.6f}", step, r.loss);
@@ -134,16 +138,14 @@ int runFull(FinetuneArgs& a, Setup& s) {
   }
   fmt::print(stderr, "linnet: full fine-tuning of {} ({} tensors) on {} rows, {} steps of at most {} tokens\n",
              a.package, trainer.paths().size(), s.rows.size(), a.steps, a.batchTokens);
-  train(a, s, trainer, batches, done);
   auto name = checkpointNames(a.package);
-  std::map<std::string, nest::Tensor> tensors;
-  for (size_t k = 0; k < trainer.paths().size(); ++k) tensors.emplace(name(trainer.paths()[k]), trainer.value(k));
-  writeSafetensors(a.output, tensors, {{"format", "pt"}});
-  fmt::print(stderr, "linnet: wrote {} ({} tensors)\n", a.output, tensors.size());
-  if (!a.state.empty()) {
-    saveRunState(a.state, trainer, key);
-    fmt::print(stderr, "linnet: wrote {} (the run's state at step {}: --resume takes it)\n", a.state, a.steps);
-  }
+  train(a, s, trainer, batches, done, [&](int64_t step) {
+    std::map<std::string, nest::Tensor> tensors;
+    for (size_t k = 0; k < trainer.paths().size(); ++k) tensors.emplace(name(trainer.paths()[k]), trainer.value(k));
+    writeSafetensors(a.output, tensors, {{"format", "pt"}, {"step", std::to_string(step)}});
+    if (!a.state.empty()) saveRunState(a.state, trainer, key);
+    fmt::print(stderr, "linnet: wrote {}{} at step {}\n", a.output, a.state.empty() ? "" : " and " + a.state, step);
+  });
   return 0;
 }
 
@@ -156,9 +158,11 @@ int runLora(FinetuneArgs& a, Setup& s) {
   fmt::print(stderr, "linnet: LoRA fine-tuning of {} (r = {}, alpha = {}, {} weights) on {} rows, {} steps of at "
                      "most {} tokens\n",
              a.package, a.loraRank, a.loraAlpha, targets.size(), s.rows.size(), a.steps, a.batchTokens);
-  train(a, s, trainer, batches, 0);
-  writeAdapter(a.output, trainer, modules, a.package);
-  fmt::print(stderr, "linnet: wrote {} (adapter_model.safetensors, adapter_config.json)\n", a.output);
+  train(a, s, trainer, batches, 0, [&](int64_t step) {
+    writeAdapter(a.output, trainer, modules, a.package);
+    fmt::print(stderr, "linnet: wrote {} (adapter_model.safetensors, adapter_config.json) at step {}\n", a.output,
+               step);
+  });
   return 0;
 }
 

@@ -3,9 +3,11 @@
 // [--lora-alpha A] [--lora-targets q,k,v,o,gate,up,down]) [--steps N]
 // [--batch-tokens N] [--lr X] [--warmup N] [--weight-decay X]
 // [--max-grad-norm X] [--seed S] [--report-every N] [--tokenizer PATH]
-// [--state STATE.safetensors] [--resume STATE.safetensors] -o OUT.safetensors`: full fine-tuning on the reference backend
-// (docs/train.md, "linnet finetune"). linnet.cpp declares the flags; this
-// file runs the loop and writes the params.
+// [--save-every N] [--state STATE.safetensors] [--resume STATE.safetensors]
+// -o OUT`: fine-tuning on the reference backend; --full writes the params
+// (OUT.safetensors), --lora a peft adapter folder (OUT/) (docs/train.md,
+// "linnet finetune"). linnet.cpp declares the flags; this file runs the
+// loop and writes what it trained.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +25,7 @@ struct FinetuneArgs {
   int64_t loraRank = 8;
   double loraAlpha = 16;
   std::string loraTargets = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj";
-  int64_t steps = 100, batchTokens = 512, warmup = 0, reportEvery = 10, seed = 0;
+  int64_t steps = 100, batchTokens = 512, warmup = 0, reportEvery = 10, seed = 0, saveEvery = 0;
   double lr = 1e-5, weightDecay = 0.01, maxGradNorm = 1.0;
 };
 

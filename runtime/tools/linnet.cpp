@@ -100,7 +100,8 @@ const char* kSynopsis = R"(
       [--input NAME=@file.npy | NAME=VALUE]... [--cotangent @file.npy] [--wrt PATTERN]... -o FILE.safetensors
   linnet finetune PACKAGE (--weights PATH | --random-weights) [--set K=V]... --data TRAIN.jsonl [--valid FILE]
       (--full | --lora [--lora-rank R] [--lora-alpha A] [--lora-targets q,k,v,o,gate,up,down]) [--steps N]
-      [--batch-tokens N] [--lr X] [--warmup N] [--seed S] [--tokenizer PATH] [--state FILE] [--resume FILE] -o OUT
+      [--batch-tokens N] [--lr X] [--warmup N] [--seed S] [--tokenizer PATH] [--save-every N] [--state FILE]
+      [--resume FILE] -o OUT
   linnet generate PACKAGE (--weights PATH | --random-weights) [--generics-from-config] [--set K=V]...
       (--prompt-ids 1,2,3 | --prompt TEXT [--tokenizer PATH]) [--max-new N] [sampling]
   linnet chat PACKAGE --weights PATH [--tokenizer PATH] [--generics-from-config] [--set K=V]...
@@ -427,6 +428,10 @@ CLI::App* defineFinetune(CLI::App& app, linnet::tools::FinetuneArgs& f) {
             0);
   addInt(cmd, "--seed", f.seed, "Seed of the rows' order (default 0)", 0);
   addInt(cmd, "--report-every", f.reportEvery, "Steps between progress lines (default 10)", 1);
+  addInt(cmd, "--save-every", f.saveEvery,
+         "Also write -o (and --state) every N steps, each write whole, so a stopped run keeps its last (default: "
+         "at the end only)",
+         1);
   once(cmd->add_option("--state", f.state, "Also write the run's state (params, AdamW moments, step) here"))
       ->type_name("FILE.safetensors");
   once(cmd->add_option("--resume", f.resume, "Take up the run whose --state wrote this file"))

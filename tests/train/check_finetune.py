@@ -24,6 +24,10 @@ RULE = 1e-3
 
 
 def finetune(linnet, expected, out, *extra):
+    return subprocess.run(finetune_command(linnet, expected, out, *extra), capture_output=True, text=True)
+
+
+def finetune_command(linnet, expected, out, *extra):
     s = expected["settings"]
     lr = [] if "--lr" in extra else ["--lr", str(s["lr"])]
     kind = [] if "--lora" in extra else ["--full"]
@@ -33,7 +37,7 @@ def finetune(linnet, expected, out, *extra):
                "--data", os.path.join(DATA, "train.jsonl"), *kind, "--batch-tokens", str(s["batch_tokens"]),
                *lr, "--warmup", str(s["warmup"]), "--weight-decay", str(s["weight_decay"]),
                "--max-grad-norm", str(s["max_grad_norm"]), "--report-every", "1", "-o", out, *extra]
-    return subprocess.run(command, capture_output=True, text=True)
+    return command
 
 
 def losses(run):
@@ -71,6 +75,23 @@ def main():
             if a.read() != b.read():
                 sys.exit("the resumed run's params differ from the run in one go")
         print(f"{half} steps, --resume, {steps - half} more: the same losses and the same params, byte for byte")
+
+        # Killed after its save at half the steps (--save-every): what it left is whole, and resumes.
+        killed_out, killed_state = os.path.join(tmp, "killed.safetensors"), os.path.join(tmp, "killed.state")
+        command = finetune_command(linnet, expected, killed_out, "--steps", str(steps), "--seed", seed,
+                                   "--save-every", str(half), "--state", killed_state)
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        for line in proc.stderr:
+            if f"at step {half}" in line:
+                proc.kill()
+                break
+        proc.wait()
+        again = os.path.join(tmp, "again.safetensors")
+        losses(finetune(linnet, expected, again, "--steps", str(steps), "--seed", seed, "--resume", killed_state))
+        with open(whole, "rb") as a, open(again, "rb") as b:
+            if a.read() != b.read():
+                sys.exit("a run killed after its save at a step and resumed differs from the run in one go")
+        print(f"killed after its save at step {half} (--save-every), resumed: the same params")
 
         other = finetune(linnet, expected, os.path.join(tmp, "other.safetensors"), "--steps", str(steps),
                          "--seed", "6", "--resume", state)
