@@ -38,6 +38,20 @@ struct Model::Impl {
   elab::Program program;
   std::vector<Storage> storage;  // by instance id
   std::map<std::string, Model::Observer> watches;  // Model::watch; usually empty
+  // Gradients derived so far, by entry instance, params and inputs: a
+  // training loop asks for the same one every step.
+  std::map<std::string, autodiff::Gradient> gradients;
+
+  const autodiff::Gradient& gradientOf(const elab::EntryInstance& entry,
+                                       const std::function<bool(const std::string&)>& wrt, bool inputs) {
+    std::string key = entry.fn->key + (inputs ? "|inputs" : "|");
+    for (const elab::Instance* inst : program.instances())
+      for (const elab::Member& m : inst->params)
+        if (wrt(inst->pathOf(m.name))) key += "|" + inst->pathOf(m.name);
+    auto it = gradients.find(key);
+    if (it == gradients.end()) it = gradients.emplace(key, autodiff::deriveGradient(program, entry, wrt, inputs)).first;
+    return it->second;
+  }
 
   explicit Impl(const sema::Program& p) : program(p), storage(program.instances().size()) {
     for (const elab::Instance* inst : program.instances()) {
@@ -338,7 +352,7 @@ Model::Gradient Model::gradient(const std::string& entry, const std::vector<Tens
                                 const std::function<bool(const std::string&)>& wrt,
                                 const std::optional<Tensor>& cotangent, bool inputs) try {
   auto [inst, values] = prepareCall(impl_->program, entry, args, generics);
-  autodiff::Gradient derived = autodiff::deriveGradient(impl_->program, inst, wrt, inputs);
+  const autodiff::Gradient& derived = impl_->gradientOf(inst, wrt, inputs);
   if (derived.fn->params.size() > values.size()) {
     const elab::TensorType& want = derived.fn->slots[static_cast<size_t>(derived.fn->params.back())].type.tensor;
     if (!cotangent)
