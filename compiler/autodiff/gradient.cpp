@@ -1,6 +1,7 @@
 #include "autodiff/gradient.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -171,9 +172,8 @@ Gradient deriveGradient(elab::Program& program, const elab::EntryInstance& entry
   tuple.elems = types;
   em.ret(em.raw(ExprKind::Tuple, tuple, results));
   fn->result = tuple;
-  size_t n = 0;
-  for (const std::string& p : out.params) n = n * 31 + std::hash<std::string>{}(p);
-  fn->key = fmt::format("{}#gradient{:x}{}", source.key, n, inputs ? "+inputs" : "");
+  // Exact, not a hash: adopt() keeps the first function of a key.
+  fn->key = fmt::format("{}#gradient{}|{}", source.key, inputs ? "+inputs" : "", fmt::join(out.params, "|"));
   out.fn = &program.adopt(std::move(fn));
   return out;
 }
