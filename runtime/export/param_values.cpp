@@ -3,7 +3,7 @@
 namespace linnet::exporter {
 
 ParamValues::ParamValues(const ModelFacts& facts, const nest::LoadOptions& load)
-    : facts_(facts), random_(load.randomWeights && load.adapter.empty()), seed_(load.seed) {
+    : facts_(facts), random_(nest::drawsRandomApart(load)), seed_(load.seed) {
   if (!random_) bound_ = nest::bindParams(facts.package, facts.params, facts.dims, load);
 }
 

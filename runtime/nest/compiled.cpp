@@ -64,10 +64,9 @@ class CompiledBackend : public Backend {
     compileOnly_ = options.compileOnly;
     if (compileOnly_) return;
     try {
-      if (options.randomWeights && options.adapter.empty()) {
+      if (drawsRandomApart(options)) {
         // Drawn by the device into each param's buffer on first use
-        // (Device::fillRandom): a GPU draws them itself. (With an adapter,
-        // the host draws them and merges it, below.)
+        // (Device::fillRandom): a GPU draws them itself.
         randomSeed_ = options.seed;
         for (const ParamInfo& p : params_) randomParams_.emplace(p.path, p);
       } else {

@@ -218,24 +218,7 @@ void requireFinite(const std::string& weights, const ParamInfo& param, const wei
                           bad->first));
 }
 
-}  // namespace
-
-namespace {
-
-std::vector<ParamBytes> bindBase(const std::string& package, const std::vector<ParamInfo>& params,
-                                 const std::map<std::string, int64_t>& dims, const LoadOptions& options);
-
-}  // namespace
-
-std::vector<ParamBytes> bindParams(const std::string& package, const std::vector<ParamInfo>& params,
-                                   const std::map<std::string, int64_t>& dims, const LoadOptions& options) {
-  std::vector<ParamBytes> bytes = bindBase(package, params, dims, options);
-  if (!options.adapter.empty()) mergeAdapter(options.adapter, package, params, bytes);
-  return bytes;
-}
-
-namespace {
-
+// The params from the checkpoint (or random), before any adapter.
 std::vector<ParamBytes> bindBase(const std::string& package, const std::vector<ParamInfo>& params,
                                  const std::map<std::string, int64_t>& dims, const LoadOptions& options) {
   if (options.randomWeights) return randomParams(params, options.seed);
@@ -290,6 +273,15 @@ std::vector<ParamBytes> bindBase(const std::string& package, const std::vector<P
 }
 
 }  // namespace
+
+std::vector<ParamBytes> bindParams(const std::string& package, const std::vector<ParamInfo>& params,
+                                   const std::map<std::string, int64_t>& dims, const LoadOptions& options) {
+  std::vector<ParamBytes> bytes = bindBase(package, params, dims, options);
+  if (!options.adapter.empty()) mergeAdapter(options.adapter, package, params, bytes);
+  return bytes;
+}
+
+bool drawsRandomApart(const LoadOptions& options) { return options.randomWeights && options.adapter.empty(); }
 
 Progress::Progress(const char* what, size_t total) : what_(what), total_(total), on_(isatty(2) && total > 0) {}
 

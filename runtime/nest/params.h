@@ -38,6 +38,11 @@ struct ParamBytes {
 std::vector<ParamBytes> bindParams(const std::string& package, const std::vector<ParamInfo>& params,
                                    const std::map<std::string, int64_t>& dims, const LoadOptions& options);
 
+// Whether --random-weights values may be drawn one param at a time where
+// they are used (by a device, by an exporter) instead of through
+// bindParams: not when an adapter has to be merged into them.
+bool drawsRandomApart(const LoadOptions& options);
+
 // The values --random-weights binds for `param`, seeded by `seed`, rounded
 // to its dtype. Each element is a function of (seed, the param's path, the
 // element) alone, a counter-based generator: every backend and export,

@@ -252,8 +252,7 @@ OnnxExportResult exportOnnx(const OnnxExportOptions& o, const std::function<void
     for (const elab::Member& m : inst->params)
       params.push_back({inst->pathOf(m.name), m.type.shape, m.type.dtype, std::nullopt});
   std::vector<nest::ParamBytes> bound;
-  // Random values drawn one param at a time, unless an adapter is merged into them.
-  const bool drawEach = o.load.randomWeights && o.load.adapter.empty();
+  const bool drawEach = nest::drawsRandomApart(o.load);
   if (!drawEach) bound = nest::bindParams(o.package, params, dims, load);
   std::map<std::string, size_t> used;
   for (size_t k = 0; k < lowered.params.size(); ++k) used[lowered.params[k].name] = k;
