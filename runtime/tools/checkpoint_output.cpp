@@ -41,21 +41,27 @@ void writeSafetensors(const std::string& output, const std::map<std::string, nes
     s.data.assign(t.data(), t.data() + t.byteSize());
   }
   std::vector<std::byte> bytes = gguf::toSafetensors(stored, metadata);
-  fs::path temp = fs::path(output).concat(fmt::format(".tmp-{}", getpid()));
-  std::error_code ec;
-  {
-    std::ofstream f(temp, std::ios::binary | std::ios::trunc);
-    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    f.close();
-    if (!f) {
-      fs::remove(temp, ec);
-      throw nest::Error(fmt::format("{}: cannot write here", output));
-    }
+  fs::path temp = besideOutput(output);
+  std::ofstream f(temp, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  f.close();
+  if (!f) {
+    std::error_code ignored;
+    fs::remove(temp, ignored);
+    throw nest::Error(fmt::format("{}: cannot write here", output));
   }
+  renameIntoPlace(temp, output);
+}
+
+fs::path besideOutput(const std::string& output) { return fs::path(output).concat(fmt::format(".tmp-{}", getpid())); }
+
+void renameIntoPlace(const fs::path& temp, const std::string& output) {
+  std::error_code ec;
+  if (fs::is_directory(output)) fs::remove_all(output, ec);  // a folder is not renamed over
   fs::rename(temp, output, ec);
   if (ec) {
     std::error_code ignored;
-    fs::remove(temp, ignored);
+    fs::remove_all(temp, ignored);
     throw nest::Error(fmt::format("{}: cannot write here ({})", output, ec.message()));
   }
 }

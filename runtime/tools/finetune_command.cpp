@@ -5,11 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <functional>
 #include <map>
 
-#include "common/output_file.h"
 #include "nest/text.h"
 #include "tools/arguments.h"
 #include "tools/checkpoint_output.h"
@@ -23,8 +21,6 @@
 namespace linnet::tools {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 double peakMegabytes() {
   rusage u{};
@@ -67,13 +63,8 @@ void validate(const FinetuneArgs& a) {
   if (a.data.empty()) throw Usage("finetune needs --data TRAIN.jsonl");
   if (a.lora && (!a.state.empty() || !a.resume.empty()))
     throw Usage("finetune: --state and --resume are built for --full only so far");
-  if (a.lora) {
-    if (auto why = unwritableOutput(a.output); why && fs::exists(a.output) && !fs::is_directory(a.output))
-      throw Usage(fmt::format("-o {}", *why));
-    requireOutputFolderParent(a.output);
-  } else {
-    requireOutputFile(a.output);
-  }
+  if (a.lora) requireOutputFolderParent(a.output);
+  else requireOutputFile(a.output);
   if (!a.state.empty()) requireOutputFile(a.state);
 }
 

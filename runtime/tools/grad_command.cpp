@@ -4,6 +4,7 @@
 #include <fnmatch.h>
 
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "tools/arguments.h"
@@ -23,12 +24,15 @@ std::function<bool(const std::string&)> chooseParams(const nest::Model& model, c
                                                      const std::vector<std::string>& patterns) {
   if (patterns.empty()) return [](const std::string&) { return true; };
   auto name = checkpointNames(package);
-  std::map<std::string, bool> chosen;  // by path
+  std::set<std::string> chosen;  // paths
   const std::vector<nest::ParamInfo> params = model.params();
   for (const std::string& pattern : patterns) {
     bool any = false;
     for (const nest::ParamInfo& p : params)
-      if (matches(pattern, p.path) || matches(pattern, name(p.path))) any = chosen[p.path] = true;
+      if (matches(pattern, p.path) || matches(pattern, name(p.path))) {
+        chosen.insert(p.path);
+        any = true;
+      }
     if (!any) {
       const nest::ParamInfo& first = params.front();
       throw Usage(fmt::format("--wrt `{}` matches no param: patterns (with * and ?) match a path like `{}` or its "

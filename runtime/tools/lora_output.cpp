@@ -1,7 +1,6 @@
 #include "tools/lora_output.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -9,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/output_file.h"
 #include "tools/arguments.h"
 #include "tools/checkpoint_output.h"
 
@@ -61,8 +61,11 @@ std::vector<train::LoraTarget> loraTargets(const nest::Model& model, const std::
 }
 
 void requireOutputFolderParent(const std::string& output) {
-  if (fs::exists(output) && !fs::is_directory(output))
-    throw Usage(fmt::format("-o {}: exists and is not a folder; --lora writes an adapter folder", output));
+  if (fs::exists(output) && !fs::is_directory(output)) {
+    auto why = unwritableOutput(output);  // a device or FIFO says so
+    throw Usage(why ? fmt::format("-o {}", *why)
+                    : fmt::format("-o {}: exists and is not a folder; --lora writes an adapter folder", output));
+  }
   fs::path parent = fs::absolute(output).parent_path();
   if (!fs::is_directory(parent))
     throw Usage(fmt::format("-o {}: the folder {} does not exist; make it first", output, parent.string()));
@@ -70,7 +73,7 @@ void requireOutputFolderParent(const std::string& output) {
 
 void writeAdapter(const std::string& output, const train::LoraTrainer& trainer,
                   const std::vector<std::string>& modules, const std::string& package) {
-  fs::path temp = fs::path(output).concat(fmt::format(".tmp-{}", getpid()));
+  fs::path temp = besideOutput(output);
   fs::create_directories(temp);
   std::map<std::string, nest::Tensor> tensors;
   for (size_t k = 0; k < trainer.targets().size(); ++k) {
@@ -79,24 +82,25 @@ void writeAdapter(const std::string& output, const train::LoraTrainer& trainer,
     tensors.emplace(key + ".lora_B.weight", trainer.b(k));
   }
   writeSafetensors((temp / "adapter_model.safetensors").string(), tensors, {{"format", "pt"}});
+  const train::LoraSettings& lora = trainer.settings();
   nlohmann::ordered_json config = {
       {"peft_type", "LORA"},     {"task_type", "CAUSAL_LM"},
       {"base_model_name_or_path", fs::path(package).filename().string()},
-      {"r", trainer.a(0).shape[0]}, {"lora_alpha", trainer.scale() * static_cast<double>(trainer.a(0).shape[0])},
+      {"r", lora.rank},          {"lora_alpha", lora.alpha},
       {"target_modules", modules}, {"lora_dropout", 0.0},
       {"bias", "none"},          {"fan_in_fan_out", false},
       {"use_rslora", false},     {"use_dora", false},
       {"init_lora_weights", true}, {"inference_mode", true},
       {"modules_to_save", nullptr}};
-  std::ofstream(temp / "adapter_config.json") << config.dump(2) << "\n";
-  std::error_code ec;
-  if (fs::exists(output)) fs::remove_all(output, ec);
-  fs::rename(temp, output, ec);
-  if (ec) {
+  std::ofstream json(temp / "adapter_config.json");
+  json << config.dump(2) << "\n";
+  json.close();
+  if (!json) {
     std::error_code ignored;
     fs::remove_all(temp, ignored);
-    throw nest::Error(fmt::format("{}: cannot write the adapter here ({})", output, ec.message()));
+    throw nest::Error(fmt::format("{}: cannot write the adapter here", output));
   }
+  renameIntoPlace(temp, output);
 }
 
 }  // namespace linnet::tools

@@ -46,7 +46,7 @@ class LoraTrainer {
   // Target k's A [r, in] and B [out, r].
   nest::Tensor a(size_t k) const;
   nest::Tensor b(size_t k) const;
-  double scale() const { return scale_; }
+  const LoraSettings& settings() const { return lora_; }
 
  private:
   nest::Model& model_;

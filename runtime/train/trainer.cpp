@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
-#include <map>
+#include <set>
 
 namespace linnet::train {
 
@@ -68,8 +68,7 @@ double learningRate(const TrainSettings& settings, int64_t step) {
 std::vector<std::vector<float>> meanGradients(nest::Model& model, const PackedBatch& batch,
                                               const std::vector<std::string>& paths, StepReport& report) {
   if (batch.learnedTokens == 0) throw nest::Error("a training batch with no learned token");
-  std::map<std::string, bool> chosen;
-  for (const std::string& p : paths) chosen[p] = true;
+  const std::set<std::string> chosen(paths.begin(), paths.end());
   nest::Gradient g = model.gradient("loss_packed", lossInputs(batch), {},
                                     [&](const std::string& path) { return chosen.count(path) > 0; });
   // The loss is a sum over the learned tokens; the step is on their mean.
