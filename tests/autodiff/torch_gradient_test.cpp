@@ -7,10 +7,10 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <fstream>
 #include <string>
 
 #include "nest/nest.h"
+#include "support/fixture_generics.h"
 #include "weights/bindings.h"
 #include "weights/npy.h"
 #include "weights/safetensors.h"
@@ -43,13 +43,7 @@ TEST_CASE("loss_packed's gradient on the gqa2 fixture equals torch autograd's") 
   linnet::nest::LoadOptions options;
   options.backend = "reference";
   options.weights = kData + "/llama/gqa2/model.safetensors";
-  std::ifstream generics(kData + "/llama/gqa2/generics.txt");
-  for (std::string line; std::getline(generics, line);) {
-    auto eq = line.find('=');
-    std::string k = line.substr(0, eq), v = line.substr(eq + 1);
-    if (std::isdigit(static_cast<unsigned char>(v[0]))) options.generics.insert_or_assign(k, static_cast<int64_t>(std::stoll(v)));
-    else options.generics.insert_or_assign(k, v);
-  }
+  linnet::testing::setGenerics(options, kData + "/llama/gqa2/generics.txt");
   linnet::nest::Model model = linnet::nest::load(kCard, options);
   std::vector<Tensor> args = {npy("tokens"), npy("positions"), npy("segments"), npy("targets"), npy("weights")};
   linnet::nest::Gradient g = model.gradient("loss_packed", args, {}, [](const std::string&) { return true; });

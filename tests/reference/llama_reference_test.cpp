@@ -11,9 +11,9 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <fstream>
 
 #include "nest/nest.h"
+#include "support/fixture_generics.h"
 #include "weights/safetensors.h"
 
 using linnet::nest::DType;
@@ -39,12 +39,8 @@ Tensor toTensor(const linnet::weights::TensorInfo& info) {
   return Tensor::fromBytes(info.dtype, info.shape, info.data);
 }
 
-void setGeneric(linnet::nest::LoadOptions& options, const std::string& line) {
-  auto eq = line.find('=');
-  std::string k = line.substr(0, eq), v = line.substr(eq + 1);
-  if (std::isdigit(static_cast<unsigned char>(v[0]))) options.generics.insert_or_assign(k, static_cast<int64_t>(std::stoll(v)));
-  else options.generics.insert_or_assign(k, v);
-}
+using linnet::testing::setGeneric;
+using linnet::testing::setGenerics;
 
 // The card loaded with one fixture's generics (and `extra` overrides), its
 // params bound from the fixture's checkpoint through bindings.json.
@@ -63,8 +59,7 @@ struct Card {
       setGeneric(options, "MaxSeq=64");
     } else {
       options.weights = dir + "/" + (fixture.file ? fixture.file : "model.safetensors");
-      std::ifstream generics(dir + "/generics.txt");
-      for (std::string line; std::getline(generics, line);) setGeneric(options, line);
+      setGenerics(options, dir + "/generics.txt");
     }
     for (const std::string& line : extra) setGeneric(options, line);
     model = std::make_unique<linnet::nest::Model>(

@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
 #include "nest/nest.h"
+#include "support/fixture_generics.h"
 #include "weights/safetensors.h"
 
 using linnet::nest::Tensor;
@@ -22,13 +22,7 @@ linnet::nest::LoadOptions gqa2(const std::string& adapter) {
   o.backend = "reference";
   o.weights = kData + "/llama/gqa2/model.safetensors";
   o.adapter = adapter;
-  std::ifstream generics(kData + "/llama/gqa2/generics.txt");
-  for (std::string line; std::getline(generics, line);) {
-    auto eq = line.find('=');
-    std::string k = line.substr(0, eq), v = line.substr(eq + 1);
-    if (std::isdigit(static_cast<unsigned char>(v[0]))) o.generics.insert_or_assign(k, static_cast<int64_t>(std::stoll(v)));
-    else o.generics.insert_or_assign(k, v);
-  }
+  linnet::testing::setGenerics(o, kData + "/llama/gqa2/generics.txt");
   return o;
 }
 

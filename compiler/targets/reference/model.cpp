@@ -67,6 +67,14 @@ struct Model::Impl {
     return x;
   }
 
+  // The param (or state) of that path, or EvalError naming it.
+  Tensor& member(const std::string& path, bool state) {
+    for (const elab::Instance* inst : program.instances())
+      for (const elab::Member& m : state ? inst->states : inst->params)
+        if (inst->pathOf(m.name) == path) return (state ? storage[inst->id].states : storage[inst->id].params).at(m.name);
+    throw EvalError(fmt::format("the model has no {} `{}`", state ? "state" : "param", path));
+  }
+
   [[noreturn]] void fail(SourceRange at, const std::string& message) {
     throw EvalError(fmt::format("{}: {}", program.where(at), message));
   }
@@ -267,32 +275,16 @@ void Model::resetState() {
     for (auto& [n, t] : s.states) t = Tensor::zeros(t.dtype, t.shape);
 }
 
-Tensor Model::param(const std::string& path) const {
-  for (const elab::Instance* inst : impl_->program.instances())
-    for (const elab::Member& m : inst->params)
-      if (inst->pathOf(m.name) == path) return impl_->storage[inst->id].params.at(m.name);
-  throw EvalError(fmt::format("the model has no param `{}`", path));
-}
+Tensor Model::param(const std::string& path) const { return impl_->member(path, false); }
 
 void Model::setParam(const std::string& path, Tensor value) {
-  for (const elab::Instance* inst : impl_->program.instances())
-    for (const elab::Member& m : inst->params) {
-      if (inst->pathOf(m.name) != path) continue;
-      Tensor& slot = impl_->storage[inst->id].params.at(m.name);
-      if (value.shape != slot.shape || value.dtype != slot.dtype)
-        throw EvalError(fmt::format("param `{}` is {}, not {}", path, slot.describe(), value.describe()));
-      slot = std::move(value);
-      return;
-    }
-  throw EvalError(fmt::format("the model has no param `{}`", path));
+  Tensor& slot = impl_->member(path, false);
+  if (value.shape != slot.shape || value.dtype != slot.dtype)
+    throw EvalError(fmt::format("param `{}` is {}, not {}", path, slot.describe(), value.describe()));
+  slot = std::move(value);
 }
 
-Tensor Model::state(const std::string& path) const {
-  for (const elab::Instance* inst : impl_->program.instances())
-    for (const elab::Member& m : inst->states)
-      if (inst->pathOf(m.name) == path) return impl_->storage[inst->id].states.at(m.name);
-  throw EvalError(fmt::format("the model has no state `{}`", path));
-}
+Tensor Model::state(const std::string& path) const { return impl_->member(path, true); }
 
 void Model::watch(std::string name, Observer observer) {
   if (observer) impl_->watches[std::move(name)] = std::move(observer);
