@@ -94,6 +94,14 @@ int runBuild(const BuildArgs& args) {
                args.paramStorage.front(), target->name());
     return 2;
   }
+  if (args.gradient && args.entries.size() != 1) {
+    fmt::print(stderr, "linnetc: --gradient needs exactly one --entry (the entry to differentiate)\n");
+    return 2;
+  }
+  if (!args.wrt.empty() && !args.gradient) {
+    fmt::print(stderr, "linnetc: --wrt `{}` chooses params of a gradient: add --gradient\n", args.wrt.front());
+    return 2;
+  }
   std::vector<std::string> stages = stagesOf(target);
   if (!args.emit.empty() && std::find(stages.begin(), stages.end(), args.emit) == stages.end()) {
     fmt::print(stderr, "linnetc: unknown --emit `{}` ({})\n", args.emit, fmt::join(stages, ", "));

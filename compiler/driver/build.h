@@ -16,6 +16,8 @@ struct BuildArgs {
   std::vector<std::string> paramStorage;  // PATH=FORMAT: params the code reads in a storage format
   std::string numerics = "exact";         // or "fast": weight products may quantize activations
   std::string products = "own";           // or "library": every product a target's library takes goes to it
+  bool gradient = false;              // the one entry's gradient (MLIRGen::addGradient), not the entry
+  std::vector<std::string> wrt;       // with gradient: the params by path; empty: every float param
   bool manifestOnly = false;          // the manifest (params, states, signatures) and no code
   bool debugLocations = false;
   bool keepIR = false;

@@ -198,6 +198,13 @@ int main(int argc, char** argv) {
   buildCmd->add_option("--param-storage", build.paramStorage,
                        "A param held in a storage format (layers.*.mlp.up.weight=q4_1; repeatable)")
       ->type_name("PATH=FORMAT");
+  buildCmd->add_flag("--gradient", build.gradient,
+                     "Compile the one --entry's gradient instead (docs/train.md): outputs `value`, then d value / "
+                     "d param for each param, named by its path");
+  buildCmd->add_option("--wrt", build.wrt,
+                       "With --gradient: a param to differentiate, by its path (layers.0.mlp.up.weight; "
+                       "repeatable; default: every float param)")
+      ->type_name("PATH");
   buildCmd->footer(
       "\nWrites DIR/manifest.json (entries, signatures, params, states, generics) and the target's code\n"
       "(model.so for cpu); --manifest-only writes the manifest alone. `linnet` runs such builds itself, on\n"

@@ -3,6 +3,7 @@
 // stacked), statements, loops and calls. Expressions: mlirgen_exprs.cpp.
 #include "ir/mlirgen.h"
 
+#include "autodiff/gradient.h"
 #include "ir/mlirgen_impl.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -10,6 +11,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
+
+#include <set>
 
 namespace linnet::ir {
 
@@ -383,6 +386,12 @@ void MLIRGen::Impl::collectArguments() {
         s.shape.insert(s.shape.begin(), count);
         return s;
       };
+      for (size_t k = 0; k < arr->second.size(); ++k) {
+        std::string at = sa.name + "." + std::to_string(k);
+        eachInstance(*arr->second[k], [&](const Instance& el) {
+          elementOf[&el] = {stacked.size(), static_cast<int64_t>(k), el.path.substr(at.size())};
+        });
+      }
       eachInstance(*arr->second[0], [&](const Instance& el) {
         std::string rel = el.path.substr(prefix.size());  // "" or ".attention"
         for (const elab::Member& p : el.params) {
@@ -404,28 +413,68 @@ void MLIRGen::Impl::collectArguments() {
   walk(root);
 }
 
+elab::EntryInstance MLIRGen::Impl::instantiate(const std::string& name, const std::vector<TensorSpec>& argSpecs,
+                                               const std::map<std::string, int64_t>& given) {
+  std::vector<elab::TensorType> types;
+  for (const TensorSpec& s : argSpecs) types.push_back({s.dtype, s.shape, s.weak});
+  try {
+    return program.entry(name, types, given);
+  } catch (const elab::Error& e) {
+    throw GenError(e.what());
+  }
+}
+
+EntryInstance MLIRGen::Impl::addEntry(const std::string& name, const std::vector<TensorSpec>& argSpecs,
+                                      const std::map<std::string, int64_t>& given) {
+  elab::EntryInstance inst = instantiate(name, argSpecs, given);
+  const syntax::FnDecl& decl = *inst.fn->decl;
+  EntryInstance out;
+  out.entry = name;
+  out.generics = inst.generics;
+  for (size_t k = 0; k < decl.params.size(); ++k) out.inputs.push_back(specOf(decl.params[k].name.name, inst.inputs[k]));
+  emitEntryFunction(*inst.fn, "linnet_" + name, out);
+  return out;
+}
+
+// The entry's gradient (autodiff/gradient.h) as an entry of its own:
+// inputs the entry's and, for a value of more than one element, a
+// `cotangent`; outputs `value` and one per param of `wrt`, named by its path.
+EntryInstance MLIRGen::Impl::addGradient(const std::string& name, const std::vector<TensorSpec>& argSpecs,
+                                         const std::map<std::string, int64_t>& given,
+                                         const std::vector<std::string>& wrt) {
+  elab::EntryInstance inst = instantiate(name, argSpecs, given);
+  std::set<std::string> chosen(wrt.begin(), wrt.end());
+  autodiff::Gradient g;
+  try {
+    g = autodiff::deriveGradient(program, inst, [&](const std::string& path) { return wrt.empty() || chosen.count(path); });
+  } catch (const elab::Error& e) {
+    throw GenError(e.what());
+  }
+  for (const std::string& path : g.params) chosen.erase(path);
+  if (!chosen.empty())
+    throw GenError(fmt::format("--wrt `{}`: the model has no float param of that path", *chosen.begin()));
+  const syntax::FnDecl& decl = *inst.fn->decl;
+  EntryInstance out;
+  out.entry = name + ".gradient";  // its own artifact entry, not mistaken for the entry
+  out.generics = inst.generics;
+  out.gradient = true;
+  for (size_t k = 0; k < g.fn->params.size(); ++k) {
+    const elab::Slot& slot = g.fn->slots[static_cast<size_t>(g.fn->params[k])];
+    out.inputs.push_back(specOf(k < decl.params.size() ? decl.params[k].name.name : "cotangent", slot.type.tensor));
+  }
+  emitEntryFunction(*g.fn, "linnet_gradient_" + name, out);
+  out.outputs.at(0).name = "value";
+  for (size_t k = 0; k < g.params.size(); ++k) out.outputs.at(1 + k).name = g.params[k];
+  return out;
+}
+
 // @linnet_E(inputs..., params..., states..., outputs...) on memrefs, the
 // C-callable face of the entry: reads become tensors (states writable, so
 // the caches are updated in their own buffers), and the results and the
 // states the entry wrote are materialized into their memrefs.
-EntryInstance MLIRGen::Impl::addEntry(const std::string& name, const std::vector<TensorSpec>& argSpecs,
-                                      const std::map<std::string, int64_t>& given) {
-  std::vector<elab::TensorType> types;
-  for (const TensorSpec& s : argSpecs) types.push_back({s.dtype, s.shape, s.weak});
-  elab::EntryInstance inst;
-  try {
-    inst = program.entry(name, types, given);
-  } catch (const elab::Error& e) {
-    throw GenError(e.what());
-  }
-  const syntax::FnDecl& decl = *inst.fn->decl;
-  EntryInstance out;
-  out.entry = name;
-  out.symbol = uniqueSymbol("linnet_" + name);
-  out.generics = inst.generics;
-  for (size_t k = 0; k < decl.params.size(); ++k) out.inputs.push_back(specOf(decl.params[k].name.name, inst.inputs[k]));
-
-  loc = locOf(decl.name.range);
+void MLIRGen::Impl::emitEntryFunction(const elab::FnInstance& fn, const std::string& symbolBase, EntryInstance& out) {
+  out.symbol = uniqueSymbol(symbolBase);
+  loc = locOf(fn.decl->name.range);
   b.setInsertionPointToEnd(module->getBody());
   auto memref = [&](const TensorSpec& s) { return mlir::MemRefType::get(s.shape, elem(s.dtype)); };
   std::vector<mlir::Type> argTypes;
@@ -458,9 +507,9 @@ EntryInstance MLIRGen::Impl::addEntry(const std::string& name, const std::vector
   Frame f;
   f.self = &program.root();
   f.fn = &fctx;
-  f.slots.resize(inst.fn->slots.size());
-  for (size_t i = 0; i < inst.fn->params.size(); ++i) f.slots[inst.fn->params[i]] = Val::of(tensors[i]);
-  run(f, inst.fn->body);
+  f.slots.resize(fn.slots.size());
+  for (size_t i = 0; i < fn.params.size(); ++i) f.slots[fn.params[i]] = Val::of(tensors[i]);
+  run(f, fn.body);
   std::vector<Val> results;
   if (f.result) flatten(*f.result, results);
   std::vector<elab::TensorType> resultTypes;
@@ -470,12 +519,12 @@ EntryInstance MLIRGen::Impl::addEntry(const std::string& name, const std::vector
     else
       resultTypes.push_back(t.tensor);
   };
-  flattenType(inst.fn->result);
+  flattenType(fn.result);
   b.setInsertionPointToEnd(block);
-  loc = locOf(decl.name.range);
+  loc = locOf(fn.decl->name.range);
   for (size_t i = 0; i < results.size(); ++i) {
     if (results[i].kind != Val::TensorV)
-      throw GenError(fmt::format("entry `{}` returns something other than tensors", name));
+      throw GenError(fmt::format("entry `{}` returns something other than tensors", out.entry));
     TensorSpec spec = specOf(fmt::format("result{}", i), resultTypes.at(i));
     out.outputs.push_back(spec);
     argTypes.push_back(memref(spec));
@@ -494,7 +543,6 @@ EntryInstance MLIRGen::Impl::addEntry(const std::string& name, const std::vector
   }
   mlir::func::ReturnOp::create(b, loc);
   func.setFunctionType(b.getFunctionType(argTypes, {}));
-  return out;
 }
 
 // ------------------------------------------------------------ the public face
@@ -513,18 +561,29 @@ MLIRGen::~MLIRGen() = default;
 // An entry that cannot be generated leaves nothing behind: neither its
 // half-built function nor the layer functions made for it, so the module
 // stays valid for the entries generated before and after.
-EntryInstance MLIRGen::addEntry(const std::string& name, const std::vector<TensorSpec>& args,
-                                const std::map<std::string, int64_t>& generics) {
+template <typename Add>
+EntryInstance MLIRGen::atomically(Add add) {
   mlir::Block* body = impl_->module->getBody();
   mlir::Operation* last = body->empty() ? nullptr : &body->back();
   std::map<const elab::FnInstance*, MethodFn> methods = impl_->methods;
   try {
-    return impl_->addEntry(name, args, generics);
+    return add();
   } catch (...) {
     while (!body->empty() && &body->back() != last) body->back().erase();
     impl_->methods = std::move(methods);
     throw;
   }
+}
+
+EntryInstance MLIRGen::addEntry(const std::string& name, const std::vector<TensorSpec>& args,
+                                const std::map<std::string, int64_t>& generics) {
+  return atomically([&] { return impl_->addEntry(name, args, generics); });
+}
+
+EntryInstance MLIRGen::addGradient(const std::string& name, const std::vector<TensorSpec>& args,
+                                   const std::map<std::string, int64_t>& generics,
+                                   const std::vector<std::string>& wrt) {
+  return atomically([&] { return impl_->addGradient(name, args, generics, wrt); });
 }
 
 std::vector<TensorSpec> MLIRGen::entryParams(const std::string& name,

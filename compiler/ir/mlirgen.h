@@ -44,6 +44,9 @@ struct EntryInstance {
   std::map<std::string, int64_t> generics;  // the entry's own, as bound
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;  // a tuple result gives several
+  // A gradient (MLIRGen::addGradient): outputs `value`, then d value / d
+  // param named by the param's path.
+  bool gradient = false;
 };
 
 // Raised for a program MLIRGen cannot translate; the message names the place.
@@ -63,6 +66,15 @@ class MLIRGen {
   EntryInstance addEntry(const std::string& name, const std::vector<TensorSpec>& args,
                          const std::map<std::string, int64_t>& generics = {});
 
+  // The gradient of entry `name` (compiler/autodiff) with respect to the
+  // params `wrt` names by path (`layers.0.mlp.up.weight`; empty: every
+  // float param), as a function of the same calling convention: inputs
+  // the entry's, then `cotangent` when its value has more than one
+  // element; outputs `value`, then each param's gradient (f32) named by
+  // its path.
+  EntryInstance addGradient(const std::string& name, const std::vector<TensorSpec>& args,
+                            const std::map<std::string, int64_t>& generics, const std::vector<std::string>& wrt);
+
   // The entry's parameter types with its generics bound from `generics`
   // and the root's: what `addEntry` needs when no sample arguments exist.
   std::vector<TensorSpec> entryParams(const std::string& name,
@@ -75,6 +87,10 @@ class MLIRGen {
   struct Impl;
 
  private:
+  // Runs `add`; on failure removes what it added, so the module stays
+  // valid for the entries generated before and after.
+  template <typename Add>
+  EntryInstance atomically(Add add);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -100,11 +100,30 @@ Val MLIRGen::Impl::member(Frame& f, const elab::Expr& e) {
   switch (e.kind) {
     case ExprKind::Param: {
       auto it = f.fn->params.find(base);
-      if (it == f.fn->params.end()) fail(e.range, "compiled code reads a layer's params only inside its loop");
+      if (it == f.fn->params.end()) return Val::of(layerParam(f, base, e.name, e.range));
       return Val::of(it->second.at(e.name));
     }
     default: return Val::of(f.fn->states.at(base).at(e.name));
   }
+}
+
+// A param of layer k named outside a loop over its array (a derived
+// gradient's `Element k`): the stacked tensor sliced at the constant k.
+mlir::Value MLIRGen::Impl::layerParam(Frame& f, const Instance* inst, const std::string& name, SourceRange at) {
+  auto el = elementOf.find(inst);
+  if (el == elementOf.end()) fail(at, "compiled code reads a layer's params only inside its loop");
+  const StackedArray& sa = stacked[el->second.array];
+  std::string path = sa.name + ".*" + el->second.rel + "." + name;
+  auto all = f.fn->stackedParams.find(path);
+  if (all == f.fn->stackedParams.end())
+    fail(at, "compiled code names another layer's params only in an entry, not in a layer's method");
+  for (const StackedArray::Slot& p : sa.params)
+    if (p.path == path) {
+      loc = locOf(at);
+      mlir::Value index = mlir::arith::ConstantIndexOp::create(b, loc, el->second.index);
+      return sliceAt(all->second, index, p.spec);
+    }
+  fail(at, fmt::format("internal: no stacked param `{}`", path));
 }
 
 Val MLIRGen::Impl::eval(Frame& f, const elab::Expr& e) {

@@ -88,6 +88,15 @@ struct MLIRGen::Impl {
   std::vector<TensorSpec> params, states;
   std::vector<ArgRef> paramRefs, stateRefs;  // parallel to params and states
   std::vector<StackedArray> stacked;
+  // Every instance of a stacked array's element k (k > 0 included), for
+  // code outside a loop over it that names a layer (`Element k`, as derived
+  // gradients do): the stacked tensor sliced at the constant k.
+  struct ElementOf {
+    size_t array = 0;  // in `stacked`
+    int64_t index = 0;
+    std::string rel;  // "" or ".attention", below the element
+  };
+  std::map<const Instance*, ElementOf> elementOf;
   std::map<const elab::FnInstance*, MethodFn> methods;
   std::map<std::string, int> symbolUses;
   mlir::Location loc;
@@ -108,6 +117,7 @@ struct MLIRGen::Impl {
   Val eval(Frame& f, const elab::Expr& e);
   mlir::Value tensor(Frame& f, const elab::Expr& e, size_t operand) { return eval(f, *e.operand(operand)).t; }
   Val member(Frame& f, const elab::Expr& e);
+  mlir::Value layerParam(Frame& f, const Instance* inst, const std::string& name, SourceRange at);
   mlir::Value constant(const elab::Expr& e);
   mlir::Value gatherRows(Frame& f, const elab::Expr& e);
   mlir::Value iota(Scalar dt, const std::vector<int64_t>& shape, int axis);
@@ -135,6 +145,13 @@ struct MLIRGen::Impl {
   void collectArguments();
   EntryInstance addEntry(const std::string& name, const std::vector<TensorSpec>& args,
                          const std::map<std::string, int64_t>& given);
+  EntryInstance addGradient(const std::string& name, const std::vector<TensorSpec>& args,
+                            const std::map<std::string, int64_t>& given, const std::vector<std::string>& wrt);
+  elab::EntryInstance instantiate(const std::string& name, const std::vector<TensorSpec>& args,
+                                  const std::map<std::string, int64_t>& given);
+  // The C-callable function of `fn` (an entry, or a gradient derived from
+  // one) taking `out.inputs`; fills in out.symbol and out.outputs.
+  void emitEntryFunction(const elab::FnInstance& fn, const std::string& symbolBase, EntryInstance& out);
 };
 
 // A tensor's spec from an elaborated type.

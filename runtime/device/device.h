@@ -41,6 +41,9 @@ class Device {
   // A buffer's bytes into host memory; nothing to copy when `into` is the
   // buffer's own memory (an output imported in place).
   virtual void read(const Buffer& from, std::span<std::byte> into) = 0;
+  // `into.size()` bytes of a buffer from `offset` (one layer of a stacked
+  // param); past the end is std::out_of_range.
+  virtual void readAt(const Buffer& from, std::size_t offset, std::span<std::byte> into) = 0;
   virtual void zero(Buffer& buffer) = 0;
   // The seeded random values of `fill` (base/random_fill.h) into `to` at
   // byte `offset`, drawn where the buffer lives: the same bits on every

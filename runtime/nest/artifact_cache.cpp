@@ -214,21 +214,30 @@ fs::path ArtifactCache::modelDir() {
 }
 
 fs::path ArtifactCache::entryPath(const std::string& entry, const std::vector<Tensor>& args,
-                                  const std::map<std::string, int64_t>& generics) const {
+                                  const std::map<std::string, int64_t>& generics,
+                                  const std::optional<GradientOf>& gradient) const {
   std::string key = key_ + "|" + entry;
+  if (gradient)
+    for (const auto& p : gradient->wrt) key += "|wrt " + p;
   for (const auto& a : args) key += "|" + argSpec(a);
   for (const auto& [k, v] : generics) key += fmt::format("|{}={}", k, v);
   for (const auto& s : paramStorage_) key += "|storage " + s;
   if (settings_.numerics != "exact") key += "|numerics " + settings_.numerics;
   if (settings_.products != "own") key += "|products " + settings_.products;
-  return settings_.cacheDir / fmt::format("{}-{:016x}", entry, fnv1a(key));
+  return settings_.cacheDir / fmt::format("{}{}-{:016x}", entry, gradient ? ".gradient" : "", fnv1a(key));
 }
 
 fs::path ArtifactCache::entryDir(const std::string& entry, const std::vector<Tensor>& args,
-                                 const std::map<std::string, int64_t>& generics) {
-  fs::path dir = entryPath(entry, args, generics);
+                                 const std::map<std::string, int64_t>& generics,
+                                 const std::optional<GradientOf>& gradient) {
+  fs::path dir = entryPath(entry, args, generics, gradient);
   if (usable(dir)) return dir;
   std::vector<std::string> extra = {"--entry", entry};
+  if (gradient) {
+    extra.push_back("--gradient");
+    if (!gradient->all)
+      for (const auto& p : gradient->wrt) extra.insert(extra.end(), {"--wrt", p});
+  }
   for (const auto& [k, v] : generics) extra.insert(extra.end(), {"--generic", fmt::format("{}={}", k, v)});
   for (const auto& a : args) extra.insert(extra.end(), {"--arg", argSpec(a)});
   for (const auto& s : paramStorage_) extra.insert(extra.end(), {"--param-storage", s});
@@ -237,11 +246,12 @@ fs::path ArtifactCache::entryDir(const std::string& entry, const std::vector<Ten
   // One line, finished with the time taken: "linnet: compiling `decode` for cpu ... 1.9 s".
   auto start = std::chrono::steady_clock::now();
   if (settings_.progress) {
-    fmt::print(stderr, "linnet: compiling `{}` for {} ...", entry, settings_.target);
+    fmt::print(stderr, "linnet: compiling `{}`{} for {} ...", entry, gradient ? "'s gradient" : "", settings_.target);
     std::fflush(stderr);
   }
   try {
-    build(dir, extra, fmt::format("entry `{}` could not be compiled for {}", entry, settings_.target));
+    build(dir, extra, fmt::format("entry `{}`{} could not be compiled for {}", entry, gradient ? "'s gradient" : "",
+                                  settings_.target));
   } catch (...) {
     if (settings_.progress) fmt::print(stderr, "\n");
     throw;

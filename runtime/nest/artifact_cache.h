@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,13 @@ struct CacheSettings {
   std::string products = "own";     // linnetc --products (LINNET_PRODUCTS=library)
 };
 
+// The params a gradient artifact differentiates, by path, in the model's
+// order; `all` when they are every float param (linnetc gets no --wrt).
+struct GradientOf {
+  std::vector<std::string> wrt;
+  bool all = false;
+};
+
 class ArtifactCache {
  public:
   explicit ArtifactCache(CacheSettings settings);
@@ -37,13 +45,17 @@ class ArtifactCache {
   // (a package that does not check) is an Error holding linnetc's stderr.
   std::filesystem::path modelDir();
   // The artifact of `entry` for these argument types and entry generics,
-  // compiled first when missing.
+  // compiled first when missing. With `gradient`, the entry's gradient
+  // instead (`linnetc build --gradient`, artifact entry `E.gradient`) with
+  // respect to the params it lists by path (all of them: no --wrt).
   std::filesystem::path entryDir(const std::string& entry, const std::vector<Tensor>& args,
-                                 const std::map<std::string, int64_t>& generics);
+                                 const std::map<std::string, int64_t>& generics,
+                                 const std::optional<GradientOf>& gradient = std::nullopt);
   // Where that artifact lives, compiled or not (a tool that builds many
   // entries with one linnetc run puts them there: tests/ops).
   std::filesystem::path entryPath(const std::string& entry, const std::vector<Tensor>& args,
-                                  const std::map<std::string, int64_t>& generics) const;
+                                  const std::map<std::string, int64_t>& generics,
+                                  const std::optional<GradientOf>& gradient = std::nullopt) const;
   const std::filesystem::path& root() const { return settings_.cacheDir; }
   const std::string& numerics() const { return settings_.numerics; }
   // Params the entries read in a storage format (`linnetc build

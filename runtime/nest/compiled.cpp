@@ -87,6 +87,117 @@ class CompiledBackend : public Backend {
       return {};
     }
     Loaded& art = artifactFor(entry, args, generics);
+    return run(art, entry, args);
+  }
+
+  // The entry's gradient artifact (`linnetc build --gradient`), run as an
+  // entry: its outputs are the value, then each param's gradient by path.
+  Gradient gradient(const std::string& entry, const std::vector<Tensor>& args,
+                    const std::map<std::string, int64_t>& generics,
+                    const std::function<bool(const std::string&)>& wrt,
+                    const std::optional<Tensor>& cotangent) override {
+    GradientOf of;
+    size_t floats = 0;
+    for (const ParamInfo& p : params_) {
+      if (!isFloat(p.dtype)) continue;
+      ++floats;
+      if (wrt(p.path)) of.wrt.push_back(p.path);
+    }
+    if (of.wrt.empty()) throw Error(fmt::format("the gradient of `{}` is asked for no float param", entry));
+    of.all = of.wrt.size() == floats;
+    if (compileOnly_) {
+      cache_.entryDir(entry, args, generics, of);
+      return {};
+    }
+    Loaded& art = artifactFor(entry, args, generics, of);
+    const artifact::Entry& e = art.manifest.entries[art.entry];
+    std::vector<Tensor> inputs = args;
+    if (e.inputs.size() == args.size() + 1) {
+      const TensorSpec& want = e.inputs.back();
+      if (!cotangent)
+        throw Error(fmt::format("entry `{}` returns {}: its gradient needs a cotangent of that type", entry,
+                                artifact::describe(want.dtype, want.shape)));
+      inputs.push_back(*cotangent);
+    } else if (cotangent) {
+      throw Error(fmt::format("entry `{}` returns one value: its gradient takes no cotangent", entry));
+    }
+    std::vector<Tensor> outputs = run(art, entry, inputs);
+    std::map<std::string, Tensor> byPath;
+    for (size_t k = 1; k < outputs.size(); ++k) byPath.emplace(e.outputs[k].name, std::move(outputs[k]));
+    Gradient g{std::move(outputs.at(0)), {}, {}};
+    for (const std::string& path : of.wrt) {
+      auto it = byPath.find(path);
+      if (it == byPath.end())
+        throw Error(fmt::format("{}: the gradient artifact has no output for param `{}`",
+                                art.dir.string(), path));
+      g.params.push_back(path);
+      g.grads.push_back(std::move(it->second));
+    }
+    return g;
+  }
+
+  Tensor param(const std::string& path) override {
+    Located at = locate(path);
+    Tensor out = Tensor::zeros(at.info->dtype, at.info->shape);
+    device_->readAt(*at.buffer, at.offset, out.bytes());
+    return out;
+  }
+
+  // Written in place: into a buffer of ours (a stacked param's, one drawn
+  // at random), or first into a copy of an imported one, which may be the
+  // checkpoint's read-only mapping.
+  void setParam(const std::string& path, const Tensor& value) override {
+    Located at = locate(path);
+    if (value.shape != at.info->shape || value.dtype != at.info->dtype)
+      throw Error(fmt::format("param `{}` is {}, but the new values are {}", path,
+                              artifact::describe(at.info->dtype, at.info->shape), value.describe()));
+    DeviceParam& held = deviceParams_.at(at.spec->name);
+    if (!held.owned) {
+      std::vector<std::byte> bytes(held.buffer->size());
+      device_->read(*held.buffer, bytes);
+      device::BufferPtr copy = device_->allocate(bytes.size());
+      device_->write(*copy, 0, bytes);
+      for (auto& [dir, art] : loaded_)
+        for (device::BufferPtr& b : art->params)
+          if (b == held.buffer) b = copy;
+      held.buffer = copy;
+      held.owned = true;
+    }
+    device_->write(*held.buffer, at.offset, value.bytes());
+  }
+
+  std::vector<std::string> entries() const override {
+    std::vector<std::string> out;
+    for (const auto& s : model_.signatures) out.push_back(s.name);
+    return out;
+  }
+  const std::vector<std::string>* parameterNames(const std::string& entry) const override {
+    const artifact::Signature* s = model_.signature(entry);
+    return s ? &s->params : nullptr;
+  }
+  const std::vector<ParamInfo>& params() const override { return params_; }
+  void resetState() override {
+    for (auto& s : states_) device_->zero(*s);
+  }
+  const std::string& modelName() const override { return model_.package; }
+  const std::map<std::string, int64_t>& dims() const override { return dims_; }
+  int threads() const override { return threads_; }
+  std::optional<double> deviceCopyBandwidth(std::size_t bytes, int reps) override {
+    return device_->copyBandwidth(bytes, reps);
+  }
+
+ private:
+  struct Loaded {
+    std::filesystem::path dir;
+    artifact::Manifest manifest;
+    size_t entry = 0;  // in manifest.entries
+    std::vector<device::BufferPtr> params;  // in the manifest's order
+    std::vector<std::vector<int64_t>> paramShapes;  // as the code takes them (TensorSpec::storedShape)
+    std::unique_ptr<device::Executable> executable;
+  };
+
+  // Runs a loaded artifact's entry on `args`, checked against its inputs.
+  std::vector<Tensor> run(Loaded& art, const std::string& entry, const std::vector<Tensor>& args) {
     const artifact::Entry& e = art.manifest.entries[art.entry];
     if (args.size() != e.inputs.size())
       throw Error(fmt::format("entry `{}` takes {} arguments, {} were given", entry, e.inputs.size(), args.size()));
@@ -139,34 +250,6 @@ class CompiledBackend : public Backend {
     return outputs;
   }
 
-  std::vector<std::string> entries() const override {
-    std::vector<std::string> out;
-    for (const auto& s : model_.signatures) out.push_back(s.name);
-    return out;
-  }
-  const std::vector<std::string>* parameterNames(const std::string& entry) const override {
-    const artifact::Signature* s = model_.signature(entry);
-    return s ? &s->params : nullptr;
-  }
-  const std::vector<ParamInfo>& params() const override { return params_; }
-  void resetState() override {
-    for (auto& s : states_) device_->zero(*s);
-  }
-  const std::string& modelName() const override { return model_.package; }
-  const std::map<std::string, int64_t>& dims() const override { return dims_; }
-  int threads() const override { return threads_; }
-  std::optional<double> deviceCopyBandwidth(std::size_t bytes, int reps) override {
-    return device_->copyBandwidth(bytes, reps);
-  }
-
- private:
-  struct Loaded {
-    artifact::Manifest manifest;
-    size_t entry = 0;  // in manifest.entries
-    std::vector<device::BufferPtr> params;  // in the manifest's order
-    std::vector<std::vector<int64_t>> paramShapes;  // as the code takes them (TensorSpec::storedShape)
-    std::unique_ptr<device::Executable> executable;
-  };
 
   static CacheSettings settings(const device::Driver& driver, const std::string& package, const LoadOptions& options) {
     CacheSettings s;
@@ -202,18 +285,22 @@ class CompiledBackend : public Backend {
   }
 
   Loaded& artifactFor(const std::string& entry, const std::vector<Tensor>& args,
-                      const std::map<std::string, int64_t>& generics) {
+                      const std::map<std::string, int64_t>& generics,
+                      const std::optional<GradientOf>& gradient = std::nullopt) {
     // Loaded already: no look at the cache (entryDir checks the code's checksum).
-    if (auto known = loaded_.find(cache_.entryPath(entry, args, generics).string()); known != loaded_.end())
+    if (auto known = loaded_.find(cache_.entryPath(entry, args, generics, gradient).string());
+        known != loaded_.end())
       return *known->second;
-    fs::path dir = cache_.entryDir(entry, args, generics);
+    fs::path dir = cache_.entryDir(entry, args, generics, gradient);
     auto [it, fresh] = loaded_.try_emplace(dir.string());
     if (!fresh) return *it->second;
     try {
       auto art = std::make_unique<Loaded>();
+      art->dir = dir;
       art->manifest = readManifest(dir);
-      const artifact::Entry* e = art->manifest.entry(entry);
-      if (!e) throw Error(fmt::format("{}: the artifact has no entry `{}`", dir.string(), entry));
+      std::string entryName = gradient ? entry + ".gradient" : entry;  // MLIRGen::addGradient's name
+      const artifact::Entry* e = art->manifest.entry(entryName);
+      if (!e) throw Error(fmt::format("{}: the artifact has no entry `{}`", dir.string(), entryName));
       art->entry = static_cast<size_t>(e - art->manifest.entries.data());
       if (art->manifest.numerics != cache_.numerics())
         throw Error(fmt::format("{}: an artifact of `{}` numerics, but the model was loaded with `{}`", dir.string(),
@@ -286,7 +373,7 @@ class CompiledBackend : public Backend {
         hostParams_.erase(one);
       }
     }
-    deviceParams_.emplace(spec.name, DeviceParam{spec, buffer});
+    deviceParams_.emplace(spec.name, DeviceParam{spec, buffer, randomSeed_ || star != std::string::npos});
     return buffer;
   }
 
@@ -345,7 +432,54 @@ class CompiledBackend : public Backend {
   struct DeviceParam {
     TensorSpec spec;
     device::BufferPtr buffer;
+    bool owned = false;  // allocated here (stacked, drawn), not the checkpoint's bytes imported
   };
+
+  // A param by its path (`layers.3.mlp.up.weight`): its manifest spec
+  // (`layers.*.mlp.up.weight`), its buffer on the device (put there now if
+  // it is not yet) and the byte offset of its layer in it.
+  struct Located {
+    const ParamInfo* info = nullptr;
+    const TensorSpec* spec = nullptr;
+    device::BufferPtr buffer;
+    size_t offset = 0;
+  };
+  Located locate(const std::string& path) {
+    if (compileOnly_) throw Error("the model was loaded to compile only: it holds no params");
+    Located at;
+    for (const ParamInfo& p : params_)
+      if (p.path == path) at.info = &p;
+    if (!at.info) throw Error(fmt::format("the model has no param `{}`", path));
+    int64_t layer = 0;
+    for (const TensorSpec& spec : model_.params) {
+      size_t star = spec.name.find(".*.");
+      if (star == std::string::npos) {
+        if (spec.name == path) at.spec = &spec;
+        continue;
+      }
+      std::string head = spec.name.substr(0, star + 1), tail = spec.name.substr(star + 2);
+      if (!path.starts_with(head) || !path.ends_with(tail) || path.size() <= head.size() + tail.size()) continue;
+      std::string index = path.substr(head.size(), path.size() - head.size() - tail.size());
+      if (index.find_first_not_of("0123456789") != std::string::npos) continue;
+      at.spec = &spec;
+      layer = std::stoll(index);
+    }
+    if (!at.spec) throw Error(fmt::format("internal: param `{}` is not in the model's manifest", path));
+    if (at.spec->storage)
+      throw Error(fmt::format("param `{}` is held as {} rows; training reads and writes plain elements (load f32 "
+                              "weights, or a checkpoint that is not quantized)",
+                              path, name(*at.spec->storage)));
+    if (auto planned = storage_.find(at.spec->name); planned != storage_.end())
+      throw Error(fmt::format("param `{}` is held as {} rows; training reads and writes plain elements (load f32 "
+                              "weights, or a checkpoint that is not quantized)",
+                              path, name(planned->second)));
+    at.buffer = param(*at.spec, cache_.modelDir());
+    at.offset = static_cast<size_t>(layer) * (at.spec->byteCount() / static_cast<size_t>(
+                                                  at.spec->name.find(".*.") == std::string::npos
+                                                      ? 1
+                                                      : std::max<int64_t>(at.spec->shape.at(0), 1)));
+    return at;
+  }
 
   const device::Driver& driver_;
   std::unique_ptr<device::Device> device_;

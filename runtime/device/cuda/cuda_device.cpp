@@ -74,6 +74,15 @@ class CudaDevice : public Device {
     context_->api().check(context_->api().cuMemcpyDtoH(into.data(), buffer.device(), bytes), "cuMemcpyDtoH");
   }
 
+  void readAt(const Buffer& from, std::size_t offset, std::span<std::byte> into) override {
+    if (offset > from.size() || into.size() > from.size() - offset)
+      throw std::out_of_range("read past the end of a buffer");
+    if (into.empty()) return;
+    context_->makeCurrent();
+    context_->api().check(context_->api().cuMemcpyDtoH(into.data(), own(from).device() + offset, into.size()),
+                          "cuMemcpyDtoH");
+  }
+
   void zero(Buffer& buffer) override {
     context_->makeCurrent();
     fill(own(buffer), 0);

@@ -119,6 +119,12 @@ class HostDevice : public Device {
     std::memcpy(into.data(), from.address(), std::min(into.size(), from.size()));
   }
 
+  void readAt(const Buffer& from, std::size_t offset, std::span<std::byte> into) override {
+    if (offset > from.size() || into.size() > from.size() - offset)
+      throw std::out_of_range("read past the end of a buffer");
+    if (!into.empty()) std::memcpy(into.data(), static_cast<const std::byte*>(from.address()) + offset, into.size());
+  }
+
   void zero(Buffer& buffer) override { std::memset(buffer.address(), 0, buffer.size()); }
 
   void fillRandom(Buffer& to, std::size_t offset, const RandomFill& fill) override {
