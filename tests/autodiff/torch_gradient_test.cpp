@@ -1,5 +1,7 @@
 // The card's `loss_packed` gradient, derived by compiler/autodiff and run
-// through linnet::nest on the reference backend, against torch autograd on
+// through linnet::nest on the reference backend (or the one
+// $LINNET_TEST_BACKEND names: ctest autodiff_torch_cpu runs the compiled
+// gradient, `linnetc build --gradient`), against torch autograd on
 // the same f32 checkpoint (tests/data/llama/gqa2) and the same packed batch:
 // tests/autodiff/make_gradient_fixture.py wrote the expected gradients
 // under the checkpoint's names. Rule: every param within 1e-5 relative L2 of
@@ -7,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "nest/nest.h"
@@ -41,7 +44,8 @@ double relativeL2(const Tensor& ours, const Tensor& want) {
 
 TEST_CASE("loss_packed's gradient on the gqa2 fixture equals torch autograd's") {
   linnet::nest::LoadOptions options;
-  options.backend = "reference";
+  const char* backend = std::getenv("LINNET_TEST_BACKEND");
+  options.backend = backend ? backend : "reference";
   options.weights = kData + "/llama/gqa2/model.safetensors";
   linnet::testing::setGenerics(options, kData + "/llama/gqa2/generics.txt");
   linnet::nest::Model model = linnet::nest::load(kCard, options);

@@ -8,7 +8,10 @@ run in one go; and a resume with another seed is refused. Then `--lora`
 against torch with peft (expected_lora.json, make_lora_fixture.py), same
 rule, and the adapter it wrote read back by `--adapter`.
 
-    python3 tests/train/check_finetune.py build/bin/linnet
+    python3 tests/train/check_finetune.py build/bin/linnet [BACKEND]
+
+BACKEND (default: finetune's own, the reference backend) runs the same
+checks on compiled gradients (`cpu`).
 """
 import json
 import os
@@ -21,6 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
 DATA = os.path.join(ROOT, "tests", "data", "train", "finetune")
 RULE = 1e-3
+BACKEND = sys.argv[2] if len(sys.argv) > 2 else None
 
 
 def finetune(linnet, expected, out, *extra):
@@ -37,6 +41,8 @@ def finetune_command(linnet, expected, out, *extra):
                "--data", os.path.join(DATA, "train.jsonl"), *kind, "--batch-tokens", str(s["batch_tokens"]),
                *lr, "--warmup", str(s["warmup"]), "--weight-decay", str(s["weight_decay"]),
                "--max-grad-norm", str(s["max_grad_norm"]), "--report-every", "1", "-o", out, *extra]
+    if BACKEND:
+        command += ["--backend", BACKEND]
     return command
 
 
