@@ -25,29 +25,41 @@ elab::SlotId Emitter::newSlot(const std::string& name, Type type) {
   return static_cast<elab::SlotId>(fn_.slots.size() - 1);
 }
 
-const Expr* Emitter::bind(const Expr* value, const std::string& name) {
-  if (value->kind == ExprKind::Local || value->kind == ExprKind::Constant) return value;
-  elab::SlotId slot = newSlot(name.empty() ? fmt::format("%{}", fn_.slots.size()) : name, value->type);
+elab::Stmt* Emitter::newStmt(elab::StmtKind kind) {
   auto s = std::make_unique<elab::Stmt>();
-  s->kind = elab::StmtKind::Let;
+  s->kind = kind;
   s->range = at;
-  s->value = value;
-  s->slot = slot;
   fn_.stmts.push_back(std::move(s));
-  fn_.body.push_back(fn_.stmts.back().get());
-  Expr* local = raw(ExprKind::Local, value->type);
-  local->slot = slot;
-  return local;
+  body().push_back(fn_.stmts.back().get());
+  return fn_.stmts.back().get();
 }
 
-void Emitter::ret(const Expr* value) {
-  auto s = std::make_unique<elab::Stmt>();
-  s->kind = elab::StmtKind::Return;
-  s->range = at;
-  s->value = value;
-  fn_.stmts.push_back(std::move(s));
-  fn_.body.push_back(fn_.stmts.back().get());
+const Expr* Emitter::bind(const Expr* value, const std::string& name) {
+  if (value->kind == ExprKind::Local || value->kind == ExprKind::Constant) return value;
+  return local(let(value, name));
 }
+
+elab::SlotId Emitter::let(const Expr* value, const std::string& name) {
+  elab::SlotId slot = newSlot(name.empty() ? fmt::format("%{}", fn_.slots.size()) : name, value->type);
+  elab::Stmt* s = newStmt(elab::StmtKind::Let);
+  s->value = value;
+  s->slot = slot;
+  return slot;
+}
+
+void Emitter::assign(elab::SlotId slot, const Expr* value) {
+  elab::Stmt* s = newStmt(elab::StmtKind::Assign);
+  s->value = value;
+  s->slot = slot;
+}
+
+const Expr* Emitter::local(elab::SlotId slot) {
+  Expr* e = raw(ExprKind::Local, fn_.slots[static_cast<size_t>(slot)].type);
+  e->slot = slot;
+  return e;
+}
+
+void Emitter::ret(const Expr* value) { newStmt(elab::StmtKind::Return)->value = value; }
 
 Shape Emitter::broadcastShapes(const Shape& a, const Shape& b) {
   Shape out(std::max(a.size(), b.size()));
@@ -158,6 +170,27 @@ const Expr* Emitter::slice(const Expr* x, int axis, int64_t lo, int64_t hi) {
   }
   shape[static_cast<size_t>(axis)] = hi - lo;
   e->type.tensor.shape = shape;
+  return bind(e);
+}
+
+const Expr* Emitter::sliceAt(const Expr* x, const Expr* index) {
+  Shape shape = typeOf(x).shape;
+  Expr* e = raw(ExprKind::Slice, Type::of({typeOf(x).dtype, Shape(shape.begin() + 1, shape.end())}), {x, index});
+  elab::SliceItem first;
+  first.slice = false;
+  first.index = 1;
+  e->items.push_back(first);
+  for (size_t k = 1; k < shape.size(); ++k) {
+    elab::SliceItem item;
+    item.hi = shape[k];
+    e->items.push_back(item);
+  }
+  return bind(e);
+}
+
+const Expr* Emitter::writeAt(const Expr* dest, const Expr* x, const Expr* index) {
+  Expr* e = raw(ExprKind::WriteSlice, dest->type, {dest, x, index});
+  e->ints = {0};
   return bind(e);
 }
 

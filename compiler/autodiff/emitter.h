@@ -33,6 +33,16 @@ class Emitter {
   const Expr* bind(const Expr* value, const std::string& name = "");
   elab::SlotId newSlot(const std::string& name, elab::Type type);
   void ret(const Expr* value);
+  // Statements for loops (the stacked tape, forward.h): a `let` into a new
+  // slot even of a Local or a Constant (a variable a loop carries), an
+  // assignment to a slot, and a local reading a slot.
+  elab::SlotId let(const Expr* value, const std::string& name);
+  void assign(elab::SlotId slot, const Expr* value);
+  const Expr* local(elab::SlotId slot);
+  // Statements go into `body` (a loop's) until the matching endBody().
+  void beginBody(elab::Body& body) { bodies_.push_back(&body); }
+  void endBody() { bodies_.pop_back(); }
+  elab::Stmt* newStmt(elab::StmtKind kind);
 
   // Tensor operations, typed and bound; operands broadcast as in the language.
   const Expr* constant(Scalar dtype, double v);
@@ -48,6 +58,10 @@ class Emitter {
   const Expr* matmul(const Expr* a, const Expr* b);
   const Expr* reduce(sema::ReduceKind k, const Expr* x, int axis, bool keepdims);
   const Expr* slice(const Expr* x, int axis, int64_t lo, int64_t hi);
+  // x[index] along axis 0 (a scalar integer tensor; the axis is dropped),
+  // and dest with x written at `index` along axis 0 (x of extent 1 there).
+  const Expr* sliceAt(const Expr* x, const Expr* index);
+  const Expr* writeAt(const Expr* dest, const Expr* x, const Expr* index);
   const Expr* concat(const std::vector<const Expr*>& xs, int axis);
   const Expr* iota(Scalar dtype, const Shape& shape, int axis);
   // The sum of `g` over the axes that broadcasting stretched to reach g's
@@ -58,7 +72,9 @@ class Emitter {
   static Shape broadcastShapes(const Shape& a, const Shape& b);
 
  private:
+  elab::Body& body() { return bodies_.empty() ? fn_.body : *bodies_.back(); }
   elab::FnInstance& fn_;
+  std::vector<elab::Body*> bodies_;
 };
 
 }  // namespace linnet::autodiff

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <optional>
 
 namespace linnet::autodiff {
@@ -34,7 +35,9 @@ struct Frame {
 
 class Copier {
  public:
-  Copier(const elab::Program& program, Emitter& em) : program_(program), em_(em) { refer(program.root(), nullptr); }
+  Copier(const elab::Program& program, Emitter& em, Policy policy) : program_(program), em_(em), policy_(policy) {
+    refer(program.root(), nullptr);
+  }
 
   Tape tape;
 
@@ -50,10 +53,127 @@ class Copier {
  private:
   const elab::Program& program_;
   Emitter& em_;
+  Policy policy_;
   std::map<const Instance*, const Expr*> refs_;  // each instance as an expression from the root
+  std::map<const void*, const Expr*> arrayRefs_;  // each array, by its elements' vector
+  // While copying a Scan's layer: element 0's instances as expressions
+  // from the loop's element, and the paths they stand for.
+  struct InLayer {
+    std::map<const Instance*, const Expr*> refs;
+    std::string prefix;  // `layers.0`
+    std::string array;   // `layers`
+    int64_t count = 0;
+  };
+  std::optional<InLayer> inLayer_;
 
-  [[noreturn]] void fail(SourceRange at, const std::string& message) const {
-    throw elab::Error(fmt::format("{}: {}", program_.where(at), message));
+  [[noreturn]] void fail(SourceRange at, const std::string& message, bool scanOnly = false) const {
+    std::string text = fmt::format("{}: {}", program_.where(at), message);
+    if (scanOnly) throw ScanUnsupported(text);
+    throw elab::Error(text);
+  }
+
+  bool isRootArray(const Val& array) const {
+    for (const auto& [name, elems] : program_.root().arrays)
+      if (&elems == array.array) return true;
+    return false;
+  }
+
+  // `for layer in layers` kept a loop (forward.h, Scan): the carried
+  // values saved at each iteration's start, the layer's code copied once.
+  void scanLoop(Frame& f, const Stmt& s, const Val& array) {
+    const auto& elems = *array.array;
+    const Instance* first = elems[0].get();
+    Scan scan;
+    scan.array = arrayRefs_.at(array.array);
+    scan.count = static_cast<int64_t>(elems.size());
+    std::vector<elab::SlotId> vars;
+    for (elab::SlotId v : s.varsInScope) {
+      const Val& x = f.slots[static_cast<size_t>(v)];
+      if (x.kind != Val::TensorV) fail(s.range, "a layer loop in scope of a variable that holds no tensor", true);
+      if (x.t) vars.push_back(v);
+    }
+    em_.at = s.range;
+    for (elab::SlotId v : vars) {
+      const Expr* x = f.slots[static_cast<size_t>(v)].t;
+      Shape stacked = Emitter::typeOf(x).shape;
+      stacked.insert(stacked.begin(), scan.count);
+      scan.carried.push_back(em_.let(x, "carried"));
+      scan.saved.push_back(em_.let(em_.zeros(Emitter::typeOf(x).dtype, stacked), "saved"));
+    }
+    elab::SlotId index = em_.let(em_.constant(Scalar::I32, 0), "layer_index");
+    scan.layer = em_.newSlot("layer", Type{Type::Block, {}, {}, first, {}, nullptr});
+    elab::Stmt* loop = em_.newStmt(StmtKind::ForArray);
+    loop->value = scan.array;
+    loop->slot = scan.layer;
+    loop->varsInScope = scan.carried;
+    loop->varsInScope.insert(loop->varsInScope.end(), scan.saved.begin(), scan.saved.end());
+    loop->varsInScope.push_back(index);
+    em_.beginBody(loop->body);
+    for (size_t k = 0; k < vars.size(); ++k) {
+      const Expr* c = em_.local(scan.carried[k]);
+      Shape one = Emitter::typeOf(c).shape;
+      one.insert(one.begin(), 1);
+      em_.assign(scan.saved[k], em_.writeAt(em_.local(scan.saved[k]), em_.reshape(c, one), em_.local(index)));
+    }
+    size_t layerStart = loop->body.size();
+    for (size_t k = 0; k < vars.size(); ++k) f.slots[static_cast<size_t>(vars[k])] = Val::tensor(em_.local(scan.carried[k]));
+    f.slots[static_cast<size_t>(s.slot)] = Val::block(first);
+    enterLayer(*first, em_.local(scan.layer), scan.count);
+    run(f, s.body);
+    inLayer_.reset();
+    if (f.result) fail(s.range, "a `return` inside a layer loop", true);
+    scan.layer_body.assign(loop->body.begin() + static_cast<std::ptrdiff_t>(layerStart), loop->body.end());
+    em_.at = s.range;
+    for (size_t k = 0; k < vars.size(); ++k) {
+      const Val& out = f.slots[static_cast<size_t>(vars[k])];
+      if (out.kind != Val::TensorV || !out.t) fail(s.range, "a layer loop that leaves a variable without a tensor", true);
+      scan.next.push_back(out.t);
+    }
+    for (size_t k = 0; k < vars.size(); ++k) em_.assign(scan.carried[k], scan.next[k]);
+    em_.assign(index, em_.binary(sema::BinaryKind::Add, em_.local(index), em_.constant(Scalar::I32, 1)));
+    em_.endBody();
+    for (size_t k = 0; k < vars.size(); ++k) f.slots[static_cast<size_t>(vars[k])] = Val::tensor(em_.local(scan.carried[k]));
+    tape.scans[loop] = std::move(scan);
+  }
+
+  void enterLayer(const Instance& first, const Expr* ref, int64_t count) {
+    InLayer in;
+    in.prefix = first.path;
+    in.array = first.path.substr(0, first.path.rfind('.'));
+    in.count = count;
+    std::function<void(const Instance&, const Expr*)> walk = [&](const Instance& inst, const Expr* r) {
+      in.refs[&inst] = r;
+      for (const auto& [name, sub] : inst.subs) {
+        Expr* e = em_.raw(ExprKind::Sub, Type{Type::Block, {}, {}, sub.get(), {}, nullptr}, {r});
+        e->name = name;
+        walk(*sub, e);
+      }
+    };
+    walk(first, ref);
+    inLayer_ = std::move(in);
+  }
+
+  // A param read: through the root's chain, or in a Scan's layer through
+  // the loop's element (its path with `*` for the element).
+  Val readParam(const Expr& e, const Instance* inst) {
+    em_.at = e.range;
+    const Expr* ref = nullptr;
+    std::string path = inst->pathOf(e.name);
+    if (inLayer_) {
+      auto it = inLayer_->refs.find(inst);
+      if (it == inLayer_->refs.end())
+        fail(e.range, fmt::format("reads param `{}` of a block outside the layer inside a layer loop", path), true);
+      ref = it->second;
+      path = inLayer_->array + ".*" + path.substr(inLayer_->prefix.size());
+    } else {
+      ref = refs_.at(inst);
+    }
+    Expr* read = em_.raw(ExprKind::Param, e.type, {ref});
+    read->name = e.name;
+    const Expr* local = em_.bind(read, path);
+    tape.paramReads[local->slot] = path;
+    if (inLayer_) tape.layers[local->slot] = inLayer_->count;
+    return Val::tensor(local);
   }
 
   // Self, Sub and Element chains from the root to every instance.
@@ -68,6 +188,7 @@ class Copier {
     for (const auto& [name, elems] : inst.arrays) {
       Expr* array = em_.raw(ExprKind::Sub, Type{Type::Array, {}, {}, elems.at(0).get(), name, &inst}, {ref});
       array->name = name;
+      arrayRefs_[&elems] = array;
       for (size_t k = 0; k < elems.size(); ++k) {
         Expr* e = em_.raw(ExprKind::Element, Type{Type::Block, {}, {}, elems[k].get(), {}, nullptr}, {array});
         e->ints = {static_cast<int64_t>(k)};
@@ -100,6 +221,8 @@ class Copier {
       case StmtKind::Eval: eval(f, *s.value); return;
       case StmtKind::ForArray: {
         Val array = eval(f, *s.value);
+        if (inLayer_) fail(s.range, "a loop inside a layer loop", true);
+        if (policy_ == Policy::Scan && isRootArray(array) && !array.array->empty()) return scanLoop(f, s, array);
         for (const auto& inst : *array.array) {
           f.slots[s.slot] = Val::block(inst.get());
           run(f, s.body);
@@ -140,15 +263,7 @@ class Copier {
         for (size_t k = 1; k < e.operands.size(); ++k) args.push_back(eval(f, *e.operand(k)));
         return call(*e.callee, self, std::move(args));
       }
-      case ExprKind::Param: {
-        const Instance* inst = eval(f, *e.operand(0)).inst;
-        em_.at = e.range;
-        Expr* read = em_.raw(ExprKind::Param, e.type, {refs_.at(inst)});
-        read->name = e.name;
-        const Expr* local = em_.bind(read, inst->pathOf(e.name));
-        tape.paramReads[local->slot] = inst->pathOf(e.name);
-        return Val::tensor(local);
-      }
+      case ExprKind::Param: return readParam(e, eval(f, *e.operand(0)).inst);
       case ExprKind::State:
         fail(e.range, fmt::format("reads state `{}`: gradients of entries that read state are not derived yet",
                                   e.name));
@@ -213,9 +328,14 @@ class Copier {
 
 }  // namespace
 
+std::string elementPath(const std::string& stacked, int64_t k) {
+  size_t star = stacked.find(".*.");
+  return stacked.substr(0, star) + "." + std::to_string(k) + stacked.substr(star + 2);
+}
+
 Tape copyForward(const elab::Program& program, const elab::FnInstance& entry, Emitter& em,
-                 const std::vector<elab::SlotId>& inputs) {
-  Copier copier(program, em);
+                 const std::vector<elab::SlotId>& inputs, Policy policy) {
+  Copier copier(program, em, policy);
   std::vector<Val> args;
   for (elab::SlotId s : inputs) {
     Expr* local = em.raw(ExprKind::Local, em.fn().slots[static_cast<size_t>(s)].type);

@@ -1,9 +1,18 @@
 // The forward half of a gradient entry: the entry's body copied into the
 // derived function as straight-line code. Calls are inlined with their
-// receiver known, each layer of a `for` over an array is copied with its own
-// params (read through `Element`), and the structure (tuples, options,
-// blocks) is resolved while copying, so that every tensor the entry computes
-// is one `let` of one primitive: the tape the reverse half reads.
+// receiver known and the structure (tuples, options, blocks) is resolved
+// while copying, so that every tensor the entry computes is one `let` of
+// one primitive: the tape the reverse half reads.
+//
+// A `for` over a sub-block array of the root (the layers) is kept a loop
+// (a `Scan`): the layer's code is copied once, reading the params of the
+// loop's element, and each iteration saves the values the loop carries
+// (the layer's input) into a stacked [Layers, ...] tensor. The reverse half
+// runs a loop from the last layer to the first that recomputes the layer
+// from its saved input and takes its cotangents: the tape holds one input
+// per layer, and the code one copy of the layer, whatever `Layers` is. With
+// `Policy::Unrolled` each layer is copied instead (reading its params
+// through `Element k`) and every value stays on the tape.
 #pragma once
 
 #include <functional>
@@ -16,9 +25,37 @@
 
 namespace linnet::autodiff {
 
+// What the reverse half needs of a layer loop kept whole.
+struct Scan {
+  const elab::Expr* array = nullptr;  // the array, an expression of the derived function
+  elab::SlotId layer = -1;            // the loop's element
+  int64_t count = 0;                  // Layers
+  // The loop's carried values, each with its stacked copy per layer
+  // ([count, ...]) and what an iteration assigns it (the layer's output).
+  std::vector<elab::SlotId> carried, saved;
+  std::vector<const elab::Expr*> next;
+  elab::Body layer_body;  // the layer's statements (lets only), between the saves and the assignments
+};
+
+enum class Policy {
+  Scan,      // layer loops kept whole, each layer recomputed from its saved input (the default)
+  Unrolled,  // every layer copied, every value saved
+};
+
+// Thrown where a loop cannot be kept whole (a layer that reads a param of
+// another block, a nested loop, a `return` from the loop): the caller
+// derives again with Policy::Unrolled.
+struct ScanUnsupported : elab::Error {
+  using elab::Error::Error;
+};
+
 struct Tape {
-  // A slot of the derived function that reads a param: its path.
+  // A slot of the derived function that reads a param: its path. A read
+  // in a Scan's layer has the array's path with `*` for the element
+  // (`layers.*.mlp.up.weight`), and `layers` says how many there are.
   std::map<elab::SlotId, std::string> paramReads;
+  std::map<elab::SlotId, int64_t> layers;
+  std::map<const elab::Stmt*, Scan> scans;  // by the forward loop
   // Slots whose value does not change the result to first order (the
   // maximum a softmax subtracts): no cotangent flows through them.
   std::set<elab::SlotId> detached;
@@ -29,6 +66,9 @@ struct Tape {
 // `entry`'s parameters. Throws elab::Error naming the place of what cannot
 // be differentiated: a state write, a `while` loop.
 Tape copyForward(const elab::Program& program, const elab::FnInstance& entry, Emitter& em,
-                 const std::vector<elab::SlotId>& inputs);
+                 const std::vector<elab::SlotId>& inputs, Policy policy);
+
+// A stacked path (`layers.*.x`) for element k (`layers.k.x`).
+std::string elementPath(const std::string& stacked, int64_t k);
 
 }  // namespace linnet::autodiff

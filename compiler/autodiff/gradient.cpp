@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "autodiff/forward.h"
 #include "autodiff/vjp.h"
@@ -17,30 +18,76 @@ using elab::SlotId;
 using elab::Stmt;
 
 // Which slots depend on a differentiated param: a param read accepted by
-// `wrt`, or a float value computed from such a slot and not detached.
-std::vector<bool> activity(const elab::FnInstance& fn, const Tape& tape,
-                           const std::function<bool(const std::string&)>& wrt, const std::vector<SlotId>& inputs) {
-  std::vector<bool> active(fn.slots.size(), false);
-  for (SlotId s : inputs) active[static_cast<size_t>(s)] = true;
-  for (const Stmt* s : fn.body) {
-    if (s->kind != elab::StmtKind::Let) continue;
-    auto read = tape.paramReads.find(s->slot);
-    bool on = false;
-    if (read != tape.paramReads.end()) {
-      on = wrt(read->second) && sema::isFloat(s->value->type.tensor.dtype);
-    } else if (sema::isFloat(s->value->type.tensor.dtype) && !tape.detached.count(s->slot)) {
-      for (const Expr* x : s->value->operands)
-        on |= x && x->kind == ExprKind::Local && active[static_cast<size_t>(x->slot)];
-    }
-    active[static_cast<size_t>(s->slot)] = on;
+// `wrt` (a layer's: for some element), or a float value computed from such
+// a slot and not detached. A layer loop's body is walked until the values
+// it carries stop changing.
+class Activity {
+ public:
+  Activity(const elab::FnInstance& fn, const Tape& tape, const std::function<bool(const std::string&)>& wrt,
+           const std::vector<SlotId>& inputs)
+      : tape_(tape), wrt_(wrt), active(fn.slots.size(), false) {
+    for (SlotId s : inputs) active[static_cast<size_t>(s)] = true;
+    body(fn.body);
   }
-  return active;
-}
+
+ private:
+  const Tape& tape_;
+  const std::function<bool(const std::string&)>& wrt_;
+
+ public:
+  std::vector<bool> active;
+
+ private:
+  bool isActive(const Expr* e) const { return e && e->kind == ExprKind::Local && active[static_cast<size_t>(e->slot)]; }
+
+  bool chosen(SlotId slot, const std::string& path) const {
+    auto layers = tape_.layers.find(slot);
+    if (layers == tape_.layers.end()) return wrt_(path);
+    for (int64_t k = 0; k < layers->second; ++k)
+      if (wrt_(elementPath(path, k))) return true;
+    return false;
+  }
+
+  bool valueActive(const Stmt& s) const {
+    const Expr& v = *s.value;
+    if (auto read = tape_.paramReads.find(s.slot); read != tape_.paramReads.end())
+      return sema::isFloat(v.type.tensor.dtype) && chosen(s.slot, read->second);
+    if (!sema::isFloat(v.type.tensor.dtype) || tape_.detached.count(s.slot)) return false;
+    if (v.kind == ExprKind::Local) return isActive(&v);
+    for (const Expr* x : v.operands)
+      if (isActive(x)) return true;
+    return false;
+  }
+
+  void body(const elab::Body& b) {
+    for (const Stmt* s : b) {
+      if (auto scan = tape_.scans.find(s); scan != tape_.scans.end()) {
+        loop(scan->second);
+        continue;
+      }
+      if (s->kind != elab::StmtKind::Let) continue;
+      active[static_cast<size_t>(s->slot)] = valueActive(*s);
+    }
+  }
+
+  void loop(const Scan& scan) {
+    for (bool changed = true; changed;) {
+      body(scan.layer_body);
+      changed = false;
+      for (size_t k = 0; k < scan.carried.size(); ++k)
+        if (!active[static_cast<size_t>(scan.carried[k])] && isActive(scan.next[k])) {
+          active[static_cast<size_t>(scan.carried[k])] = true;
+          changed = true;
+        }
+    }
+  }
+};
 
 class Reverse {
  public:
-  Reverse(const elab::Program& program, Emitter& em, const Tape& tape, std::vector<bool> active)
-      : program_(program), em_(em), tape_(tape), active_(std::move(active)) {}
+  Reverse(const elab::Program& program, Emitter& em, const Tape& tape, std::vector<bool> active,
+          const std::function<bool(const std::string&)>& wrt)
+      : program_(program), em_(em), tape_(tape), active_(std::move(active)), wrt_(wrt) {}
 
   // Cotangents of every param read, by path, from the value's cotangent
   // `seed` (d value / d value = 1 for a scalar).
@@ -51,29 +98,15 @@ class Reverse {
     std::vector<const Stmt*> forward(em_.fn().body.begin(), em_.fn().body.end());
     add(result, seed);
     for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
-      const Stmt& s = **it;
-      auto g = cot_.find(s.slot);
-      if (s.kind != elab::StmtKind::Let || g == cot_.end()) continue;
-      em_.at = s.range;
-      if (auto read = tape_.paramReads.find(s.slot); read != tape_.paramReads.end()) {
-        const Expr*& sum = grads[read->second];
-        sum = sum ? em_.binary(sema::BinaryKind::Add, sum, g->second) : g->second;
-        continue;
-      }
-      const Expr& def = *s.value;
-      Cotangents out{[&](size_t k) { return isActive(def.operand(k)); },
-                     [&](size_t k, const Expr* gk) {
-                       if (isActive(def.operand(k))) add(def.operand(k), gk);
-                     }};
-      const Expr* y = localOf(s);
-      vjp(em_, def, y, g->second, out, program_.where(s.range));
+      if (auto scan = tape_.scans.find(*it); scan != tape_.scans.end()) reverseLoop(**it, scan->second, grads);
+      else step(**it, grads);
     }
     return grads;
   }
   // After run(): the cotangent a slot (an input) received, or null.
   const Expr* cotangentOf(SlotId slot) const {
-    auto it = cot_.find(slot);
-    return it == cot_.end() ? nullptr : it->second;
+    auto it = outer_.find(slot);
+    return it == outer_.end() ? nullptr : it->second;
   }
 
  private:
@@ -81,21 +114,121 @@ class Reverse {
   Emitter& em_;
   const Tape& tape_;
   std::vector<bool> active_;
-  std::map<SlotId, const Expr*> cot_;
+  const std::function<bool(const std::string&)>& wrt_;
+  std::map<SlotId, const Expr*> outer_;
+  std::map<SlotId, const Expr*>* cot_ = &outer_;  // the loop's own inside a reverse loop
+  const std::set<SlotId>* inLoop_ = nullptr;       // there: the slots a cotangent may reach
 
   bool isActive(const Expr* e) const {
     return e && e->kind == ExprKind::Local && static_cast<size_t>(e->slot) < active_.size() &&
            active_[static_cast<size_t>(e->slot)];
   }
-  void add(const Expr* to, const Expr* g) {
-    g = em_.cast(g, Emitter::typeOf(to).dtype);
-    const Expr*& sum = cot_[to->slot];
-    sum = sum ? em_.binary(sema::BinaryKind::Add, sum, g) : g;
+  static void accumulate(Emitter& em, const Expr*& sum, const Expr* g) {
+    sum = sum ? em.binary(sema::BinaryKind::Add, sum, g) : g;
   }
-  const Expr* localOf(const Stmt& s) {
-    Expr* local = em_.raw(ExprKind::Local, em_.fn().slots[static_cast<size_t>(s.slot)].type);
-    local->slot = s.slot;
-    return local;
+  void add(const Expr* to, const Expr* g) {
+    if (inLoop_ && !inLoop_->count(to->slot))
+      throw ScanUnsupported(fmt::format("{}: a value from before a layer loop has a cotangent inside it",
+                                        program_.where(em_.at)));
+    accumulate(em_, (*cot_)[to->slot], em_.cast(g, Emitter::typeOf(to).dtype));
+  }
+
+  // The cotangents of one `let`'s operands from its own (a param read's
+  // goes to `grads` by path).
+  void step(const Stmt& s, std::map<std::string, const Expr*>& grads) {
+    auto g = cot_->find(s.slot);
+    if (s.kind != elab::StmtKind::Let || g == cot_->end()) return;
+    em_.at = s.range;
+    if (auto read = tape_.paramReads.find(s.slot); read != tape_.paramReads.end()) {
+      accumulate(em_, grads[read->second], g->second);
+      return;
+    }
+    const Expr& def = *s.value;
+    if (def.kind == ExprKind::Local) {  // a copy (a loop's carried value)
+      if (isActive(&def)) add(&def, g->second);
+      return;
+    }
+    Cotangents out{[&](size_t k) { return isActive(def.operand(k)); },
+                   [&](size_t k, const Expr* gk) {
+                     if (isActive(def.operand(k))) add(def.operand(k), gk);
+                   }};
+    vjp(em_, def, em_.local(s.slot), g->second, out, program_.where(s.range));
+  }
+
+  // A Scan's reverse: from the last layer to the first, the layer
+  // recomputed from its saved input, then its statements' cotangents; the
+  // carried values' cotangents carried to the layer before, the layer's
+  // param gradients written at its index into stacked [Layers, ...] sums.
+  void reverseLoop(const Stmt& forwardLoop, const Scan& scan, std::map<std::string, const Expr*>& grads) {
+    bool flows = false;
+    for (SlotId c : scan.carried) flows |= outer_.count(c) > 0;
+    if (!flows) return;
+    em_.at = forwardLoop.range;
+    std::vector<SlotId> dCarried;
+    for (SlotId c : scan.carried) {
+      const TensorType& t = em_.fn().slots[static_cast<size_t>(c)].type.tensor;
+      auto g = outer_.find(c);
+      dCarried.push_back(em_.let(g != outer_.end() ? g->second : em_.zeros(t.dtype, t.shape), "d_carried"));
+    }
+    std::vector<std::string> members;
+    std::vector<Shape> shapes;
+    std::vector<SlotId> sums;
+    for (const Stmt* s : scan.layer_body) {
+      auto read = tape_.paramReads.find(s->slot);
+      if (read == tape_.paramReads.end() || !active_[static_cast<size_t>(s->slot)]) continue;
+      if (std::find(members.begin(), members.end(), read->second) != members.end()) continue;
+      members.push_back(read->second);
+      shapes.push_back(s->value->type.tensor.shape);
+      Shape stacked = shapes.back();
+      stacked.insert(stacked.begin(), scan.count);
+      sums.push_back(em_.let(em_.zeros(Scalar::F32, stacked), "d_" + read->second));
+    }
+    SlotId index = em_.let(em_.constant(Scalar::I32, static_cast<double>(scan.count - 1)), "layer_index");
+    elab::Stmt* loop = em_.newStmt(elab::StmtKind::ForArray);
+    loop->value = scan.array;
+    loop->slot = scan.layer;
+    loop->reverse = true;
+    loop->varsInScope = dCarried;
+    loop->varsInScope.insert(loop->varsInScope.end(), sums.begin(), sums.end());
+    loop->varsInScope.push_back(index);
+    em_.beginBody(loop->body);
+    for (size_t k = 0; k < scan.carried.size(); ++k)
+      em_.assign(scan.carried[k], em_.sliceAt(em_.local(scan.saved[k]), em_.local(index)));
+    loop->body.insert(loop->body.end(), scan.layer_body.begin(), scan.layer_body.end());  // recomputed
+    std::set<SlotId> local(scan.carried.begin(), scan.carried.end());
+    for (const Stmt* s : scan.layer_body) local.insert(s->slot);
+    std::map<SlotId, const Expr*> inner;
+    std::map<std::string, const Expr*> paramSums;
+    cot_ = &inner;
+    inLoop_ = &local;
+    for (size_t k = 0; k < scan.carried.size(); ++k)
+      if (isActive(scan.next[k])) add(scan.next[k], em_.local(dCarried[k]));
+    for (auto it = scan.layer_body.rbegin(); it != scan.layer_body.rend(); ++it) step(**it, paramSums);
+    cot_ = &outer_;
+    inLoop_ = nullptr;
+    em_.at = forwardLoop.range;
+    for (size_t k = 0; k < scan.carried.size(); ++k) {
+      const TensorType& t = em_.fn().slots[static_cast<size_t>(scan.carried[k])].type.tensor;
+      auto g = inner.find(scan.carried[k]);
+      em_.assign(dCarried[k], g != inner.end() ? g->second : em_.zeros(t.dtype, t.shape));
+    }
+    for (size_t m = 0; m < members.size(); ++m) {
+      auto g = paramSums.find(members[m]);
+      if (g == paramSums.end()) continue;
+      Shape one = shapes[m];
+      one.insert(one.begin(), 1);
+      em_.assign(sums[m], em_.writeAt(em_.local(sums[m]), em_.reshape(em_.cast(g->second, Scalar::F32), one),
+                                      em_.local(index)));
+    }
+    em_.assign(index, em_.binary(sema::BinaryKind::Sub, em_.local(index), em_.constant(Scalar::I32, 1)));
+    em_.endBody();
+    for (size_t k = 0; k < scan.carried.size(); ++k) outer_[scan.carried[k]] = em_.local(dCarried[k]);
+    for (size_t m = 0; m < members.size(); ++m)
+      for (int64_t k = 0; k < scan.count; ++k) {
+        std::string path = elementPath(members[m], k);
+        if (!wrt_(path)) continue;
+        accumulate(em_, grads[path], em_.reshape(em_.slice(em_.local(sums[m]), 0, k, k + 1), shapes[m]));
+      }
   }
 };
 
@@ -113,10 +246,8 @@ void requireFloat(const elab::Program& program, const elab::FnInstance& entry, c
                                   program.where(entry.decl->range), entry.decl->name.name, t.str()));
 }
 
-}  // namespace
-
-Gradient deriveGradient(elab::Program& program, const elab::EntryInstance& entry,
-                        const std::function<bool(const std::string&)>& wrt, bool inputs) {
+Gradient derive(elab::Program& program, const elab::EntryInstance& entry,
+                const std::function<bool(const std::string&)>& wrt, bool inputs, Policy policy) {
   const elab::FnInstance& source = *entry.fn;
   auto fn = std::make_unique<elab::FnInstance>();
   fn->decl = source.decl;
@@ -127,7 +258,7 @@ Gradient deriveGradient(elab::Program& program, const elab::EntryInstance& entry
   em.at = source.decl->range;
   for (SlotId p : source.params) fn->params.push_back(em.newSlot(source.slots[static_cast<size_t>(p)].name,
                                                                  source.slots[static_cast<size_t>(p)].type));
-  Tape tape = copyForward(program, source, em, fn->params);
+  Tape tape = copyForward(program, source, em, fn->params, policy);
   requireFloat(program, source, tape.result);
   const elab::TensorType& valueType = Emitter::typeOf(tape.result);
   const Expr* seed = em.broadcast(em.constant(valueType.dtype, 1), valueType.shape);
@@ -142,7 +273,7 @@ Gradient deriveGradient(elab::Program& program, const elab::EntryInstance& entry
   for (size_t k = 0; inputs && k < source.params.size(); ++k)
     if (sema::isFloat(fn->slots[static_cast<size_t>(fn->params[k])].type.tensor.dtype))
       activeInputs.push_back(fn->params[k]);
-  Reverse reverse(program, em, tape, activity(*fn, tape, wrt, activeInputs));
+  Reverse reverse(program, em, tape, Activity(*fn, tape, wrt, activeInputs).active, wrt);
   std::map<std::string, const Expr*> grads = reverse.run(seed);
 
   Gradient out;
@@ -176,6 +307,20 @@ Gradient deriveGradient(elab::Program& program, const elab::EntryInstance& entry
   fn->key = fmt::format("{}#gradient{}|{}", source.key, inputs ? "+inputs" : "", fmt::join(out.params, "|"));
   out.fn = &program.adopt(std::move(fn));
   return out;
+}
+
+}  // namespace
+
+Gradient deriveGradient(elab::Program& program, const elab::EntryInstance& entry,
+                        const std::function<bool(const std::string&)>& wrt, bool inputs, Policy policy) {
+  if (policy == Policy::Scan) {
+    try {
+      return derive(program, entry, wrt, inputs, Policy::Scan);
+    } catch (const ScanUnsupported&) {
+      // A loop the scan does not take: every layer copied instead.
+    }
+  }
+  return derive(program, entry, wrt, inputs, Policy::Unrolled);
 }
 
 }  // namespace linnet::autodiff

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "autodiff/forward.h"
 #include "elaborate/program.h"
 
 namespace linnet::autodiff {
@@ -36,7 +37,11 @@ struct Gradient {
 // float tensor.
 // With `inputs`, the entry's float arguments are differentiated too, after
 // the params (integer ones, like token ids, never are).
+// `policy` chooses the tape (forward.h): layer loops kept whole with each
+// layer recomputed from its saved input, or every layer copied with every
+// value saved. A loop the scan cannot take falls back to the second.
 Gradient deriveGradient(elab::Program& program, const elab::EntryInstance& entry,
-                        const std::function<bool(const std::string&)>& wrt, bool inputs = false);
+                        const std::function<bool(const std::string&)>& wrt, bool inputs = false,
+                        Policy policy = Policy::Scan);
 
 }  // namespace linnet::autodiff

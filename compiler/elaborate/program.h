@@ -189,6 +189,9 @@ struct Stmt {
   Body body;                           // ForArray, While
   // ForArray, While: the `var`s in scope, which the body may assign.
   std::vector<SlotId> varsInScope;
+  // ForArray: the elements last to first (a derived gradient's reverse
+  // sweep over layers, compiler/autodiff).
+  bool reverse = false;
 };
 
 struct FnInstance {

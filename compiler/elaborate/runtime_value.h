@@ -69,12 +69,13 @@ bool evalStructural(const Expr& e, const Instance* self, Eval&& eval, V& out) {
   }
 }
 
-// `for slot in array { body }` over each element in turn, until the body
-// returns (`frame.result`).
+// `for slot in array { body }` over each element in turn (last to first
+// for a `reverse` one), until the body returns (`frame.result`).
 template <typename V, typename Frame, typename Run>
 void forEachElement(const Stmt& s, const V& array, Frame& frame, Run&& run) {
-  for (const auto& inst : *array.array) {
-    frame.slots[s.slot] = V::block(inst.get());
+  const size_t n = array.array->size();
+  for (size_t k = 0; k < n; ++k) {
+    frame.slots[s.slot] = V::block((*array.array)[s.reverse ? n - 1 - k : k].get());
     run(s.body);
     if (frame.result) return;
   }

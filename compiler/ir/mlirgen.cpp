@@ -9,6 +9,8 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -150,6 +152,10 @@ void MLIRGen::Impl::stackedLoop(Frame& f, const elab::Stmt& s, StackedArray& sa)
   auto loop = mlir::scf::ForOp::create(b, loc, lo, hi, one, init);
   b.setInsertionPointToStart(loop.getBody());
   mlir::Value iv = loop.getInductionVar();
+  if (s.reverse) {  // layers last to first: L - 1 - iv
+    mlir::Value last = mlir::arith::ConstantIndexOp::create(b, loc, static_cast<int64_t>(sa.elements->size()) - 1);
+    iv = mlir::arith::SubIOp::create(b, loc, last, iv);
+  }
   for (size_t k = 0; k < carried.size(); ++k) setCarried(f, carried[k], loop.getRegionIterArgs()[k]);
   // The layer's params, for code in the loop that reads them directly
   // (unused slices fold away).
@@ -168,6 +174,23 @@ void MLIRGen::Impl::stackedLoop(Frame& f, const elab::Stmt& s, StackedArray& sa)
   mlir::scf::YieldOp::create(b, loc, next);
   b.setInsertionPointAfter(loop);
   for (size_t k = 0; k < carried.size(); ++k) setCarried(f, carried[k], loop.getResult(k));
+  outlineLargeBody(loop, sa.name + "_layer");
+}
+
+// A loop body of a layer's size written in place (a derived gradient's,
+// whose layer code is inlined) becomes a function of its own, called once
+// per iteration and never inlined, as a layer's method is: LLVM's loop
+// passes cost more than linearly in a function's size, and one layer at a
+// time keeps a gradient's build time that of a layer.
+void MLIRGen::Impl::outlineLargeBody(mlir::scf::ForOp loop, const std::string& name) {
+  constexpr size_t kLargeBody = 64;  // ops; a loop that calls a layer's method has a handful
+  if (loop.getBody()->getOperations().size() <= kLargeBody) return;
+  mlir::IRRewriter rewriter(&ctx);
+  mlir::func::CallOp call;
+  auto fn = mlir::outlineSingleBlockRegion(rewriter, loop.getLoc(), loop.getRegion(), uniqueSymbol(name), &call);
+  if (mlir::failed(fn)) return;  // kept in place: correct, only slower to build
+  fn->setPrivate();
+  (*fn)->setAttr("llvm.no_inline", b.getUnitAttr());
 }
 
 // A runtime loop: an scf.while carrying every `var` in scope and every

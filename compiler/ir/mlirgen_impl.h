@@ -12,6 +12,7 @@
 #include "ir/dialect.h"
 #include "ir/mlirgen.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
 namespace linnet::ir {
@@ -135,6 +136,7 @@ struct MLIRGen::Impl {
   mlir::Value getCarried(Frame& f, const Carried& c);
   void setCarried(Frame& f, const Carried& c, mlir::Value v);
   void stackedLoop(Frame& f, const elab::Stmt& s, StackedArray& sa);
+  void outlineLargeBody(mlir::scf::ForOp loop, const std::string& name);
   void whileLoop(Frame& f, const elab::Stmt& s);
   mlir::Value sliceAt(mlir::Value all, mlir::Value index, const TensorSpec& one);
   mlir::Value insertAt(mlir::Value one, mlir::Value all, mlir::Value index, const TensorSpec& spec);
