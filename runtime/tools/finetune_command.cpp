@@ -77,7 +77,7 @@ struct Setup {
 };
 
 Setup prepare(FinetuneArgs& a) {
-  if (a.load.backend.empty()) a.load.backend = "reference";
+  a.load.dequantize = true;  // the optimizer reads and writes plain elements
   nest::TextModel text = nest::loadText(tokenizerSource(a.tokenizer, a.load.weights));
   nest::useCardChatTemplate(text, a.package);
   Setup s{nest::load(a.package, a.load), {}, {}, {}};
@@ -116,7 +116,7 @@ void train(const FinetuneArgs& a, Setup& s, Trainer& trainer, Batches& batches, 
 }
 
 int runFull(FinetuneArgs& a, Setup& s) {
-  train::FullTrainer trainer(s.model, s.settings);
+  train::FullTrainer trainer(s.model, s.settings, checkpointNames(a.package));
   Batches batches(s.rows, static_cast<uint64_t>(a.seed), a.batchTokens);
   const RunKey key{static_cast<uint64_t>(a.seed), a.batchTokens, s.rows.size()};
   int64_t done = 0;

@@ -47,7 +47,14 @@ void writeGradient(const nest::Gradient& gradient, const std::string& entry, con
                    const std::string& output) {
   auto name = checkpointNames(package);
   std::map<std::string, nest::Tensor> tensors;
-  for (size_t k = 0; k < gradient.params.size(); ++k) tensors.emplace(name(gradient.params[k]), gradient.grads[k]);
+  // Params bound to one checkpoint tensor (a tied output head) add up, as
+  // that tensor's gradient in torch does.
+  for (size_t k = 0; k < gradient.params.size(); ++k) {
+    auto [it, fresh] = tensors.emplace(name(gradient.params[k]), gradient.grads[k]);
+    if (!fresh)
+      for (int64_t i = 0; i < it->second.size(); ++i)
+        it->second.set(i, static_cast<float>(it->second.asDouble(i)) + static_cast<float>(gradient.grads[k].asDouble(i)));
+  }
   writeSafetensors(output, tensors, {{"format", "pt"}, {"entry", entry}});
   nlohmann::ordered_json line = {{"entry", entry}};
   const nest::Tensor& v = gradient.value;

@@ -405,7 +405,8 @@ CLI::App* defineFinetune(CLI::App& app, linnet::tools::FinetuneArgs& f) {
   CLI::App* cmd = app.add_subcommand("finetune", "Train the package's params (or LoRA adapters) on JSON Lines rows");
   cmd->footer(std::string(kPackageNotes) +
               "\nfinetune: rows are {\"messages\": [...]} (assistant turns learned), {\"prompt\", \"completion\"} "
-              "or {\"text\"}; the reference backend runs it (the default here); docs/train.md.\n");
+              "or {\"text\"}; gradients are compiled (`linnetc build --gradient`) or run on the reference backend; "
+              "params are trained as plain elements (a quantized checkpoint is dequantized); docs/train.md.\n");
   addPackage(cmd, f.package);
   addLoadOptions(cmd, f.load);
   addTokenizerOption(cmd, f.tokenizer);
@@ -458,7 +459,7 @@ Commands defineCommands(CLI::App& app, Args& a, linnet::bench::Options& bench) {
   c.grad = app.add_subcommand("grad", "An entry's value and its gradient for every param (a safetensors file)");
   c.grad->footer(std::string(kPackageNotes) +
                  "\ngrad: one --entry; its value must be one float, or --cotangent gives a weight per element; "
-                 "gradients run on the reference backend (the default here); docs/train.md.\n");
+                 "a quantized checkpoint is dequantized; docs/train.md.\n");
   addPackage(c.grad, a.package);
   addLoadOptions(c.grad, a.load);
   addEntryGroups(c.grad, a);
@@ -599,14 +600,14 @@ int runCall(Args& a) {
   return 0;
 }
 
-// `linnet grad` (tools/grad_command.h). Gradients run on the reference
-// backend only, so it is the default here.
+// `linnet grad` (tools/grad_command.h). Params are differentiated as plain
+// elements: a quantized checkpoint is dequantized at load.
 int runGrad(Args& a) {
   if (a.groups.size() != 1) throw Usage("grad takes one --entry");
   const Group& g = a.groups.front();
   if (!g.outputs.empty()) throw Usage("grad writes its gradients with -o FILE, not --output");
   linnet::tools::requireOutputFile(a.gradOutput);
-  if (a.load.backend.empty()) a.load.backend = "reference";
+  a.load.dequantize = true;
   auto model = linnet::nest::load(a.package, a.load);
   std::vector<Tensor> given = entryArguments(model, g);
   std::optional<Tensor> cotangent;

@@ -78,8 +78,8 @@ LoraTrainer::LoraTrainer(nest::Model& model, std::vector<LoraTarget> targets, Lo
 }
 
 StepReport LoraTrainer::step(const PackedBatch& batch) {
-  std::vector<std::string> paths;
-  for (const LoraTarget& t : targets_) paths.push_back(t.path);
+  std::vector<std::vector<std::string>> paths;
+  for (const LoraTarget& t : targets_) paths.push_back({t.path});
   StepReport report;
   std::vector<std::vector<float>> dw = meanGradients(model_, batch, paths, report);
   const int64_t r = lora_.rank;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <map>
 #include <set>
 
 namespace linnet::train {
@@ -20,19 +21,38 @@ std::vector<size_t> sizesOf(const std::vector<std::vector<float>>& values) {
   return out;
 }
 
-std::vector<std::vector<float>> floatParams(nest::Model& model, std::vector<std::string>& paths,
+// The float params, grouped by tie key (in the model's order of each
+// group's first); their values, one copy per group.
+std::vector<std::vector<float>> floatParams(nest::Model& model, const TieKey& tie,
+                                            std::vector<std::vector<std::string>>& groups,
                                             std::vector<std::vector<int64_t>>& shapes) {
   std::vector<std::vector<float>> values;
+  std::map<std::string, size_t> byKey;
   for (const nest::ParamInfo& p : model.params()) {
     if (!isFloat(p.dtype)) continue;
     if (p.dtype != DType::F32)
       throw nest::Error(fmt::format("param `{}` is {}: full fine-tuning trains f32 params (pass --set T=f32)", p.path,
                                     name(p.dtype)));
-    paths.push_back(p.path);
+    std::string key = tie ? tie(p.path) : p.path;
+    if (auto known = byKey.find(key); known != byKey.end()) {
+      if (shapes[known->second] != p.shape)
+        throw nest::Error(fmt::format("params `{}` and `{}` are bound to one tensor `{}` but differ in shape",
+                                      groups[known->second][0], p.path, key));
+      groups[known->second].push_back(p.path);
+      continue;
+    }
+    byKey.emplace(key, groups.size());
+    groups.push_back({p.path});
     shapes.push_back(p.shape);
     values.push_back(floatValues(model.param(p.path)));
   }
   return values;
+}
+
+std::vector<std::string> firstOf(const std::vector<std::vector<std::string>>& groups) {
+  std::vector<std::string> out;
+  for (const auto& g : groups) out.push_back(g.front());
+  return out;
 }
 
 }  // namespace
@@ -53,11 +73,13 @@ std::vector<nest::Tensor> lossInputs(const PackedBatch& batch) {
           vectorTensor(DType::F32, batch.weights)};
 }
 
-FullTrainer::FullTrainer(nest::Model& model, TrainSettings settings)
+FullTrainer::FullTrainer(nest::Model& model, TrainSettings settings, TieKey tie)
     : model_(model),
       settings_(settings),
-      values_(floatParams(model, paths_, shapes_)),
-      adamw_(settings.adamw, sizesOf(values_)) {}
+      values_(floatParams(model, tie, tied_, shapes_)),
+      adamw_(settings.adamw, sizesOf(values_)) {
+  paths_ = firstOf(tied_);
+}
 
 double learningRate(const TrainSettings& settings, int64_t step) {
   if (settings.warmup > 0 && step < settings.warmup)
@@ -66,18 +88,30 @@ double learningRate(const TrainSettings& settings, int64_t step) {
 }
 
 std::vector<std::vector<float>> meanGradients(nest::Model& model, const PackedBatch& batch,
-                                              const std::vector<std::string>& paths, StepReport& report) {
+                                              const std::vector<std::vector<std::string>>& groups,
+                                              StepReport& report) {
   if (batch.learnedTokens == 0) throw nest::Error("a training batch with no learned token");
-  const std::set<std::string> chosen(paths.begin(), paths.end());
+  std::set<std::string> chosen;
+  for (const auto& g : groups) chosen.insert(g.begin(), g.end());
   nest::Gradient g = model.gradient("loss_packed", lossInputs(batch), {},
                                     [&](const std::string& path) { return chosen.count(path) > 0; });
+  std::map<std::string, size_t> at;
+  for (size_t k = 0; k < g.params.size(); ++k) at.emplace(g.params[k], k);
   // The loss is a sum over the learned tokens; the step is on their mean.
   const float scale = 1.0f / static_cast<float>(batch.learnedTokens);
   std::vector<std::vector<float>> grads;
-  for (size_t k = 0; k < paths.size(); ++k) {
-    if (g.params.at(k) != paths[k]) throw nest::Error("internal: the gradient's params are not the trained ones");
-    grads.push_back(floatValues(g.grads[k]));
-    for (float& v : grads.back()) v *= scale;
+  for (const auto& group : groups) {
+    std::vector<float> sum;
+    for (const std::string& path : group) {
+      auto k = at.find(path);
+      if (k == at.end()) throw nest::Error(fmt::format("internal: the gradient has no param `{}`", path));
+      std::vector<float> one = floatValues(g.grads[k->second]);
+      if (sum.empty()) sum = std::move(one);
+      else
+        for (size_t i = 0; i < sum.size(); ++i) sum[i] += one[i];
+    }
+    for (float& v : sum) v *= scale;
+    grads.push_back(std::move(sum));
   }
   report.loss = g.value.asDouble(0) / static_cast<double>(batch.learnedTokens);
   report.tokens = static_cast<int64_t>(batch.tokens.size());
@@ -86,14 +120,14 @@ std::vector<std::vector<float>> meanGradients(nest::Model& model, const PackedBa
 
 StepReport FullTrainer::step(const PackedBatch& batch) {
   StepReport report;
-  std::vector<std::vector<float>> grads = meanGradients(model_, batch, paths_, report);
+  std::vector<std::vector<float>> grads = meanGradients(model_, batch, tied_, report);
   report.lr = learningRate(settings_, adamw_.steps());
   std::vector<std::span<float>> spans(grads.begin(), grads.end());
   report.gradNorm = settings_.maxGradNorm > 0 ? clipGradNorm(spans, settings_.maxGradNorm) : 0.0;
   std::vector<ParamGrad> pg;
   for (size_t k = 0; k < paths_.size(); ++k) pg.push_back({values_[k], grads[k]});
   adamw_.step(report.lr, pg);
-  for (size_t k = 0; k < paths_.size(); ++k) model_.setParam(paths_[k], f32Tensor(values_[k], shapes_[k]));
+  giveValues();
   return report;
 }
 
@@ -118,8 +152,11 @@ void FullTrainer::restoreValue(size_t k, std::vector<float> values) {
   values_[k] = std::move(values);
 }
 
-void FullTrainer::restoreDone() {
-  for (size_t k = 0; k < paths_.size(); ++k) model_.setParam(paths_[k], f32Tensor(values_[k], shapes_[k]));
+void FullTrainer::restoreDone() { giveValues(); }
+
+void FullTrainer::giveValues() {
+  for (size_t k = 0; k < tied_.size(); ++k)
+    for (const std::string& path : tied_[k]) model_.setParam(path, f32Tensor(values_[k], shapes_[k]));
 }
 
 }  // namespace linnet::train

@@ -6,6 +6,7 @@
 // (docs/train.md, "linnet finetune").
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,14 +30,21 @@ struct StepReport {
   int64_t tokens = 0;   // positions in the batch
 };
 
+// A param's checkpoint tensor name (bindings.json); params of one name are
+// one tensor trained as one, as torch ties them (SmolLM2's output head is
+// its input embedding). Null: every param its own.
+using TieKey = std::function<std::string(const std::string&)>;
+
 class FullTrainer {
  public:
   // Every float param of `model` is trained; they must be f32 (Error
   // otherwise, naming the param: the optimizer keeps no second copy).
-  FullTrainer(nest::Model& model, TrainSettings settings);
+  // Params of one `tie` key take the sum of their gradients and one step.
+  FullTrainer(nest::Model& model, TrainSettings settings, TieKey tie = nullptr);
 
   StepReport step(const PackedBatch& batch);
 
+  // The trained tensors, each named by its first param's path.
   const std::vector<std::string>& paths() const { return paths_; }
   // Param k's values now (as the model holds them).
   nest::Tensor value(size_t k) const;
@@ -48,9 +56,11 @@ class FullTrainer {
   void restoreDone();
 
  private:
+  void giveValues();  // every param its tensor's values
   nest::Model& model_;
   TrainSettings settings_;
   std::vector<std::string> paths_;
+  std::vector<std::vector<std::string>> tied_;  // every param of tensor k (paths_[k] first)
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<std::vector<float>> values_;
   AdamW adamw_;
@@ -69,11 +79,12 @@ double meanLoss(nest::Model& model, const std::vector<PackedBatch>& batches);
 // The learning rate of step `step` (from 0): a linear warm-up, then lr.
 double learningRate(const TrainSettings& settings, int64_t step);
 
-// loss_packed's gradient for `batch` with respect to the params `wrt`
-// accepts, each scaled to the mean over the batch's learned tokens (f32,
-// flat, in the order of `paths`, which must be the gradient's); the mean
-// loss goes to `report`.
+// loss_packed's gradient for `batch` with respect to the tensors `groups`
+// lists (each its params' paths: one, or a tied set whose gradients add),
+// each scaled to the mean over the batch's learned tokens (f32, flat, in
+// the order of `groups`); the mean loss goes to `report`.
 std::vector<std::vector<float>> meanGradients(nest::Model& model, const PackedBatch& batch,
-                                              const std::vector<std::string>& paths, StepReport& report);
+                                              const std::vector<std::vector<std::string>>& groups,
+                                              StepReport& report);
 
 }  // namespace linnet::train
