@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "autodiff/emitter.h"
+#include "autodiff/policy.h"
 
 namespace linnet::autodiff {
 
@@ -35,11 +36,6 @@ struct Scan {
   std::vector<elab::SlotId> carried, saved;
   std::vector<const elab::Expr*> next;
   elab::Body layer_body;  // the layer's statements (lets only), between the saves and the assignments
-};
-
-enum class Policy {
-  Scan,      // layer loops kept whole, each layer recomputed from its saved input (the default)
-  Unrolled,  // every layer copied, every value saved
 };
 
 // Thrown where a loop cannot be kept whole (a layer that reads a param of

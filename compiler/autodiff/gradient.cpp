@@ -304,8 +304,10 @@ Gradient derive(elab::Program& program, const elab::EntryInstance& entry,
   em.ret(em.raw(ExprKind::Tuple, tuple, results));
   fn->result = tuple;
   // Exact, not a hash: adopt() keeps the first function of a key.
-  fn->key = fmt::format("{}#gradient{}|{}", source.key, inputs ? "+inputs" : "", fmt::join(out.params, "|"));
+  fn->key = fmt::format("{}#gradient{}{}|{}", source.key, inputs ? "+inputs" : "",
+                        policy == Policy::Scan ? "" : "+unrolled", fmt::join(out.params, "|"));
   out.fn = &program.adopt(std::move(fn));
+  out.policy = policy;
   return out;
 }
 

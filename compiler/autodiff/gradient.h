@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "autodiff/forward.h"
+#include "autodiff/policy.h"
 #include "elaborate/program.h"
 
 namespace linnet::autodiff {
@@ -24,6 +24,7 @@ struct Gradient {
   const elab::FnInstance* fn = nullptr;
   std::vector<std::string> params;  // paths (`layers.0.mlp.up.weight`), in the model's order
   std::vector<size_t> inputs;       // the entry's float parameters differentiated, by index
+  Policy policy = Policy::Scan;     // the tape it was derived with
 };
 
 // The gradient of `entry` (whose value must be a float tensor) with

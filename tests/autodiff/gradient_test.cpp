@@ -220,3 +220,27 @@ TEST_CASE("--wrt restricts the params; entries without a gradient are named") {
                                          {}, all),
                     Catch::Matchers::Contains("writes state"));
 }
+
+TEST_CASE("the scanned tape (each layer recomputed) gives the unrolled tape's gradient") {
+  TinyCard card;
+  Packed p;
+  p.add({3, 7, 1, 9, 4}, {0, 1, 1, 1, 1});
+  p.add({5, 2, 8}, {0, 1, 0.5});
+  auto all = [](const std::string&) { return true; };
+  Model::Gradient scan = card.model->gradient("loss_packed", p.args(), {}, all);
+  Model::Gradient unrolled =
+      card.model->gradient("loss_packed", p.args(), {}, all, std::nullopt, false, linnet::autodiff::Policy::Unrolled);
+  CHECK(scan.tape == linnet::autodiff::Policy::Scan);  // the layer loop was kept, not unrolled in a fallback
+  CHECK(unrolled.tape == linnet::autodiff::Policy::Unrolled);
+  REQUIRE(scan.params == unrolled.params);
+  CHECK(scan.value.f == unrolled.value.f);
+  for (size_t k = 0; k < scan.params.size(); ++k) {
+    INFO(scan.params[k]);
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < scan.grads[k].f.size(); ++i) {
+      diff = std::max(diff, std::abs(scan.grads[k].f[i] - unrolled.grads[k].f[i]));
+      norm = std::max(norm, std::abs(unrolled.grads[k].f[i]));
+    }
+    CHECK(diff <= 1e-12 * std::max(norm, 1e-30));  // float64 throughout: only the order of sums differs
+  }
+}

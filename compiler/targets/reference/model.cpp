@@ -43,13 +43,14 @@ struct Model::Impl {
   std::map<std::string, autodiff::Gradient> gradients;
 
   const autodiff::Gradient& gradientOf(const elab::EntryInstance& entry,
-                                       const std::function<bool(const std::string&)>& wrt, bool inputs) {
-    std::string key = entry.fn->key + (inputs ? "|inputs" : "|");
+                                       const std::function<bool(const std::string&)>& wrt, bool inputs,
+                                       autodiff::Policy policy) {
+    std::string key = entry.fn->key + (inputs ? "|inputs" : "|") + (policy == autodiff::Policy::Scan ? "" : "|unrolled");
     for (const elab::Instance* inst : program.instances())
       for (const elab::Member& m : inst->params)
         if (wrt(inst->pathOf(m.name))) key += "|" + inst->pathOf(m.name);
     auto it = gradients.find(key);
-    if (it == gradients.end()) it = gradients.emplace(key, autodiff::deriveGradient(program, entry, wrt, inputs)).first;
+    if (it == gradients.end()) it = gradients.emplace(key, autodiff::deriveGradient(program, entry, wrt, inputs, policy)).first;
     return it->second;
   }
 
@@ -342,9 +343,9 @@ std::vector<Tensor> Model::call(const std::string& entry, const std::vector<Tens
 Model::Gradient Model::gradient(const std::string& entry, const std::vector<Tensor>& args,
                                 const std::map<std::string, int64_t>& generics,
                                 const std::function<bool(const std::string&)>& wrt,
-                                const std::optional<Tensor>& cotangent, bool inputs) try {
+                                const std::optional<Tensor>& cotangent, bool inputs, autodiff::Policy policy) try {
   auto [inst, values] = prepareCall(impl_->program, entry, args, generics);
-  const autodiff::Gradient& derived = impl_->gradientOf(inst, wrt, inputs);
+  const autodiff::Gradient& derived = impl_->gradientOf(inst, wrt, inputs, policy);
   if (derived.fn->params.size() > values.size()) {
     const elab::TensorType& want = derived.fn->slots[static_cast<size_t>(derived.fn->params.back())].type.tensor;
     if (!cotangent)
@@ -362,6 +363,7 @@ Model::Gradient Model::gradient(const std::string& entry, const std::vector<Tens
   out.value = r.elems.at(0).t;
   out.params = derived.params;
   out.inputs = derived.inputs;
+  out.tape = derived.policy;
   for (size_t k = 0; k < derived.params.size(); ++k) out.grads.push_back(r.elems.at(1 + k).t);
   for (size_t k = 0; k < derived.inputs.size(); ++k)
     out.inputGrads.push_back(r.elems.at(1 + derived.params.size() + k).t);

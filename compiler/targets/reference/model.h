@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "autodiff/policy.h"
 #include "sema/program.h"
 #include "targets/reference/tensor.h"
 
@@ -69,11 +70,13 @@ class Model {
     std::vector<Tensor> grads;
     std::vector<size_t> inputs;
     std::vector<Tensor> inputGrads;
+    autodiff::Policy tape = autodiff::Policy::Scan;  // the tape derived (Scan falls back to Unrolled)
   };
   Gradient gradient(const std::string& entry, const std::vector<Tensor>& args,
                     const std::map<std::string, int64_t>& generics,
                     const std::function<bool(const std::string&)>& wrt,
-                    const std::optional<Tensor>& cotangent = std::nullopt, bool inputs = false);
+                    const std::optional<Tensor>& cotangent = std::nullopt, bool inputs = false,
+                    autodiff::Policy policy = autodiff::Policy::Scan);
 
   // Observes an intermediate by name, so that a test can check a local value
   // (rope's `inv_freq`, say) directly against a reference implementation
