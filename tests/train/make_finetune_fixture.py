@@ -58,13 +58,13 @@ def example(tok, row):
     return ids, learned
 
 
-def batches(examples):
+def batches(examples, settings=SETTINGS):
     epoch = 0
     while True:
         current = []
-        for k in epoch_order(len(examples), SETTINGS["seed"], epoch):
+        for k in epoch_order(len(examples), settings["seed"], epoch):
             n = len(examples[k][0])
-            if not current or sum(len(examples[j][0]) for j in current[-1]) + n > SETTINGS["batch_tokens"]:
+            if not current or sum(len(examples[j][0]) for j in current[-1]) + n > settings["batch_tokens"]:
                 current.append([])
             current[-1].append(k)
         yield from current
@@ -82,13 +82,25 @@ def main():
         subprocess.run([linnet, "export", "hf", card, "--random-weights", *sets, "--tokenizer", TOKENIZER,
                         "-o", folder], check=True, stdout=subprocess.DEVNULL)
         model = LlamaForCausalLM.from_pretrained(folder, torch_dtype=torch.float32, attn_implementation="eager")
+    losses = train(model, examples, SETTINGS)
+    os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, "train.jsonl"), "w") as f:
+        for r in ROWS:
+            f.write(json.dumps(r) + "\n")
+    with open(os.path.join(OUT, "expected.json"), "w") as f:
+        json.dump({"sets": SETS, "settings": SETTINGS, "torch": torch.__version__, "losses": losses}, f, indent=1)
+    print("losses", " ".join(f"{v:.6f}" for v in losses))
+
+
+def train(model, examples, settings):
+    """`settings["steps"]` steps as `linnet finetune --full` takes them; the losses."""
     model.train(False)
-    opt = torch.optim.AdamW(model.parameters(), lr=SETTINGS["lr"], betas=(0.9, 0.999), eps=1e-8,
-                            weight_decay=SETTINGS["weight_decay"], foreach=False)
+    opt = torch.optim.AdamW(model.parameters(), lr=settings["lr"], betas=(0.9, 0.999), eps=1e-8,
+                            weight_decay=settings["weight_decay"], foreach=False)
     losses = []
-    stream = batches(examples)
-    for step in range(SETTINGS["steps"]):
-        lr = SETTINGS["lr"] * min(1.0, (step + 1) / SETTINGS["warmup"])
+    stream = batches(examples, settings)
+    for step in range(settings["steps"]):
+        lr = settings["lr"] * min(1.0, (step + 1) / settings["warmup"])
         for group in opt.param_groups:
             group["lr"] = lr
         total = torch.zeros(())
@@ -103,16 +115,10 @@ def main():
         loss = total / learned
         opt.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), SETTINGS["max_grad_norm"])
+        torch.nn.utils.clip_grad_norm_(model.parameters(), settings["max_grad_norm"])
         opt.step()
         losses.append(loss.item())
-    os.makedirs(OUT, exist_ok=True)
-    with open(os.path.join(OUT, "train.jsonl"), "w") as f:
-        for r in ROWS:
-            f.write(json.dumps(r) + "\n")
-    with open(os.path.join(OUT, "expected.json"), "w") as f:
-        json.dump({"sets": SETS, "settings": SETTINGS, "torch": torch.__version__, "losses": losses}, f, indent=1)
-    print("losses", " ".join(f"{v:.6f}" for v in losses))
+    return losses
 
 
 if __name__ == "__main__":
