@@ -205,6 +205,11 @@ int main(int argc, char** argv) {
                        "With --gradient: a param to differentiate, by its path (layers.0.mlp.up.weight; "
                        "repeatable; default: every float param)")
       ->type_name("PATH");
+  buildCmd->add_option("--tape", build.tape,
+                       "With --gradient: recompute (each layer recomputed from its saved input, the default) or "
+                       "unrolled (every layer copied, every value kept)")
+      ->check(CLI::IsMember({"recompute", "unrolled"}))
+      ->type_name("POLICY");
   buildCmd->footer(
       "\nWrites DIR/manifest.json (entries, signatures, params, states, generics) and the target's code\n"
       "(model.so for cpu); --manifest-only writes the manifest alone. `linnet` runs such builds itself, on\n"

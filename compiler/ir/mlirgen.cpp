@@ -464,12 +464,13 @@ EntryInstance MLIRGen::Impl::addEntry(const std::string& name, const std::vector
 // `cotangent`; outputs `value` and one per param of `wrt`, named by its path.
 EntryInstance MLIRGen::Impl::addGradient(const std::string& name, const std::vector<TensorSpec>& argSpecs,
                                          const std::map<std::string, int64_t>& given,
-                                         const std::vector<std::string>& wrt) {
+                                         const std::vector<std::string>& wrt, autodiff::Policy tape) {
   elab::EntryInstance inst = instantiate(name, argSpecs, given);
   std::set<std::string> chosen(wrt.begin(), wrt.end());
   autodiff::Gradient g;
   try {
-    g = autodiff::deriveGradient(program, inst, [&](const std::string& path) { return wrt.empty() || chosen.count(path); });
+    g = autodiff::deriveGradient(
+        program, inst, [&](const std::string& path) { return wrt.empty() || chosen.count(path); }, false, tape);
   } catch (const elab::Error& e) {
     throw GenError(e.what());
   }
@@ -605,8 +606,8 @@ EntryInstance MLIRGen::addEntry(const std::string& name, const std::vector<Tenso
 
 EntryInstance MLIRGen::addGradient(const std::string& name, const std::vector<TensorSpec>& args,
                                    const std::map<std::string, int64_t>& generics,
-                                   const std::vector<std::string>& wrt) {
-  return atomically([&] { return impl_->addGradient(name, args, generics, wrt); });
+                                   const std::vector<std::string>& wrt, autodiff::Policy tape) {
+  return atomically([&] { return impl_->addGradient(name, args, generics, wrt, tape); });
 }
 
 std::vector<TensorSpec> MLIRGen::entryParams(const std::string& name,

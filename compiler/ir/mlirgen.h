@@ -24,6 +24,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "autodiff/policy.h"
 #include "sema/program.h"
 #include "sema/types.h"
 
@@ -72,8 +73,11 @@ class MLIRGen {
   // the entry's, then `cotangent` when its value has more than one
   // element; outputs `value`, then each param's gradient (f32) named by
   // its path.
+  // `tape` (autodiff/policy.h): each layer recomputed from its saved
+  // input, or every value of every layer kept.
   EntryInstance addGradient(const std::string& name, const std::vector<TensorSpec>& args,
-                            const std::map<std::string, int64_t>& generics, const std::vector<std::string>& wrt);
+                            const std::map<std::string, int64_t>& generics, const std::vector<std::string>& wrt,
+                            autodiff::Policy tape = autodiff::Policy::Scan);
 
   // The entry's parameter types with its generics bound from `generics`
   // and the root's: what `addEntry` needs when no sample arguments exist.

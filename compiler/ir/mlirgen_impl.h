@@ -148,7 +148,8 @@ struct MLIRGen::Impl {
   EntryInstance addEntry(const std::string& name, const std::vector<TensorSpec>& args,
                          const std::map<std::string, int64_t>& given);
   EntryInstance addGradient(const std::string& name, const std::vector<TensorSpec>& args,
-                            const std::map<std::string, int64_t>& given, const std::vector<std::string>& wrt);
+                            const std::map<std::string, int64_t>& given, const std::vector<std::string>& wrt,
+                            autodiff::Policy tape);
   elab::EntryInstance instantiate(const std::string& name, const std::vector<TensorSpec>& args,
                                   const std::map<std::string, int64_t>& given);
   // The C-callable function of `fn` (an entry, or a gradient derived from

@@ -217,8 +217,10 @@ fs::path ArtifactCache::entryPath(const std::string& entry, const std::vector<Te
                                   const std::map<std::string, int64_t>& generics,
                                   const std::optional<GradientOf>& gradient) const {
   std::string key = key_ + "|" + entry;
-  if (gradient)
+  if (gradient) {
     for (const auto& p : gradient->wrt) key += "|wrt " + p;
+    if (settings_.tape != "recompute") key += "|tape " + settings_.tape;
+  }
   for (const auto& a : args) key += "|" + argSpec(a);
   for (const auto& [k, v] : generics) key += fmt::format("|{}={}", k, v);
   for (const auto& s : paramStorage_) key += "|storage " + s;
@@ -234,7 +236,7 @@ fs::path ArtifactCache::entryDir(const std::string& entry, const std::vector<Ten
   if (usable(dir)) return dir;
   std::vector<std::string> extra = {"--entry", entry};
   if (gradient) {
-    extra.push_back("--gradient");
+    extra.insert(extra.end(), {"--gradient", "--tape", settings_.tape});
     if (!gradient->all)
       for (const auto& p : gradient->wrt) extra.insert(extra.end(), {"--wrt", p});
   }
