@@ -50,6 +50,22 @@ def losses(run):
     return [float(m) for m in re.findall(r"^step \d+: train loss ([0-9.]+)", run.stdout, re.M)]
 
 
+def check_resume(run, steps, ours, whole, tmp):
+    """Half the steps with --state, then --resume for the rest: the losses `ours` of the run in one go, and its
+    params `whole`, byte for byte. `run(out, *flags)` runs linnet finetune and returns its losses. The state."""
+    state, half = os.path.join(tmp, "state.safetensors"), steps // 2
+    first = run(os.path.join(tmp, "half.safetensors"), "--steps", str(half), "--state", state)
+    resumed = os.path.join(tmp, "resumed.safetensors")
+    rest = run(resumed, "--steps", str(steps), "--resume", state)
+    if first + rest != ours:
+        sys.exit(f"{half} steps, --resume, {steps - half} more gave losses {first + rest}, one run {ours}")
+    with open(whole, "rb") as a, open(resumed, "rb") as b:
+        if a.read() != b.read():
+            sys.exit("the resumed run's params differ from the run in one go")
+    print(f"{half} steps, --resume, {steps - half} more: the same losses and the same params, byte for byte")
+    return state
+
+
 def main():
     linnet = sys.argv[1]
     with open(os.path.join(DATA, "expected.json")) as f:
@@ -68,17 +84,9 @@ def main():
         print(f"{len(ours)} steps: every loss within {worst:.1e} of torch's ({expected['torch']}); "
               f"{ours[0]:.4f} -> {ours[-1]:.4f}")
 
-        state, half = os.path.join(tmp, "state.safetensors"), steps // 2
-        first = losses(finetune(linnet, expected, os.path.join(tmp, "half.safetensors"), "--steps", str(half),
-                                "--seed", seed, "--state", state))
-        resumed = os.path.join(tmp, "resumed.safetensors")
-        rest = losses(finetune(linnet, expected, resumed, "--steps", str(steps), "--seed", seed, "--resume", state))
-        if first + rest != ours:
-            sys.exit(f"{half} steps, --resume, {steps - half} more gave losses {first + rest}, one run {ours}")
-        with open(whole, "rb") as a, open(resumed, "rb") as b:
-            if a.read() != b.read():
-                sys.exit("the resumed run's params differ from the run in one go")
-        print(f"{half} steps, --resume, {steps - half} more: the same losses and the same params, byte for byte")
+        state = check_resume(lambda out, *extra: losses(finetune(linnet, expected, out, "--seed", seed, *extra)),
+                             steps, ours, whole, tmp)
+        half = steps // 2
 
         # Killed after its save at half the steps (--save-every): what it left is whole, and resumes.
         killed_out, killed_state = os.path.join(tmp, "killed.safetensors"), os.path.join(tmp, "killed.state")

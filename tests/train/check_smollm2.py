@@ -26,6 +26,7 @@ import torch
 from transformers import AutoTokenizer, LlamaForCausalLM
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_finetune  # noqa: E402
 import make_finetune_fixture as base  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -93,18 +94,8 @@ def main():
         print(f"{args.steps} steps of at most {args.batch_tokens} tokens: every loss within {worst:.1e} of torch's "
               f"({torch.__version__}); linnet {seconds:.0f} s (with its compile), torch {torch_seconds:.0f} s")
 
-        state, half = os.path.join(tmp, "state"), args.steps // 2
-        first, _ = linnet_losses(args, folder, data, os.path.join(tmp, "half.safetensors"), "--steps", str(half),
-                                 "--state", state)
-        resumed = os.path.join(tmp, "resumed.safetensors")
-        rest, _ = linnet_losses(args, folder, data, resumed, "--steps", str(args.steps), "--resume", state)
-        if first + rest != ours:
-            sys.exit(f"{half} steps, --resume, {args.steps - half} more gave {first + rest}, one run {ours}")
-        with open(whole, "rb") as a, open(resumed, "rb") as b:
-            if a.read() != b.read():
-                sys.exit("the resumed run's params differ from the run in one go")
-        print(f"{half} steps, --resume, {args.steps - half} more: the same losses and params, byte for byte")
-
+        check_finetune.check_resume(lambda out, *extra: linnet_losses(args, folder, data, out, *extra)[0],
+                                    args.steps, ours, whole, tmp)
 
 if __name__ == "__main__":
     main()
