@@ -155,6 +155,38 @@ class Reverse {
     vjp(em_, def, em_.local(s.slot), g->second, out, program_.where(s.range));
   }
 
+  // The variables a Scan's reverse loop carries: the cotangent of each
+  // carried value, the stacked sums [Layers, ...] of each layer param with
+  // a chosen element, and the layer's index.
+  struct ReverseCarry {
+    std::vector<SlotId> dCarried;
+    std::vector<std::string> members;  // stacked paths (`layers.*.mlp.up.weight`)
+    std::vector<Shape> shapes;         // one layer's
+    std::vector<SlotId> sums;
+    SlotId index = -1;
+  };
+
+  ReverseCarry carryFor(const Scan& scan) {
+    ReverseCarry c;
+    for (SlotId v : scan.carried) {
+      const TensorType& t = em_.fn().slots[static_cast<size_t>(v)].type.tensor;
+      auto g = outer_.find(v);
+      c.dCarried.push_back(em_.let(g != outer_.end() ? g->second : em_.zeros(t.dtype, t.shape), "d_carried"));
+    }
+    for (const Stmt* s : scan.layer_body) {
+      auto read = tape_.paramReads.find(s->slot);
+      if (read == tape_.paramReads.end() || !active_[static_cast<size_t>(s->slot)]) continue;
+      if (std::find(c.members.begin(), c.members.end(), read->second) != c.members.end()) continue;
+      c.members.push_back(read->second);
+      c.shapes.push_back(s->value->type.tensor.shape);
+      Shape stacked = c.shapes.back();
+      stacked.insert(stacked.begin(), scan.count);
+      c.sums.push_back(em_.let(em_.zeros(Scalar::F32, stacked), "d_" + read->second));
+    }
+    c.index = em_.let(em_.constant(Scalar::I32, static_cast<double>(scan.count - 1)), "layer_index");
+    return c;
+  }
+
   // A Scan's reverse: from the last layer to the first, the layer
   // recomputed from its saved input, then its statements' cotangents; the
   // carried values' cotangents carried to the layer before, the layer's
@@ -164,37 +196,32 @@ class Reverse {
     for (SlotId c : scan.carried) flows |= outer_.count(c) > 0;
     if (!flows) return;
     em_.at = forwardLoop.range;
-    std::vector<SlotId> dCarried;
-    for (SlotId c : scan.carried) {
-      const TensorType& t = em_.fn().slots[static_cast<size_t>(c)].type.tensor;
-      auto g = outer_.find(c);
-      dCarried.push_back(em_.let(g != outer_.end() ? g->second : em_.zeros(t.dtype, t.shape), "d_carried"));
-    }
-    std::vector<std::string> members;
-    std::vector<Shape> shapes;
-    std::vector<SlotId> sums;
-    for (const Stmt* s : scan.layer_body) {
-      auto read = tape_.paramReads.find(s->slot);
-      if (read == tape_.paramReads.end() || !active_[static_cast<size_t>(s->slot)]) continue;
-      if (std::find(members.begin(), members.end(), read->second) != members.end()) continue;
-      members.push_back(read->second);
-      shapes.push_back(s->value->type.tensor.shape);
-      Shape stacked = shapes.back();
-      stacked.insert(stacked.begin(), scan.count);
-      sums.push_back(em_.let(em_.zeros(Scalar::F32, stacked), "d_" + read->second));
-    }
-    SlotId index = em_.let(em_.constant(Scalar::I32, static_cast<double>(scan.count - 1)), "layer_index");
+    ReverseCarry c = carryFor(scan);
     elab::Stmt* loop = em_.newStmt(elab::StmtKind::ForArray);
     loop->value = scan.array;
     loop->slot = scan.layer;
     loop->reverse = true;
-    loop->varsInScope = dCarried;
-    loop->varsInScope.insert(loop->varsInScope.end(), sums.begin(), sums.end());
-    loop->varsInScope.push_back(index);
+    loop->varsInScope = c.dCarried;
+    loop->varsInScope.insert(loop->varsInScope.end(), c.sums.begin(), c.sums.end());
+    loop->varsInScope.push_back(c.index);
     em_.beginBody(loop->body);
     for (size_t k = 0; k < scan.carried.size(); ++k)
-      em_.assign(scan.carried[k], em_.sliceAt(em_.local(scan.saved[k]), em_.local(index)));
+      em_.assign(scan.carried[k], em_.sliceAt(em_.local(scan.saved[k]), em_.local(c.index)));
     loop->body.insert(loop->body.end(), scan.layer_body.begin(), scan.layer_body.end());  // recomputed
+    reverseLayer(forwardLoop, scan, c);
+    em_.endBody();
+    for (size_t k = 0; k < scan.carried.size(); ++k) outer_[scan.carried[k]] = em_.local(c.dCarried[k]);
+    for (size_t m = 0; m < c.members.size(); ++m)
+      for (int64_t k = 0; k < scan.count; ++k) {
+        std::string path = elementPath(c.members[m], k);
+        if (!wrt_(path)) continue;
+        accumulate(em_, grads[path], em_.reshape(em_.slice(em_.local(c.sums[m]), 0, k, k + 1), c.shapes[m]));
+      }
+  }
+
+  // Inside the reverse loop: one layer's cotangents, from those of its
+  // outputs to its input's and its params', then the carried variables.
+  void reverseLayer(const Stmt& forwardLoop, const Scan& scan, const ReverseCarry& c) {
     std::set<SlotId> local(scan.carried.begin(), scan.carried.end());
     for (const Stmt* s : scan.layer_body) local.insert(s->slot);
     std::map<SlotId, const Expr*> inner;
@@ -202,7 +229,7 @@ class Reverse {
     cot_ = &inner;
     inLoop_ = &local;
     for (size_t k = 0; k < scan.carried.size(); ++k)
-      if (isActive(scan.next[k])) add(scan.next[k], em_.local(dCarried[k]));
+      if (isActive(scan.next[k])) add(scan.next[k], em_.local(c.dCarried[k]));
     for (auto it = scan.layer_body.rbegin(); it != scan.layer_body.rend(); ++it) step(**it, paramSums);
     cot_ = &outer_;
     inLoop_ = nullptr;
@@ -210,25 +237,17 @@ class Reverse {
     for (size_t k = 0; k < scan.carried.size(); ++k) {
       const TensorType& t = em_.fn().slots[static_cast<size_t>(scan.carried[k])].type.tensor;
       auto g = inner.find(scan.carried[k]);
-      em_.assign(dCarried[k], g != inner.end() ? g->second : em_.zeros(t.dtype, t.shape));
+      em_.assign(c.dCarried[k], g != inner.end() ? g->second : em_.zeros(t.dtype, t.shape));
     }
-    for (size_t m = 0; m < members.size(); ++m) {
-      auto g = paramSums.find(members[m]);
+    for (size_t m = 0; m < c.members.size(); ++m) {
+      auto g = paramSums.find(c.members[m]);
       if (g == paramSums.end()) continue;
-      Shape one = shapes[m];
+      Shape one = c.shapes[m];
       one.insert(one.begin(), 1);
-      em_.assign(sums[m], em_.writeAt(em_.local(sums[m]), em_.reshape(em_.cast(g->second, Scalar::F32), one),
-                                      em_.local(index)));
+      em_.assign(c.sums[m], em_.writeAt(em_.local(c.sums[m]), em_.reshape(em_.cast(g->second, Scalar::F32), one),
+                                        em_.local(c.index)));
     }
-    em_.assign(index, em_.binary(sema::BinaryKind::Sub, em_.local(index), em_.constant(Scalar::I32, 1)));
-    em_.endBody();
-    for (size_t k = 0; k < scan.carried.size(); ++k) outer_[scan.carried[k]] = em_.local(dCarried[k]);
-    for (size_t m = 0; m < members.size(); ++m)
-      for (int64_t k = 0; k < scan.count; ++k) {
-        std::string path = elementPath(members[m], k);
-        if (!wrt_(path)) continue;
-        accumulate(em_, grads[path], em_.reshape(em_.slice(em_.local(sums[m]), 0, k, k + 1), shapes[m]));
-      }
+    em_.assign(c.index, em_.binary(sema::BinaryKind::Sub, em_.local(c.index), em_.constant(Scalar::I32, 1)));
   }
 };
 
