@@ -161,6 +161,7 @@ void registerPasses() {
   registerHoistConstantsPass();
   registerExpandAttentionPass();
   registerPackParamsPass();
+  registerGemmProductsPass();
 }
 
 }  // namespace linnet::transforms

@@ -24,6 +24,11 @@ void registerExpandAttentionPass();
 std::unique_ptr<mlir::Pass> createPackParamsPass(const SharedOptions& options = {});
 void registerPackParamsPass();
 
+// linnet-gemm-products: f32 products with a matrix b that pack-params left
+// as linnet.matmul, as packed_matmul "f32" (gemm_products.cpp).
+std::unique_ptr<mlir::Pass> createGemmProductsPass();
+void registerGemmProductsPass();
+
 // linnet-to-linalg: the `linnet` dialect to linalg/tensor/arith/math/scf,
 // a dialect conversion: an op or kind it cannot lower is an error
 // (lower_to_linalg.cpp and the lower_*.cpp patterns).

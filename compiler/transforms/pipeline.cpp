@@ -146,6 +146,7 @@ void addSharedPipeline(mlir::OpPassManager& pm, const SharedOptions& options) {
   pm.addPass(createExpandAttentionPass(options));
   addPipeline(pm, "canonicalize");  // the linnet peepholes (a product with a transpose) first
   pm.addPass(createPackParamsPass(options));  // after them: it rewrites transpose_b products
+  if (options.gemmProducts) pm.addPass(createGemmProductsPass());  // what pack-params left
   if (options.hoistConstants) pm.addPass(createHoistConstantsPass());
   pm.addPass(createLowerToLinalgPass(options));
   addPipeline(pm, "canonicalize,cse");

@@ -1,7 +1,8 @@
 // The shared (target-independent) pipeline, and running pass pipelines.
 //
 //   linnet-expand-attention -> canonicalize -> linnet-pack-params ->
-//   linnet-hoist-constants -> linnet-to-linalg -> canonicalize, cse
+//   [linnet-gemm-products] -> linnet-hoist-constants -> linnet-to-linalg ->
+//   canonicalize, cse
 //
 // Its output, the `linalg` stage (linalg/tensor/arith/math/scf on static
 // tensors), is where every target's own lowering starts (targets/target.h).
@@ -44,6 +45,10 @@ struct SharedOptions {
   // linnet-pack-params gives f32 weight products to the target as
   // packed_matmul "f32" (the CPU's kernel); off, they stay linnet.matmul.
   bool f32WeightProducts = true;
+  // linnet-gemm-products: every other f32 product with a matrix b (a
+  // gradient's backward products) to the target's GEMM as packed_matmul
+  // "f32" as well (the CPU's kernel); off, they stay linnet.matmul.
+  bool gemmProducts = false;
   // A float product of at most kMaxDecodeRows rows of x with a weight
   // [N, K] read by transpose_b (decode's), or of [..L, M, K] with
   // [..L, N, K] (attention's scores against a cache), M at most

@@ -14,7 +14,9 @@ class CpuTarget : public targets::Target {
   std::string_view name() const override { return "cpu"; }
   std::vector<std::string> stages() const override { return {"bufferized", "lowered", "llvm"}; }
   // f32 attention runs as one kernel (kernels/linnet_kernels.h).
-  transforms::SharedOptions sharedOptions() const override { return {.targetAttentionF32 = true}; }
+  transforms::SharedOptions sharedOptions() const override {
+    return {.targetAttentionF32 = true, .gemmProducts = true};
+  }
   void registerDialects(mlir::DialectRegistry& registry) const override { cpu::registerDialects(registry); }
 
   std::optional<std::string> lower(mlir::ModuleOp module, std::string_view stage) const override {

@@ -1,0 +1,23 @@
+// linnet-gemm-products: an f32 product with a matrix b becomes packed_matmul
+// "f32" with b read as [N, K]: as it is under transpose_b, else through a
+// transpose. A stack of matrices as b (attention's), a non-f32 product and
+// a product with keep_columns stay linnet.matmul.
+// RUN: %linnet-opt %s --linnet-gemm-products | FileCheck %s
+
+// CHECK-LABEL: func.func @products(
+func.func @products(%x: tensor<4x8xf32>, %g: tensor<4x6xf32>, %w: tensor<6x8xf32>, %q: tensor<2x4x8xf32>,
+                    %k: tensor<2x8x5xf32>, %h: tensor<4x8xbf16>, %hw: tensor<8x3xbf16>, %keep: tensor<1x6xi1>)
+    -> (tensor<4x6xf32>, tensor<4x8xf32>, tensor<2x4x5xf32>, tensor<4x3xbf16>, tensor<4x6xf32>) {
+  // CHECK: linnet.packed_matmul "f32" %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<6x8xf32> -> tensor<4x6xf32>
+  %a = linnet.matmul %x, %w {transpose_b} : tensor<4x8xf32>, tensor<6x8xf32> -> tensor<4x6xf32>
+  // CHECK: %[[T:.*]] = linnet.permute %{{.*}} {perm = array<i64: 1, 0>} : tensor<6x8xf32> -> tensor<8x6xf32>
+  // CHECK: linnet.packed_matmul "f32" %{{.*}}, %[[T]] : tensor<4x6xf32>, tensor<8x6xf32> -> tensor<4x8xf32>
+  %b = linnet.matmul %g, %w : tensor<4x6xf32>, tensor<6x8xf32> -> tensor<4x8xf32>
+  // CHECK: linnet.matmul %{{.*}}, %{{.*}} : tensor<2x4x8xf32>, tensor<2x8x5xf32> -> tensor<2x4x5xf32>
+  %c = linnet.matmul %q, %k : tensor<2x4x8xf32>, tensor<2x8x5xf32> -> tensor<2x4x5xf32>
+  // CHECK: linnet.matmul %{{.*}}, %{{.*}} : tensor<4x8xbf16>, tensor<8x3xbf16> -> tensor<4x3xbf16>
+  %d = linnet.matmul %h, %hw : tensor<4x8xbf16>, tensor<8x3xbf16> -> tensor<4x3xbf16>
+  // CHECK: linnet.matmul %{{.*}}, %{{.*}} keep_columns
+  %e = linnet.matmul %x, %w keep_columns %keep : tensor<1x6xi1> {transpose_b} : tensor<4x8xf32>, tensor<6x8xf32> -> tensor<4x6xf32>
+  return %a, %b, %c, %d, %e : tensor<4x6xf32>, tensor<4x8xf32>, tensor<2x4x5xf32>, tensor<4x3xbf16>, tensor<4x6xf32>
+}
