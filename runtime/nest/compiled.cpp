@@ -21,6 +21,21 @@ namespace {
 namespace fs = std::filesystem;
 using artifact::TensorSpec;
 
+// The per-layer paths a manifest param holds: `layers.*.x` of shape
+// [L, ...] holds `layers.0.x` ... `layers.{L-1}.x`, each in a slot of
+// layerBytes; any other param is its own path, one slot.
+std::vector<std::string> layerPaths(const TensorSpec& spec) {
+  size_t star = spec.name.find(".*.");
+  if (star == std::string::npos) return {spec.name};
+  std::vector<std::string> out;
+  for (int64_t k = 0; k < spec.shape.at(0); ++k)
+    out.push_back(spec.name.substr(0, star) + "." + std::to_string(k) + spec.name.substr(star + 2));
+  return out;
+}
+size_t layerBytes(const TensorSpec& spec) {
+  return spec.byteCount() / std::max<size_t>(layerPaths(spec).size(), 1);
+}
+
 // The per-layer params of manifest params: `layers.*.x` of shape [L, ...]
 // is `layers.0.x` ... `layers.{L-1}.x`. Listed layer by layer, as the model
 // declares them (a stacked array's members are consecutive in the manifest).
@@ -348,15 +363,12 @@ class CompiledBackend : public Backend {
     size_t star = spec.name.find(".*.");
     bool stored = spec.storage.has_value();
     size_t bytes = spec.byteCount();
+    const std::vector<std::string> paths = layerPaths(spec);
+    const size_t slot = layerBytes(spec);
     if (randomSeed_) {
       buffer = device_->allocate(bytes);
-      int64_t layers = star == std::string::npos ? 1 : spec.shape.at(0);
-      size_t slot = bytes / static_cast<size_t>(std::max<int64_t>(layers, 1));
-      for (int64_t k = 0; k < layers; ++k) {
-        std::string one = star == std::string::npos
-                              ? spec.name
-                              : spec.name.substr(0, star) + "." + std::to_string(k) + spec.name.substr(star + 2);
-        const ParamInfo& info = randomParam(one, slot, dir);
+      for (size_t k = 0; k < paths.size(); ++k) {
+        const ParamInfo& info = randomParam(paths[k], slot, dir);
         if (randomFillable(info.dtype)) device_->fillRandom(*buffer, k * slot, randomFill(info, *randomSeed_));
       }
     } else if (star == std::string::npos) {
@@ -368,12 +380,10 @@ class CompiledBackend : public Backend {
       // `layers.*.x` [L, ...]: layer k's `layers.k.x` at slot k. The
       // per-layer bytes (and the mapping or copy behind them) go once copied.
       buffer = device_->allocate(bytes);
-      size_t slot = bytes / static_cast<size_t>(std::max<int64_t>(spec.shape.at(0), 1));
-      for (int64_t k = 0; k < spec.shape[0]; ++k) {
-        std::string one = spec.name.substr(0, star) + "." + std::to_string(k) + spec.name.substr(star + 2);
-        const ParamBytes& host = hostParam(one, slot, stored, dir);
+      for (size_t k = 0; k < paths.size(); ++k) {
+        const ParamBytes& host = hostParam(paths[k], slot, stored, dir);
         device_->write(*buffer, k * slot, stored ? host.stored : host.bytes);
-        hostParams_.erase(one);
+        hostParams_.erase(paths[k]);
       }
     }
     deviceParams_.emplace(spec.name, DeviceParam{spec, buffer, randomSeed_ || star != std::string::npos});
@@ -407,12 +417,7 @@ class CompiledBackend : public Backend {
     std::vector<std::string> flags;
     if (!driver_.storageFormats) return cache_.setParamStorage(flags);  // plain elements for every param
     for (const TensorSpec& spec : model_.params) {
-      size_t star = spec.name.find(".*.");
-      std::vector<std::string> paths;
-      if (star == std::string::npos) paths.push_back(spec.name);
-      else
-        for (int64_t k = 0; k < spec.shape.at(0); ++k)
-          paths.push_back(spec.name.substr(0, star) + "." + std::to_string(k) + spec.name.substr(star + 2));
+      std::vector<std::string> paths = layerPaths(spec);
       std::optional<Storage> common;
       for (size_t i = 0; i < paths.size(); ++i) {
         auto it = hostParams_.find(paths[i]);
@@ -453,34 +458,23 @@ class CompiledBackend : public Backend {
     for (const ParamInfo& p : params_)
       if (p.path == path) at.info = &p;
     if (!at.info) throw Error(fmt::format("the model has no param `{}`", path));
-    int64_t layer = 0;
+    size_t layer = 0;
     for (const TensorSpec& spec : model_.params) {
-      size_t star = spec.name.find(".*.");
-      if (star == std::string::npos) {
-        if (spec.name == path) at.spec = &spec;
-        continue;
-      }
-      std::string head = spec.name.substr(0, star + 1), tail = spec.name.substr(star + 2);
-      if (!path.starts_with(head) || !path.ends_with(tail) || path.size() <= head.size() + tail.size()) continue;
-      std::string index = path.substr(head.size(), path.size() - head.size() - tail.size());
-      if (index.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::vector<std::string> paths = layerPaths(spec);
+      auto it = std::find(paths.begin(), paths.end(), path);
+      if (it == paths.end()) continue;
       at.spec = &spec;
-      layer = std::stoll(index);
+      layer = static_cast<size_t>(it - paths.begin());
     }
     if (!at.spec) throw Error(fmt::format("internal: param `{}` is not in the model's manifest", path));
-    if (at.spec->storage)
+    std::optional<Storage> held = at.spec->storage;
+    if (auto planned = storage_.find(at.spec->name); planned != storage_.end()) held = planned->second;
+    if (held)
       throw Error(fmt::format("param `{}` is held as {} rows; training reads and writes plain elements (load f32 "
                               "weights, or a checkpoint that is not quantized)",
-                              path, name(*at.spec->storage)));
-    if (auto planned = storage_.find(at.spec->name); planned != storage_.end())
-      throw Error(fmt::format("param `{}` is held as {} rows; training reads and writes plain elements (load f32 "
-                              "weights, or a checkpoint that is not quantized)",
-                              path, name(planned->second)));
+                              path, name(*held)));
     at.buffer = param(*at.spec, cache_.modelDir());
-    at.offset = static_cast<size_t>(layer) * (at.spec->byteCount() / static_cast<size_t>(
-                                                  at.spec->name.find(".*.") == std::string::npos
-                                                      ? 1
-                                                      : std::max<int64_t>(at.spec->shape.at(0), 1)));
+    at.offset = layer * layerBytes(*at.spec);
     return at;
   }
 
