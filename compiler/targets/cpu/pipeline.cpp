@@ -65,7 +65,10 @@ void lowerLoopsToLLVM(mlir::ModuleOp module) {
     addPipeline(pm,
                 // memref-to-llvm before scf-to-cf: the alloca scope that
                 // scf-to-openmp wraps a loop body in must have one block.
-                "convert-scf-to-openmp,expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
+                // Allocations call kernels/linnet_buffers.c, which keeps
+                // large freed buffers for the next call.
+                "convert-scf-to-openmp,expand-strided-metadata,lower-affine,"
+                "finalize-memref-to-llvm{use-generic-functions=1},"
                 "convert-scf-to-cf,convert-vector-to-llvm,arith-expand{include-bf16=1},convert-math-to-llvm,"
                 "convert-math-to-libm,convert-arith-to-llvm,"
                 "convert-index-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,convert-openmp-to-llvm,"
