@@ -212,11 +212,16 @@ def Linnet_PackedMatmulOp : Linnet_Op<"packed_matmul", [Pure]> {
     f16/bf16, f32 `[N, K]` for f32. The result is f32 `[.., N]`,
     `matmul(x, permute(dequantize(w)))`: each weight dequantized exactly,
     products accumulated in f32 (linnet-pack-params makes it).
+
+    An f32 `w` may be a stack `[B.., N, K]` with `x` `[B.., M, K]`: one
+    product per matrix, result `[B.., M, N]` (linnet-gemm-products makes it
+    for attention's batched products).
   }];
   let arguments = (ins AnyRankedTensor_:$x, AnyRankedTensor_:$w, StrAttr:$format);
   let results = (outs AnyRankedTensor_:$result);
   let assemblyFormat = "$format $x `,` $w attr-dict `:` type($x) `,` type($w) `->` type($result)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{ mlir::LogicalResult verifyStack(); }];
 }
 
 def Linnet_PackedGatherOp : Linnet_Op<"packed_gather", [Pure]> {

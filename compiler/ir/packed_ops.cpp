@@ -32,12 +32,29 @@ mlir::LogicalResult verifyWeight(mlir::Operation* op, llvm::StringRef format, ml
 mlir::LogicalResult PackedMatmulOp::verify() {
   auto x = getX().getType(), w = getW().getType(), r = getResult().getType();
   if (!x.getElementType().isF32() || !r.getElementType().isF32()) return emitOpError("x and the result must be f32");
+  if (w.getRank() > 2) return verifyStack();
   if (x.getRank() < 1 || w.getRank() != 2 || r.getRank() != x.getRank())
     return emitOpError("x must be [.., K], the weight [N, ..], the result [.., N]");
   if (failed(verifyWeight(*this, getFormat(), w, x.getShape().back()))) return mlir::failure();
   for (int64_t a = 0; a + 1 < x.getRank(); ++a)
     if (r.getShape()[a] != x.getShape()[a]) return emitOpError("the result's leading axes must be x's");
   if (r.getShape().back() != w.getShape()[0]) return emitOpError("the result's last axis must be the weight's rows");
+  return mlir::success();
+}
+
+// A stack of f32 matrices: x [B.., M, K], w [B.., N, K], result [B.., M, N].
+mlir::LogicalResult PackedMatmulOp::verifyStack() {
+  auto x = getX().getType(), w = getW().getType(), r = getResult().getType();
+  if (getFormat().str() != name(Storage::F32)) return emitOpError("a stack of weights must be f32");
+  if (x.getRank() != w.getRank() || r.getRank() != w.getRank())
+    return emitOpError("with a stack of weights [B.., N, K], x must be [B.., M, K] and the result [B.., M, N]");
+  const int64_t rank = w.getRank();
+  for (int64_t a = 0; a + 2 < rank; ++a)
+    if (x.getShape()[a] != w.getShape()[a] || r.getShape()[a] != w.getShape()[a])
+      return emitOpError("x, the weights and the result must share the stack's axes");
+  if (failed(verifyWeight(*this, getFormat(), w, x.getShape().back()))) return mlir::failure();
+  if (r.getShape()[rank - 2] != x.getShape()[rank - 2] || r.getShape().back() != w.getShape()[rank - 2])
+    return emitOpError("the result must be [B.., M, N]");
   return mlir::success();
 }
 

@@ -1,11 +1,13 @@
 // linnet-gemm-products: the f32 products that linnet-pack-params leaves as
-// linnet.matmul and whose b is a matrix (a gradient's dX = dY W and
-// dW = dYᵀ X: two activations, or a weight not read as [N, K]) go to the
-// target's GEMM as packed_matmul "f32" too, b read as [N, K] (a transpose
-// formed where b is [K, N]). Without it they lower to plain loops: the
-// kernel packs panels and runs tiled, the loops do not. Products with a
-// stack of matrices as b (attention's) and those with `keep_columns` or
-// `skip_zero_terms` (promises only a target's own kernel takes) stay.
+// linnet.matmul go to the target's GEMM as packed_matmul "f32", b read as
+// [.., N, K] (a transpose formed where b is [.., K, N]): those whose b is a
+// matrix (a gradient's dX = dY W and dW = dYᵀ X: two activations, or a
+// weight not read as [N, K]), and those of two stacks of matrices with the
+// same stack axes (attention written out: scores, probabilities times
+// values, and their gradients). Without it they lower to plain loops: the
+// kernel packs panels and runs tiled, the loops do not. Products that
+// broadcast a stack, and those with `keep_columns` or `skip_zero_terms`
+// (promises only a target's own kernel takes), stay.
 #include "ir/dialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/Pass.h"
@@ -22,16 +24,39 @@ bool isF32Matrix(Type t, int64_t rank) {
   return r && r.getElementType().isF32() && (rank < 0 ? r.getRank() >= 1 : r.getRank() == rank);
 }
 
+// a [B.., M, K] and b [B.., K, N] (or [B.., N, K]) with the same B..: no broadcast.
+bool sameStack(Type a, Type b) {
+  auto ra = cast<RankedTensorType>(a), rb = cast<RankedTensorType>(b);
+  if (rb.getRank() < 3 || ra.getRank() != rb.getRank()) return false;
+  return ra.getShape().drop_back(2) == rb.getShape().drop_back(2);
+}
+
 bool takes(ir::MatmulOp m) {
-  return isF32Matrix(m.getA().getType(), -1) && isF32Matrix(m.getB().getType(), 2) &&
-         isF32Matrix(m.getType(), -1) && !m.getKeepColumns() && !m.getSkipZeroTerms();
+  if (!isF32Matrix(m.getA().getType(), -1) || !isF32Matrix(m.getType(), -1) || m.getKeepColumns() ||
+      m.getSkipZeroTerms())
+    return false;
+  return isF32Matrix(m.getB().getType(), 2) ||
+         (isF32Matrix(m.getB().getType(), -1) && sameStack(m.getA().getType(), m.getB().getType()));
+}
+
+// b's last two axes swapped: [.., K, N] -> [.., N, K].
+Value swapLastTwo(OpBuilder& b, Location loc, Value w) {
+  auto t = cast<RankedTensorType>(w.getType());
+  const int64_t rank = t.getRank();
+  SmallVector<int64_t> shape(t.getShape()), perm;
+  for (int64_t a = 0; a < rank; ++a) perm.push_back(a);
+  std::swap(shape[rank - 1], shape[rank - 2]);
+  std::swap(perm[rank - 1], perm[rank - 2]);
+  return ir::PermuteOp::create(b, loc, RankedTensorType::get(shape, t.getElementType()), w,
+                               b.getDenseI64ArrayAttr(perm));
 }
 
 struct GemmProductsPass : PassWrapper<GemmProductsPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(GemmProductsPass)
   StringRef getArgument() const final { return "linnet-gemm-products"; }
   StringRef getDescription() const final {
-    return "f32 products with a matrix b that no weight kernel takes yet, as packed_matmul \"f32\"";
+    return "f32 products with a matrix b, or of two stacks of matrices, that no weight kernel takes yet, as "
+           "packed_matmul \"f32\"";
   }
   void getDependentDialects(DialectRegistry& registry) const override { registry.insert<ir::LinnetDialect>(); }
   void runOnOperation() override {
@@ -41,12 +66,7 @@ struct GemmProductsPass : PassWrapper<GemmProductsPass, OperationPass<ModuleOp>>
     });
     for (ir::MatmulOp m : products) {
       OpBuilder b(m);
-      Value w = m.getB();
-      if (!m.getTransposeB()) {  // [K, N] -> [N, K]
-        auto t = cast<RankedTensorType>(w.getType());
-        auto transposed = RankedTensorType::get({t.getShape()[1], t.getShape()[0]}, t.getElementType());
-        w = ir::PermuteOp::create(b, m.getLoc(), transposed, w, b.getDenseI64ArrayAttr({1, 0}));
-      }
+      Value w = m.getTransposeB() ? m.getB() : swapLastTwo(b, m.getLoc(), m.getB());
       Value r = ir::PackedMatmulOp::create(b, m.getLoc(), m.getType(), m.getA(), w, "f32");
       m.replaceAllUsesWith(r);
       m.erase();

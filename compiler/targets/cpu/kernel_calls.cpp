@@ -21,6 +21,7 @@ class KernelCalls {
   explicit KernelCalls(ModuleOp module) : module_(module), b_(module.getContext()) {}
 
   void lower(ir::PackedMatmulOp op) {
+    if (op.getW().getType().getRank() > 2) return lowerStack(op);
     b_.setInsertionPoint(op);
     Location loc = op.getLoc();
     auto x = op.getX().getType();
@@ -40,6 +41,25 @@ class KernelCalls {
            {buffer(x2), buffer(op.getW()), dynamic(out)}, {static_cast<int64_t>(storage), k});
     }
     replace(op, out, outType);
+  }
+
+  // f32 x [B.., M, K] and a stack of weights [B.., N, K]: one call over
+  // the B matrices (the stack axes collapsed to one).
+  void lowerStack(ir::PackedMatmulOp op) {
+    b_.setInsertionPoint(op);
+    Location loc = op.getLoc();
+    auto result = op.getType();
+    Value x = stack(op.getX()), w = stack(op.getW());
+    auto xs = cast<RankedTensorType>(x.getType()).getShape();
+    int64_t n = cast<RankedTensorType>(w.getType()).getShape()[1];
+    auto outType = MemRefType::get({xs[0], xs[1], n}, b_.getF32Type());
+    Value out = memref::AllocOp::create(b_, loc, outType, b_.getI64IntegerAttr(64));
+    call(loc, "linnet_kernel_batched_matmul_f32", {buffer(x), buffer(w), dynamic(out)}, {});
+    Value t = bufferization::ToTensorOp::create(b_, loc, RankedTensorType::get(outType.getShape(), b_.getF32Type()),
+                                                out, /*restrict=*/true, /*writable=*/true);
+    if (result.getRank() != 3) t = tensor::ExpandShapeOp::create(b_, loc, result, t, stackGroups(result.getRank()));
+    op.getResult().replaceAllUsesWith(t);
+    op.erase();
   }
 
   void lower(ir::PackedGatherOp op) {
@@ -154,6 +174,24 @@ class KernelCalls {
     for (int64_t a = 0; a + 1 < type.getRank(); ++a) lead.push_back(a);
     return tensor::CollapseShapeOp::create(b_, t.getLoc(), to, t,
                                            ArrayRef<ReassociationIndices>{lead, {type.getRank() - 1}});
+  }
+
+  // [B.., R, C] as [B, R, C], the stack axes collapsed.
+  Value stack(Value t) {
+    auto type = cast<RankedTensorType>(t.getType());
+    const int64_t rank = type.getRank();
+    if (rank == 3) return t;
+    int64_t count = 1;
+    for (int64_t a = 0; a + 2 < rank; ++a) count *= type.getShape()[a];
+    auto to = RankedTensorType::get({count, type.getShape()[rank - 2], type.getShape()[rank - 1]},
+                                    type.getElementType());
+    return tensor::CollapseShapeOp::create(b_, t.getLoc(), to, t, stackGroups(rank));
+  }
+  // The reassociation between [B.., R, C] of `rank` axes and [B, R, C].
+  static SmallVector<ReassociationIndices> stackGroups(int64_t rank) {
+    ReassociationIndices lead;
+    for (int64_t a = 0; a + 2 < rank; ++a) lead.push_back(a);
+    return {lead, {rank - 2}, {rank - 1}};
   }
 
   // The ids as i64 [rows], the kernel's index type.

@@ -952,6 +952,20 @@ void KERNEL(_mlir_ciface_linnet_kernel_matmul_f32)(linnet_memref2* x, linnet_mem
   free(copy);
 }
 
+/* Matrix b of a stack [B, R, C] as a linnet_memref2 view. */
+static linnet_memref2 stack_item(const linnet_memref3* t, int64_t b) {
+  linnet_memref2 m = {t->allocated, t->aligned, t->offset + b * t->strides[0],
+                      {t->sizes[1], t->sizes[2]}, {t->strides[1], t->strides[2]}};
+  return m;
+}
+
+void KERNEL(_mlir_ciface_linnet_kernel_batched_matmul_f32)(linnet_memref3* x, linnet_memref3* w, linnet_memref3* out) {
+  for (int64_t b = 0; b < out->sizes[0]; ++b) {
+    linnet_memref2 xb = stack_item(x, b), wb = stack_item(w, b), ob = stack_item(out, b);
+    KERNEL(_mlir_ciface_linnet_kernel_matmul_f32)(&xb, &wb, &ob);
+  }
+}
+
 /* ---- unpack and gather: whole rows dequantized ------------------------- */
 
 /* Dequantizes a row of k elements into out[j * stride]. */
