@@ -44,13 +44,21 @@ elab::SlotId Emitter::let(const Expr* value, const std::string& name) {
   elab::Stmt* s = newStmt(elab::StmtKind::Let);
   s->value = value;
   s->slot = slot;
+  lets_[slot] = value;
   return slot;
+}
+
+const Expr* Emitter::definition(const Expr* x) const {
+  if (x->kind != ExprKind::Local) return x;
+  auto it = lets_.find(x->slot);
+  return it == lets_.end() ? x : it->second;
 }
 
 void Emitter::assign(elab::SlotId slot, const Expr* value) {
   elab::Stmt* s = newStmt(elab::StmtKind::Assign);
   s->value = value;
   s->slot = slot;
+  lets_.erase(slot);
 }
 
 const Expr* Emitter::local(elab::SlotId slot) {

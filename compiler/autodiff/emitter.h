@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "elaborate/program.h"
@@ -38,6 +39,9 @@ class Emitter {
   // assignment to a slot, and a local reading a slot.
   elab::SlotId let(const Expr* value, const std::string& name);
   void assign(elab::SlotId slot, const Expr* value);
+  // The value a local was bound to by its one `let` (a slot never assigned
+  // again), or `x` itself: what a rule reads to recognize an operand's form.
+  const Expr* definition(const Expr* x) const;
   const Expr* local(elab::SlotId slot);
   // Statements go into `body` (a loop's) until the matching endBody().
   void beginBody(elab::Body& body) { bodies_.push_back(&body); }
@@ -75,6 +79,7 @@ class Emitter {
   elab::Body& body() { return bodies_.empty() ? fn_.body : *bodies_.back(); }
   elab::FnInstance& fn_;
   std::vector<elab::Body*> bodies_;
+  std::unordered_map<elab::SlotId, const Expr*> lets_;  // erased on assignment
 };
 
 }  // namespace linnet::autodiff

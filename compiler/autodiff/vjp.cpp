@@ -223,6 +223,10 @@ struct Rule {
       at.push_back(em.broadcast(em.cast(i, Scalar::I64), grid));
     }
     const Expr* weighted = mul(oneHot(at.back(), N, last), em.reshape(g, {N, 1}));  // [N, last]
+    if (at.size() > 1 && readsOwnRows(grid)) {
+      out.give(0, em.reshape(weighted, xs));
+      return;
+    }
     if (at.size() == 1) {
       out.give(0, em.reshape(em.reduce(ReduceKind::Sum, weighted, 0, false), xs));
       return;
@@ -235,6 +239,24 @@ struct Rule {
       leading *= xs[k];
     }
     out.give(0, em.reshape(em.matmul(em.swapLastTwo(oneHot(lead, N, leading)), weighted), xs));
+  }
+
+  // Whether the grid is x's leading axes and each leading index is the
+  // grid's own position along its axis (the `p` of `x[p, t[p]]`, a
+  // comprehension's iota): then grid point n reads row n, the leading
+  // one-hot is the identity, and the product with it is skipped (for a
+  // log-probability at its targets that product was P x P x Vocab).
+  bool readsOwnRows(const Shape& grid) const {
+    const Shape& xs = shapeOf(0);
+    if (grid.size() + 1 != xs.size() || !std::equal(grid.begin(), grid.end(), xs.begin())) return false;
+    for (size_t k = 0; k + 2 < def.operands.size(); ++k) {
+      const Expr* i = em.definition(x(k + 1));
+      const Shape& is = Emitter::typeOf(i).shape;
+      if (i->kind != ExprKind::Iota || i->ints != std::vector<int64_t>{static_cast<int64_t>(k)} ||
+          is.size() != grid.size() || is[k] != grid[k])
+        return false;
+    }
+    return true;
   }
 
   // x[items]: the cotangent put back where the items read, zeros elsewhere.
