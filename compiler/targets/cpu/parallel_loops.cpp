@@ -67,10 +67,46 @@ void toNestedFors(mlir::scf::ParallelOp p) {
   p.erase();
 }
 
+// How many leading dimensions of `p` to run on threads: the fewest whose
+// iterations reach kMinParallelRows (a dynamic one counts once), never the
+// innermost of several. convert-scf-to-openmp collapses the dimensions it
+// is given into one iteration space and recovers each index by division in
+// every iteration; an innermost dimension left as a loop of its own runs
+// without that and vectorizes.
+size_t threadedDims(mlir::scf::ParallelOp p) {
+  const size_t n = p.getNumLoops();
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < n; ++d) {
+    rows *= tripCount(p.getLowerBound()[d], p.getUpperBound()[d], p.getStep()[d]).value_or(1);
+    if (rows >= kMinParallelRows) return d + 1;
+  }
+  return n > 1 ? n - 1 : n;
+}
+
+// `p` as a parallel loop over its first `k` dimensions around nested
+// scf.for loops over the rest.
+void keepOuterDims(mlir::scf::ParallelOp p, size_t k) {
+  mlir::OpBuilder b(p);
+  mlir::Location loc = p.getLoc();
+  auto lead = [&](mlir::ValueRange r) { return r.take_front(k); };
+  auto outer = b.create<mlir::scf::ParallelOp>(loc, lead(p.getLowerBound()), lead(p.getUpperBound()),
+                                               lead(p.getStep()));
+  mlir::IRMapping map;
+  for (size_t d = 0; d < k; ++d) map.map(p.getInductionVars()[d], outer.getInductionVars()[d]);
+  b.setInsertionPoint(outer.getBody()->getTerminator());
+  for (size_t d = k; d < p.getNumLoops(); ++d) {
+    auto loop = b.create<mlir::scf::ForOp>(loc, p.getLowerBound()[d], p.getUpperBound()[d], p.getStep()[d]);
+    map.map(p.getInductionVars()[d], loop.getInductionVar());
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+  }
+  for (mlir::Operation& op : p.getBody()->without_terminator()) b.clone(op, map);
+  p.erase();
+}
+
 }  // namespace
 
 int keepLargeOuterParallelLoops(mlir::ModuleOp module, int64_t minIterations) {
-  std::vector<mlir::scf::ParallelOp> serial;
+  std::vector<mlir::scf::ParallelOp> serial, split;
   int kept = 0;
   // Preorder: an outer loop is decided before the loops inside it.
   module.walk<mlir::WalkOrder::PreOrder>([&](mlir::scf::ParallelOp p) {
@@ -78,12 +114,14 @@ int keepLargeOuterParallelLoops(mlir::ModuleOp module, int64_t minIterations) {
     bool nested = p->getParentOfType<mlir::scf::ParallelOp>() != nullptr;
     if (!nested && ownIterations(p) * iterationsBelow(p) >= minIterations) {
       ++kept;
+      if (threadedDims(p) < p.getNumLoops()) split.push_back(p);
       return;
     }
     serial.push_back(p);
   });
   // Innermost first, so an erased loop never holds one still to rewrite.
   for (auto it = serial.rbegin(); it != serial.rend(); ++it) toNestedFors(*it);
+  for (mlir::scf::ParallelOp p : split) keepOuterDims(p, threadedDims(p));
   return kept;
 }
 

@@ -4,7 +4,10 @@
 // parallel loops would fork inside a fork. So only the outermost parallel
 // loop of a nest is kept, and only when its nest does at least
 // `minIterations` innermost iterations (every trip count is static); the
-// others become plain nested `scf.for` loops. `convert-scf-to-openmp` then
+// others become plain nested `scf.for` loops. Of a kept loop, only the
+// leading dimensions that reach `kMinParallelRows` iterations stay
+// parallel, the rest (at least the innermost) nested `scf.for` loops that
+// vectorize. `convert-scf-to-openmp` then
 // distributes the kept ones. Iterations of a parallel loop write disjoint
 // elements and reductions stay sequential `scf.for` loops, so results are
 // bitwise those of one thread.
@@ -17,6 +20,7 @@
 namespace linnet::cpu {
 
 inline constexpr int64_t kMinParallelIterations = 16384;
+inline constexpr int64_t kMinParallelRows = 64;
 
 // Returns how many parallel loops were kept.
 int keepLargeOuterParallelLoops(mlir::ModuleOp module, int64_t minIterations = kMinParallelIterations);
