@@ -1,7 +1,10 @@
 #include "tools/finetune_command.h"
 
 #include <fmt/format.h>
+#include <malloc.h>
 #include <sys/resource.h>
+
+#include <climits>
 
 #include <algorithm>
 #include <chrono>
@@ -157,10 +160,23 @@ int runLora(FinetuneArgs& a, Setup& s) {
   return 0;
 }
 
+// Every step allocates and frees the same gradients, copies and optimizer
+// arrays, megabytes each. glibc would hand each freed block back to the
+// kernel (a block of its own mapping, or the trimmed top of the heap) and
+// get it back on the next step as fresh pages, zeroed one fault at a time
+// (8% of a SmolLM2 step): keep blocks under 32 MiB in the heap, untrimmed.
+void keepFreedMemory() {
+#ifdef M_MMAP_THRESHOLD
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+#endif
+}
+
 }  // namespace
 
 int runFinetune(FinetuneArgs& a) {
   validate(a);
+  keepFreedMemory();
   Setup s = prepare(a);
   return a.lora ? runLora(a, s) : runFull(a, s);
 }
