@@ -183,18 +183,19 @@ struct Rule {
   }
 
   // table [V, ...] at ids [...]: the rows' cotangents added into their
-  // table rows, as a product with the ids' one-hot matrix [N, V].
+  // table rows (ScatterRows: N x inner additions, where a product with the
+  // ids' one-hot matrix took N x V x inner).
   void gatherRows() {
     const Shape& table = shapeOf(0);
-    const Expr* ids = x(1);
-    int64_t V = table[0], N = count(Emitter::typeOf(ids).shape), inner = count(table) / std::max<int64_t>(V, 1);
-    Scalar it = Emitter::typeOf(ids).dtype;
-    const Expr* column = em.reshape(ids, {N, 1});
-    const Expr* clamped = em.binary(BinaryKind::Minimum, em.binary(BinaryKind::Maximum, column, em.constant(it, 0)),
-                                    em.constant(it, static_cast<double>(V - 1)));
-    const Expr* hot = em.cast(em.binary(BinaryKind::Eq, em.broadcast(clamped, {N, V}), em.iota(it, {N, V}, 1)), dtype());
-    const Expr* rows = em.reshape(g, {N, inner});
-    out.give(0, em.reshape(em.matmul(em.swapLastTwo(hot), rows), table));
+    Expr* scatter = em.raw(ExprKind::ScatterRows, elab::Type::of({dtype(), table}), {x(1), g});
+    out.give(0, em.bind(scatter));
+  }
+
+  // ScatterRows(ids, rows): each row read back from where it was added.
+  void scatterRows() {
+    if (!out.needs(1)) return;
+    const Shape& rows = shapeOf(1);
+    out.give(1, em.bind(em.raw(ExprKind::GatherRows, elab::Type::of({dtype(), rows}), {g, x(0)})));
   }
 
   // An index of `axisSize` values as a one-hot matrix [N, axisSize] of the
@@ -324,6 +325,7 @@ struct Rule {
       case ExprKind::Matmul: return matmul();
       case ExprKind::Reduce: return reduce();
       case ExprKind::GatherRows: return gatherRows();
+      case ExprKind::ScatterRows: return scatterRows();
       case ExprKind::Slice: return slice();
       case ExprKind::Gather: return gather();
       case ExprKind::WritePoints: none("`write_points`");

@@ -122,6 +122,8 @@ enum class ExprKind : uint8_t {
   Matmul,       // operands[0] x operands[1]
   Reduce,       // `reduce` over axes `ints` of operands[0]; keepdims when `flag`
   GatherRows,   // rows operands[1] (integers) of table operands[0], clamped
+  ScatterRows,  // the table (the result type) of zeros with rows operands[1] added at rows operands[0]
+                // (integers, clamped), in order: a row lookup's cotangent (only derived programs have it)
   Slice,        // operands[0][items]: see `items`; index operands follow operands[0]
   Gather,       // operands[0] at one integer tensor per axis (operands 1..), clamped, broadcast
   Attention,    // operands q, k, v, scale (f32), mask: see the `attention` primitive

@@ -1,6 +1,8 @@
 // MLIRGen's expressions: each elaborated expression kind becomes one
 // `linnet` op (or a few, for gathers of rows), with its source location.
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "ir/mlirgen_impl.h"
 
@@ -93,6 +95,42 @@ mlir::Value MLIRGen::Impl::gatherRows(Frame& f, const elab::Expr& e) {
     indices.push_back(iota(Scalar::I64, s, axis));
   }
   return GatherOp::create(b, loc, tensorType(e.type.tensor), t, indices);
+}
+
+// A table [V, ..] of zeros with rows [ids.., ..] added at their ids, one
+// after another: an scf.for over the ids whose body adds one row into the
+// carried table in place (N x inner additions; a row lookup's cotangent).
+mlir::Value MLIRGen::Impl::scatterRows(Frame& f, const elab::Expr& e) {
+  const elab::Expr& ids = *e.operand(0);
+  mlir::Value i = eval(f, ids).t, rows = eval(f, *e.operand(1)).t;
+  loc = locOf(e.range);
+  const std::vector<int64_t>& table = e.type.tensor.shape;
+  const Scalar dt = e.type.tensor.dtype, it = ids.type.tensor.dtype;
+  int64_t n = 1, inner = 1;
+  for (int64_t d : ids.type.tensor.shape) n *= d;
+  for (size_t k = 1; k < table.size(); ++k) inner *= table[k];
+  i = ReshapeOp::create(b, loc, tensorType(it, {n}), i);
+  rows = ReshapeOp::create(b, loc, tensorType(dt, {n, inner}), rows);
+  auto matrix = tensorType(dt, {table[0], inner});
+  mlir::Value zeros = ConstantOp::create(b, loc, matrix, mlir::DenseElementsAttr::get(matrix, b.getFloatAttr(elem(dt), 0)));
+  mlir::Value lo = mlir::arith::ConstantIndexOp::create(b, loc, 0);
+  mlir::Value hi = mlir::arith::ConstantIndexOp::create(b, loc, n);
+  mlir::Value one = mlir::arith::ConstantIndexOp::create(b, loc, 1);
+  mlir::Value last = mlir::arith::ConstantIndexOp::create(b, loc, std::max<int64_t>(table[0] - 1, 0));
+  auto loop = mlir::scf::ForOp::create(b, loc, lo, hi, one, mlir::ValueRange{zeros});
+  {
+    mlir::OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    mlir::Value k = loop.getInductionVar(), acc = loop.getRegionIterArgs()[0];
+    mlir::Value id = mlir::tensor::ExtractOp::create(b, loc, i, mlir::ValueRange{k});
+    id = mlir::arith::IndexCastOp::create(b, loc, b.getIndexType(), id);
+    id = mlir::arith::MinSIOp::create(b, loc, mlir::arith::MaxSIOp::create(b, loc, id, lo), last);
+    TensorSpec row{"", dt, {inner}};
+    mlir::Value sum = BinaryOp_::create(b, loc, tensorType(dt, {inner}), toIR(sema::BinaryKind::Add),
+                                        sliceAt(acc, id, row), sliceAt(rows, k, row));
+    mlir::scf::YieldOp::create(b, loc, insertAt(sum, acc, id, row));
+  }
+  return ReshapeOp::create(b, loc, tensorType(e.type.tensor), loop.getResult(0));
 }
 
 Val MLIRGen::Impl::member(Frame& f, const elab::Expr& e) {
@@ -200,6 +238,7 @@ Val MLIRGen::Impl::eval(Frame& f, const elab::Expr& e) {
                                       b.getDenseI64ArrayAttr(e.ints), e.flag ? b.getUnitAttr() : nullptr));
     }
     case ExprKind::GatherRows: return Val::of(gatherRows(f, e));
+    case ExprKind::ScatterRows: return Val::of(scatterRows(f, e));
     case ExprKind::Slice: {
       mlir::Value x = tensor(f, e, 0);
       std::vector<mlir::Value> scalars;

@@ -121,6 +121,7 @@ struct MLIRGen::Impl {
   mlir::Value layerParam(Frame& f, const Instance* inst, const std::string& name, SourceRange at);
   mlir::Value constant(const elab::Expr& e);
   mlir::Value gatherRows(Frame& f, const elab::Expr& e);
+  mlir::Value scatterRows(Frame& f, const elab::Expr& e);
   mlir::Value iota(Scalar dt, const std::vector<int64_t>& shape, int axis);
 
   // -- statements, loops and calls (mlirgen.cpp)

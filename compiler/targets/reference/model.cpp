@@ -181,6 +181,8 @@ struct Model::Impl {
       }
       case ExprKind::Reduce: return RValue::of(reduce(e, tensor(f, e, 0)));
       case ExprKind::GatherRows: return RValue::of(gather(tensor(f, e, 0), tensor(f, e, 1)));
+      case ExprKind::ScatterRows:
+        return RValue::of(scatterRows(tensor(f, e, 0), tensor(f, e, 1), e.type.tensor.shape));
       case ExprKind::Attention:
         return RValue::of(attention(tensor(f, e, 0), tensor(f, e, 1), tensor(f, e, 2), tensor(f, e, 3), tensor(f, e, 4)));
       case ExprKind::WritePoints:

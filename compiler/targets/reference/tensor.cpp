@@ -593,6 +593,17 @@ Tensor gather(const Tensor& table, const Tensor& indices) {
   return out;
 }
 
+Tensor scatterRows(const Tensor& indices, const Tensor& rows, const std::vector<int64_t>& shape) {
+  Tensor out = Tensor::zeros(rows.dtype, shape);
+  const int64_t v = shape.at(0), inner = v == 0 ? 0 : out.size() / v;
+  for (int64_t k = 0; k < indices.size() && v > 0; ++k) {
+    const int64_t r = std::clamp<int64_t>(indices.i[k], 0, v - 1);
+    for (int64_t j = 0; j < inner; ++j) out.f[r * inner + j] += rows.f[k * inner + j];
+  }
+  for (double& x : out.f) x = roundTo(out.dtype, x);
+  return out;
+}
+
 Tensor advancedIndex(const Tensor& x, const std::vector<Tensor>& idx) {
   std::vector<int64_t> shape;
   for (const Tensor& t : idx) shape = broadcastShapes(shape, t.shape);

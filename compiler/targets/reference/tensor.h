@@ -79,6 +79,10 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // matmul(a, permute(w, [1, 0])) without forming the transpose: a [..L, K], w [N, K].
 Tensor matmulTransposed(const Tensor& a, const Tensor& w);
 Tensor gather(const Tensor& table, const Tensor& indices);
+// A table of `shape` [V, ..] of zeros with row k of `rows` [indices.., ..]
+// added at row clamp(indices[k], 0, V - 1): gather's transpose. Each sum in
+// double, rounded once.
+Tensor scatterRows(const Tensor& indices, const Tensor& rows, const std::vector<int64_t>& shape);
 // x[idx0, idx1, ...] with every subscript a tensor (broadcast together) or a
 // scalar; runtime indices are clamped into range.
 Tensor advancedIndex(const Tensor& x, const std::vector<Tensor>& idx);
