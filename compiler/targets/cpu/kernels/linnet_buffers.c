@@ -9,7 +9,9 @@
  * touch (a tenth of a SmolLM2 training step). What is kept is bounded:
  * LINNET_BUFFER_CACHE_MB (default 1024; 0 keeps nothing) megabytes, beyond
  * which a freed buffer goes back to malloc. Buffers under KEEP_MIN bytes go
- * straight to malloc, whose own free lists serve them. */
+ * straight to malloc, whose own free lists serve them. What is kept goes
+ * back to malloc when model.so is unloaded (a destructor), so a process
+ * that loads and drops models does not lose it. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -99,4 +101,13 @@ void _mlir_memref_to_llvm_free(void* p) {
     drop_lock();
   }
   free(base);
+}
+
+/* dlclose of model.so: nothing kept outlives the list that holds it. */
+__attribute__((destructor)) static void release_kept(void) {
+  take_lock();
+  for (int k = 0; k < kept_count; ++k) free(kept[k].base);
+  kept_count = 0;
+  kept_bytes = 0;
+  drop_lock();
 }
