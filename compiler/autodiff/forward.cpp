@@ -275,8 +275,8 @@ class Copier {
       case ExprKind::Constant: case ExprKind::Unary: case ExprKind::Binary: case ExprKind::Select:
       case ExprKind::Cast: case ExprKind::Broadcast: case ExprKind::Reshape: case ExprKind::Permute:
       case ExprKind::Concat: case ExprKind::Iota: case ExprKind::Matmul: case ExprKind::Reduce:
-      case ExprKind::GatherRows: case ExprKind::ScatterRows: case ExprKind::Slice: case ExprKind::Gather: case ExprKind::WritePoints:
-      case ExprKind::WriteSlice:
+      case ExprKind::GatherRows: case ExprKind::ScatterRows: case ExprKind::Slice: case ExprKind::Gather:
+      case ExprKind::WritePoints: case ExprKind::WriteSlice:
         break;
     }
     std::vector<const Expr*> operands;

@@ -215,8 +215,10 @@ struct Rule {
     const Shape& xs = shapeOf(0);
     const Shape& grid = Emitter::typeOf(y).shape;
     const int64_t N = count(grid), last = xs.back();
+    // Leading indices that are the grid's own positions need no one-hot.
+    const bool ownRows = def.operands.size() > 2 && readsOwnRows(grid);
     std::vector<const Expr*> at;
-    for (size_t k = 1; k < def.operands.size(); ++k) {
+    for (size_t k = ownRows ? def.operands.size() - 1 : 1; k < def.operands.size(); ++k) {
       const Expr* i = x(k);
       Scalar it = Emitter::typeOf(i).dtype;
       i = em.binary(BinaryKind::Minimum, em.binary(BinaryKind::Maximum, i, em.constant(it, 0)),
@@ -224,7 +226,7 @@ struct Rule {
       at.push_back(em.broadcast(em.cast(i, Scalar::I64), grid));
     }
     const Expr* weighted = mul(oneHot(at.back(), N, last), em.reshape(g, {N, 1}));  // [N, last]
-    if (at.size() > 1 && readsOwnRows(grid)) {
+    if (ownRows) {
       out.give(0, em.reshape(weighted, xs));
       return;
     }

@@ -1,6 +1,7 @@
 #include "targets/cpu/parallel_loops.h"
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -52,19 +53,26 @@ int64_t iterationsBelow(mlir::Operation* op) {
   return most;
 }
 
-// The same loop as nested scf.for loops, outermost dimension first. Only
-// loops without reductions (what linalg's lowering makes) are rewritten.
-void toNestedFors(mlir::scf::ParallelOp p) {
-  mlir::OpBuilder b(p);
-  mlir::IRMapping map;
+// `p`'s body at `b`, inside nested scf.for loops over its dimensions from
+// `first` on (outermost first); `map` already maps the dimensions before
+// `first`. Erases `p`. Only loops without reductions (what linalg's lowering
+// makes) are rewritten.
+void bodyInFors(mlir::scf::ParallelOp p, size_t first, mlir::OpBuilder& b, mlir::IRMapping& map) {
   mlir::Location loc = p.getLoc();
-  for (size_t d = 0; d < p.getNumLoops(); ++d) {
-    auto loop = b.create<mlir::scf::ForOp>(loc, p.getLowerBound()[d], p.getUpperBound()[d], p.getStep()[d]);
+  for (size_t d = first; d < p.getNumLoops(); ++d) {
+    auto loop = mlir::scf::ForOp::create(b, loc, p.getLowerBound()[d], p.getUpperBound()[d], p.getStep()[d]);
     map.map(p.getInductionVars()[d], loop.getInductionVar());
     b.setInsertionPoint(loop.getBody()->getTerminator());
   }
   for (mlir::Operation& op : p.getBody()->without_terminator()) b.clone(op, map);
   p.erase();
+}
+
+// The same loop as nested scf.for loops.
+void toNestedFors(mlir::scf::ParallelOp p) {
+  mlir::OpBuilder b(p);
+  mlir::IRMapping map;
+  bodyInFors(p, 0, b, map);
 }
 
 // How many leading dimensions of `p` to run on threads: the fewest whose
@@ -87,26 +95,20 @@ size_t threadedDims(mlir::scf::ParallelOp p) {
 // scf.for loops over the rest.
 void keepOuterDims(mlir::scf::ParallelOp p, size_t k) {
   mlir::OpBuilder b(p);
-  mlir::Location loc = p.getLoc();
   auto lead = [&](mlir::ValueRange r) { return r.take_front(k); };
-  auto outer = b.create<mlir::scf::ParallelOp>(loc, lead(p.getLowerBound()), lead(p.getUpperBound()),
-                                               lead(p.getStep()));
+  auto outer = mlir::scf::ParallelOp::create(b, p.getLoc(), lead(p.getLowerBound()), lead(p.getUpperBound()),
+                                                lead(p.getStep()));
   mlir::IRMapping map;
   for (size_t d = 0; d < k; ++d) map.map(p.getInductionVars()[d], outer.getInductionVars()[d]);
   b.setInsertionPoint(outer.getBody()->getTerminator());
-  for (size_t d = k; d < p.getNumLoops(); ++d) {
-    auto loop = b.create<mlir::scf::ForOp>(loc, p.getLowerBound()[d], p.getUpperBound()[d], p.getStep()[d]);
-    map.map(p.getInductionVars()[d], loop.getInductionVar());
-    b.setInsertionPoint(loop.getBody()->getTerminator());
-  }
-  for (mlir::Operation& op : p.getBody()->without_terminator()) b.clone(op, map);
-  p.erase();
+  bodyInFors(p, k, b, map);
 }
 
 }  // namespace
 
 int keepLargeOuterParallelLoops(mlir::ModuleOp module, int64_t minIterations) {
-  std::vector<mlir::scf::ParallelOp> serial, split;
+  std::vector<mlir::scf::ParallelOp> serial;
+  std::vector<std::pair<mlir::scf::ParallelOp, size_t>> split;  // a kept loop, its threaded dimensions
   int kept = 0;
   // Preorder: an outer loop is decided before the loops inside it.
   module.walk<mlir::WalkOrder::PreOrder>([&](mlir::scf::ParallelOp p) {
@@ -114,14 +116,14 @@ int keepLargeOuterParallelLoops(mlir::ModuleOp module, int64_t minIterations) {
     bool nested = p->getParentOfType<mlir::scf::ParallelOp>() != nullptr;
     if (!nested && ownIterations(p) * iterationsBelow(p) >= minIterations) {
       ++kept;
-      if (threadedDims(p) < p.getNumLoops()) split.push_back(p);
+      if (size_t k = threadedDims(p); k < p.getNumLoops()) split.emplace_back(p, k);
       return;
     }
     serial.push_back(p);
   });
   // Innermost first, so an erased loop never holds one still to rewrite.
   for (auto it = serial.rbegin(); it != serial.rend(); ++it) toNestedFors(*it);
-  for (mlir::scf::ParallelOp p : split) keepOuterDims(p, threadedDims(p));
+  for (auto [p, k] : split) keepOuterDims(p, k);
   return kept;
 }
 
