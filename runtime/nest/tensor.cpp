@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "base/half.h"
+#include "nest/tensor_storage.h"
 
 namespace linnet::nest {
 
@@ -73,13 +74,12 @@ void storeIntElement(DType dtype, int64_t value, std::byte* at) {
   }
 }
 
-void Tensor::Free::operator()(std::byte* p) const { std::free(p); }
+void Tensor::Free::operator()(std::byte* p) const { giveStorage(p, bytes); }
 
 void Tensor::allocate() {
   std::size_t n = std::max<std::size_t>(byteSize(), 1);
-  void* p = std::aligned_alloc(kTensorAlignment, (n + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment);
-  if (!p) throw std::bad_alloc();
-  bytes_.reset(static_cast<std::byte*>(p));
+  std::size_t rounded = (n + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+  bytes_ = std::unique_ptr<std::byte[], Free>(static_cast<std::byte*>(takeStorage(rounded)), Free{rounded});
 }
 
 Tensor::Tensor() {

@@ -64,6 +64,7 @@ class Tensor {
 
  private:
   struct Free {
+    std::size_t bytes;  // as allocated (nest/tensor_storage.h); value-initialized to 0
     void operator()(std::byte* p) const;
   };
   void allocate();

@@ -102,14 +102,15 @@ Setup prepare(FinetuneArgs& a) {
 template <typename Trainer>
 void train(const FinetuneArgs& a, Setup& s, Trainer& trainer, Batches& batches, int64_t done,
            const std::function<void(int64_t)>& save) {
-  auto start = std::chrono::steady_clock::now();
+  double seconds = 0;  // in steps: tokens/s leaves out saving and validation
   int64_t tokens = 0;
   for (int64_t step = done + 1; step <= a.steps; ++step) {
+    auto start = std::chrono::steady_clock::now();
     train::StepReport r = trainer.step(batches.next());
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     tokens += r.tokens;
     if ((a.saveEvery > 0 && step % a.saveEvery == 0) || step == a.steps) save(step);
     if (step % a.reportEvery != 0 && step != a.steps) continue;
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::string line = fmt::format("step {}: train loss {:.6f}", step, r.loss);
     if (!s.valid.empty()) line += fmt::format(", valid loss {:.6f}", train::meanLoss(s.model, s.valid));
     line += fmt::format(", lr {:.3g}, grad norm {:.4g}, {:.1f} tokens/s, peak memory {:.0f} MB", r.lr, r.gradNorm,

@@ -21,16 +21,20 @@ struct AdamWSettings {
 };
 
 // One trained tensor as the optimizer sees it: its values (updated in
-// place) and its gradient, of the same length.
+// place) and its gradient, of the same length, each element multiplied by
+// gradScale first (clipping's factor, applied as torch's grad.mul_ is).
 struct ParamGrad {
   std::span<float> value;
   std::span<const float> grad;
+  float gradScale = 1.0f;
 };
 
 class AdamW {
  public:
-  // `sizes`: the element count of each param, in the order step() takes them.
-  AdamW(AdamWSettings settings, std::vector<size_t> sizes);
+  // `sizes`: the element count of each param, in the order step() takes them;
+  // steps run on `threads` threads (0: every core), each element updated
+  // alike on any number.
+  AdamW(AdamWSettings settings, std::vector<size_t> sizes, int threads = 1);
   // One step at learning rate `lr` over every param (the sizes given at
   // construction, in that order; Error otherwise).
   void step(double lr, std::span<const ParamGrad> params);
@@ -44,15 +48,24 @@ class AdamW {
 
  private:
   AdamWSettings settings_;
+  int threads_;
   std::vector<std::vector<float>> m_, v_;
   int64_t steps_ = 0;
 };
 
-// Scales the gradients so that their joint L2 norm is at most `maxNorm`
-// (torch.nn.utils.clip_grad_norm_: the factor maxNorm / (norm + 1e-6),
-// capped at 1, applied to every gradient). Returns the norm before
-// clipping; a non-finite norm is an Error naming it (torch would fill the
-// params with NaN).
-float clipGradNorm(std::span<const std::span<float>> grads, double maxNorm);
+// The gradients' joint L2 norm as clip_grad_norm_ takes it (each one's
+// norm, then the norm of those), summed in double in fixed pieces (the same
+// bits on any number of `threads`); a non-finite norm is an Error naming
+// it (a step would fill the params with NaN, as torch's does).
+float gradNorm(std::span<const std::span<const float>> grads, int threads = 1);
+
+// What clipping multiplies every gradient by for a joint norm `norm`:
+// maxNorm / (norm + 1e-6), capped at 1 (torch.nn.utils.clip_grad_norm_).
+float clipFactor(float norm, double maxNorm);
+
+// Scales the gradients in place so that their joint L2 norm is at most
+// `maxNorm` (gradNorm, then clipFactor applied to every gradient). Returns
+// the norm before clipping.
+float clipGradNorm(std::span<const std::span<float>> grads, double maxNorm, int threads = 1);
 
 }  // namespace linnet::train

@@ -7,38 +7,37 @@
 #include <cstring>
 
 #include "common/hash.h"
+#include "train/parallel.h"
 
 namespace linnet::train {
 
 namespace {
 
 // c (m x n) = scale * a (m x k, or its transpose) b (k x n, or its transpose),
-// accumulated in double, each sum in the order of k. The inner loop reads
-// memory in order (a dot of rows when b is transposed, else a row of c
-// summed over whole rows of b): a LoRA step projects every target's dW
-// [out, in] this way, and walking columns made that a quarter of the step.
-std::vector<float> product(const std::vector<float>& a, bool transposeA, const std::vector<float>& b,
-                           bool transposeB, int64_t m, int64_t k, int64_t n, double scale) {
+// accumulated in double, each sum in the order of k; rows of c on
+// `threads` threads. A row of c is summed over t with its n sums side by
+// side (row[j] += a[i, t] b[t, j]): no chain of dependent additions, and
+// b read in order when it is not transposed. A LoRA step projects every
+// target's dW [out, in] this way.
+std::vector<float> product(std::span<const float> a, bool transposeA, std::span<const float> b, bool transposeB,
+                           int64_t m, int64_t k, int64_t n, double scale, int threads) {
   std::vector<float> c(static_cast<size_t>(m * n));
-  auto aAt = [&](int64_t i, int64_t t) { return static_cast<double>(transposeA ? a[t * m + i] : a[i * k + t]); };
-  std::vector<double> row(static_cast<size_t>(n));
-  for (int64_t i = 0; i < m; ++i) {
-    if (transposeB) {
-      for (int64_t j = 0; j < n; ++j) {
-        double acc = 0;
-        for (int64_t t = 0; t < k; ++t) acc += aAt(i, t) * static_cast<double>(b[j * k + t]);
-        row[j] = acc;
-      }
-    } else {
+  constexpr int64_t kRows = 16;
+  parallelFor(static_cast<size_t>((m + kRows - 1) / kRows), threads, [&](size_t block) {
+    std::vector<double> row(static_cast<size_t>(n));
+    const int64_t first = static_cast<int64_t>(block) * kRows;
+    for (int64_t i = first; i < std::min(m, first + kRows); ++i) {
       std::fill(row.begin(), row.end(), 0.0);
       for (int64_t t = 0; t < k; ++t) {
-        const double at = aAt(i, t);
-        const float* bt = b.data() + t * n;
-        for (int64_t j = 0; j < n; ++j) row[j] += at * static_cast<double>(bt[j]);
+        const double at = transposeA ? a[t * m + i] : a[i * k + t];
+        if (transposeB)
+          for (int64_t j = 0; j < n; ++j) row[j] += at * static_cast<double>(b[j * k + t]);
+        else
+          for (int64_t j = 0; j < n; ++j) row[j] += at * static_cast<double>(b[t * n + j]);
       }
+      for (int64_t j = 0; j < n; ++j) c[static_cast<size_t>(i * n + j)] = static_cast<float>(scale * row[j]);
     }
-    for (int64_t j = 0; j < n; ++j) c[static_cast<size_t>(i * n + j)] = static_cast<float>(scale * row[j]);
-  }
+  });
   return c;
 }
 
@@ -84,7 +83,7 @@ LoraTrainer::LoraTrainer(nest::Model& model, std::vector<LoraTarget> targets, Lo
       settings_(settings),
       scale_(lora.alpha / static_cast<double>(lora.rank)),
       shapes_(targetShapes(model, targets_)),
-      adamw_(settings.adamw, adapterSizes(shapes_, lora.rank)) {
+      adamw_(settings.adamw, adapterSizes(shapes_, lora.rank), model.threads()) {
   if (targets_.empty()) throw nest::Error("LoRA: no target weight");
   for (size_t k = 0; k < targets_.size(); ++k) {
     base_.push_back(floatValues(model_.param(targets_[k].path)));
@@ -97,17 +96,19 @@ StepReport LoraTrainer::step(const PackedBatch& batch) {
   std::vector<std::vector<std::string>> paths;
   for (const LoraTarget& t : targets_) paths.push_back({t.path});
   StepReport report;
-  std::vector<std::vector<float>> dw = meanGradients(model_, batch, paths, report);
+  std::vector<nest::Tensor> dw = meanGradients(model_, batch, paths, report);
   const int64_t r = lora_.rank;
+  const int threads = model_.threads();
   std::vector<std::vector<float>> grads;  // A0, B0, A1, B1, ...
   for (size_t k = 0; k < targets_.size(); ++k) {
     const int64_t out = shapes_[k][0], in = shapes_[k][1];
-    grads.push_back(product(b_[k], true, dw[k], false, r, out, in, scale_));   // s B^T dW: [r, in]
-    grads.push_back(product(dw[k], false, a_[k], true, out, in, r, scale_));   // s dW A^T: [out, r]
+    std::span<const float> d(reinterpret_cast<const float*>(dw[k].data()), static_cast<size_t>(dw[k].size()));
+    grads.push_back(product(b_[k], true, d, false, r, out, in, scale_, threads));  // s B^T dW: [r, in]
+    grads.push_back(product(d, false, a_[k], true, out, in, r, scale_, threads));  // s dW A^T: [out, r]
   }
   report.lr = learningRate(settings_, adamw_.steps());
   std::vector<std::span<float>> spans(grads.begin(), grads.end());
-  report.gradNorm = settings_.maxGradNorm > 0 ? clipGradNorm(spans, settings_.maxGradNorm) : 0.0;
+  report.gradNorm = settings_.maxGradNorm > 0 ? clipGradNorm(spans, settings_.maxGradNorm, threads) : 0.0;
   std::vector<ParamGrad> pg;
   for (size_t k = 0; k < targets_.size(); ++k) {
     pg.push_back({a_[k], grads[2 * k]});
@@ -121,7 +122,7 @@ StepReport LoraTrainer::step(const PackedBatch& batch) {
 // W0 + s B A into the model.
 void LoraTrainer::writeBack(size_t k) {
   const int64_t out = shapes_[k][0], in = shapes_[k][1];
-  std::vector<float> w = product(b_[k], false, a_[k], false, out, lora_.rank, in, scale_);
+  std::vector<float> w = product(b_[k], false, a_[k], false, out, lora_.rank, in, scale_, model_.threads());
   for (size_t e = 0; e < w.size(); ++e) w[e] += base_[k][e];
   model_.setParam(targets_[k].path, f32Tensor(w, shapes_[k]));
 }

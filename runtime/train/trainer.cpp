@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "train/parallel.h"
+
 namespace linnet::train {
 
 namespace {
@@ -15,18 +17,20 @@ nest::Tensor vectorTensor(DType dtype, const std::vector<T>& v) {
   return nest::Tensor::fromBytes(dtype, {static_cast<int64_t>(v.size())}, std::as_bytes(std::span<const T>(v)));
 }
 
-std::vector<size_t> sizesOf(const std::vector<std::vector<float>>& values) {
+std::vector<size_t> sizesOf(const std::vector<nest::Tensor>& values) {
   std::vector<size_t> out;
-  for (const auto& v : values) out.push_back(v.size());
+  for (const auto& v : values) out.push_back(static_cast<size_t>(v.size()));
   return out;
 }
 
+std::span<float> floats(nest::Tensor& t) { return {reinterpret_cast<float*>(t.data()), static_cast<size_t>(t.size())}; }
+
 // The float params, grouped by tie key (in the model's order of each
 // group's first); their values, one copy per group.
-std::vector<std::vector<float>> floatParams(nest::Model& model, const TieKey& tie,
+std::vector<nest::Tensor> floatParams(nest::Model& model, const TieKey& tie,
                                             std::vector<std::vector<std::string>>& groups,
                                             std::vector<std::vector<int64_t>>& shapes) {
-  std::vector<std::vector<float>> values;
+  std::vector<nest::Tensor> values;
   std::map<std::string, size_t> byKey;
   for (const nest::ParamInfo& p : model.params()) {
     if (!isFloat(p.dtype)) continue;
@@ -44,7 +48,7 @@ std::vector<std::vector<float>> floatParams(nest::Model& model, const TieKey& ti
     byKey.emplace(key, groups.size());
     groups.push_back({p.path});
     shapes.push_back(p.shape);
-    values.push_back(floatValues(model.param(p.path)));
+    values.push_back(model.param(p.path));
   }
   return values;
 }
@@ -77,7 +81,7 @@ FullTrainer::FullTrainer(nest::Model& model, TrainSettings settings, TieKey tie)
     : model_(model),
       settings_(settings),
       values_(floatParams(model, tie, tied_, shapes_)),
-      adamw_(settings.adamw, sizesOf(values_)) {
+      adamw_(settings.adamw, sizesOf(values_), model.threads()) {
   paths_ = firstOf(tied_);
 }
 
@@ -87,9 +91,8 @@ double learningRate(const TrainSettings& settings, int64_t step) {
   return settings.lr;
 }
 
-std::vector<std::vector<float>> meanGradients(nest::Model& model, const PackedBatch& batch,
-                                              const std::vector<std::vector<std::string>>& groups,
-                                              StepReport& report) {
+std::vector<nest::Tensor> meanGradients(nest::Model& model, const PackedBatch& batch,
+                                        const std::vector<std::vector<std::string>>& groups, StepReport& report) {
   if (batch.learnedTokens == 0) throw nest::Error("a training batch with no learned token");
   std::set<std::string> chosen;
   for (const auto& g : groups) chosen.insert(g.begin(), g.end());
@@ -97,22 +100,32 @@ std::vector<std::vector<float>> meanGradients(nest::Model& model, const PackedBa
                                     [&](const std::string& path) { return chosen.count(path) > 0; });
   std::map<std::string, size_t> at;
   for (size_t k = 0; k < g.params.size(); ++k) at.emplace(g.params[k], k);
-  // The loss is a sum over the learned tokens; the step is on their mean.
-  const float scale = 1.0f / static_cast<float>(batch.learnedTokens);
-  std::vector<std::vector<float>> grads;
+  // Each group's gradients, the first taking the sum of the others in place.
+  std::vector<std::vector<nest::Tensor*>> members;
   for (const auto& group : groups) {
-    std::vector<float> sum;
+    members.emplace_back();
     for (const std::string& path : group) {
       auto k = at.find(path);
       if (k == at.end()) throw nest::Error(fmt::format("internal: the gradient has no param `{}`", path));
-      std::vector<float> one = floatValues(g.grads[k->second]);
-      if (sum.empty()) sum = std::move(one);
-      else
-        for (size_t i = 0; i < sum.size(); ++i) sum[i] += one[i];
+      members.back().push_back(&g.grads[k->second]);
     }
-    for (float& v : sum) v *= scale;
-    grads.push_back(std::move(sum));
   }
+  // The loss is a sum over the learned tokens; the step is on their mean.
+  const float scale = 1.0f / static_cast<float>(batch.learnedTokens);
+  std::vector<size_t> sizes;
+  for (const auto& m : members) sizes.push_back(static_cast<size_t>(m.front()->size()));
+  const std::vector<Piece> pieces = piecesOf(sizes);
+  parallelFor(pieces.size(), model.threads(), [&](size_t k) {
+    const Piece& p = pieces[k];
+    float* sum = floats(*members[p.array].front()).data();
+    for (size_t m = 1; m < members[p.array].size(); ++m) {
+      const float* one = floats(*members[p.array][m]).data();
+      for (size_t i = p.begin; i < p.end; ++i) sum[i] += one[i];
+    }
+    for (size_t i = p.begin; i < p.end; ++i) sum[i] *= scale;
+  });
+  std::vector<nest::Tensor> grads;
+  for (const auto& m : members) grads.push_back(std::move(*m.front()));
   report.loss = g.value.asDouble(0) / static_cast<double>(batch.learnedTokens);
   report.tokens = static_cast<int64_t>(batch.tokens.size());
   return grads;
@@ -120,12 +133,17 @@ std::vector<std::vector<float>> meanGradients(nest::Model& model, const PackedBa
 
 StepReport FullTrainer::step(const PackedBatch& batch) {
   StepReport report;
-  std::vector<std::vector<float>> grads = meanGradients(model_, batch, tied_, report);
+  std::vector<nest::Tensor> grads = meanGradients(model_, batch, tied_, report);
   report.lr = learningRate(settings_, adamw_.steps());
-  std::vector<std::span<float>> spans(grads.begin(), grads.end());
-  report.gradNorm = settings_.maxGradNorm > 0 ? clipGradNorm(spans, settings_.maxGradNorm) : 0.0;
+  std::vector<std::span<const float>> read;
+  for (nest::Tensor& g : grads) read.push_back(floats(g));
+  float factor = 1.0f;  // clipping folded into the step: grad * factor, as torch's grad.mul_ rounds it
+  if (settings_.maxGradNorm > 0) {
+    report.gradNorm = gradNorm(read, model_.threads());
+    factor = clipFactor(static_cast<float>(report.gradNorm), settings_.maxGradNorm);
+  }
   std::vector<ParamGrad> pg;
-  for (size_t k = 0; k < paths_.size(); ++k) pg.push_back({values_[k], grads[k]});
+  for (size_t k = 0; k < paths_.size(); ++k) pg.push_back({floats(values_[k]), read[k], factor});
   adamw_.step(report.lr, pg);
   giveValues();
   return report;
@@ -143,20 +161,20 @@ double meanLoss(nest::Model& model, const std::vector<PackedBatch>& batches) {
   return total / static_cast<double>(tokens);
 }
 
-nest::Tensor FullTrainer::value(size_t k) const { return f32Tensor(values_.at(k), shapes_.at(k)); }
+nest::Tensor FullTrainer::value(size_t k) const { return values_.at(k); }
 
 void FullTrainer::restoreValue(size_t k, std::vector<float> values) {
-  if (values.size() != values_.at(k).size())
+  if (values.size() != static_cast<size_t>(values_.at(k).size()))
     throw nest::Error(fmt::format("param `{}`: {} values saved, the model has {}", paths_[k], values.size(),
                                   values_[k].size()));
-  values_[k] = std::move(values);
+  values_[k] = f32Tensor(values, shapes_[k]);
 }
 
 void FullTrainer::restoreDone() { giveValues(); }
 
 void FullTrainer::giveValues() {
   for (size_t k = 0; k < tied_.size(); ++k)
-    for (const std::string& path : tied_[k]) model_.setParam(path, f32Tensor(values_[k], shapes_[k]));
+    for (const std::string& path : tied_[k]) model_.setParam(path, values_[k]);
 }
 
 }  // namespace linnet::train

@@ -62,7 +62,7 @@ class FullTrainer {
   std::vector<std::string> paths_;
   std::vector<std::vector<std::string>> tied_;  // every param of tensor k (paths_[k] first)
   std::vector<std::vector<int64_t>> shapes_;
-  std::vector<std::vector<float>> values_;
+  std::vector<nest::Tensor> values_;  // f32, of shapes_
   AdamW adamw_;
 };
 
@@ -81,10 +81,10 @@ double learningRate(const TrainSettings& settings, int64_t step);
 
 // loss_packed's gradient for `batch` with respect to the tensors `groups`
 // lists (each its params' paths: one, or a tied set whose gradients add),
-// each scaled to the mean over the batch's learned tokens (f32, flat, in
-// the order of `groups`); the mean loss goes to `report`.
-std::vector<std::vector<float>> meanGradients(nest::Model& model, const PackedBatch& batch,
-                                              const std::vector<std::vector<std::string>>& groups,
-                                              StepReport& report);
+// each scaled to the mean over the batch's learned tokens (f32, of the
+// param's shape, in the order of `groups`; computed on the model's
+// threads); the mean loss goes to `report`.
+std::vector<nest::Tensor> meanGradients(nest::Model& model, const PackedBatch& batch,
+                                        const std::vector<std::vector<std::string>>& groups, StepReport& report);
 
 }  // namespace linnet::train

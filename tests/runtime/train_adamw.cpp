@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "train/adamw.h"
+#include "train/parallel.h"
 
 namespace {
 
@@ -78,4 +79,41 @@ TEST_CASE("A non-finite gradient norm stops the step") {
   std::vector<float> g{1.0f, INFINITY};
   std::vector<std::span<float>> spans{g};
   CHECK_THROWS_WITH(linnet::train::clipGradNorm(spans, 1.0), Catch::Matchers::Contains("norm is inf"));
+}
+
+// The trainer's path: the norm on threads, clipping folded into the step
+// (ParamGrad::gradScale), params of several pieces: the same bits as
+// clipping in place and stepping on one thread.
+TEST_CASE("Clipping folded into the step, on threads, equals clipping in place on one") {
+  const std::vector<size_t> sizes{3 * linnet::train::kPieceElements + 17, 5, linnet::train::kPieceElements};
+  std::vector<std::vector<float>> grads, params;
+  uint32_t state = 12345;
+  auto next = [&] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(static_cast<int32_t>(state >> 8) - (1 << 23)) / static_cast<float>(1 << 20);
+  };
+  for (size_t n : sizes) {
+    grads.emplace_back(n);
+    params.emplace_back(n);
+    for (size_t k = 0; k < n; ++k) grads.back()[k] = next(), params.back()[k] = next();
+  }
+  // In place, one thread.
+  std::vector<std::vector<float>> clipped = grads, oneThread = params;
+  std::vector<std::span<float>> clipSpans(clipped.begin(), clipped.end());
+  float inPlaceNorm = linnet::train::clipGradNorm(clipSpans, 1.0, 1);
+  AdamW first({}, sizes, 1);
+  std::vector<ParamGrad> pg;
+  for (size_t i = 0; i < sizes.size(); ++i) pg.push_back({oneThread[i], clipped[i]});
+  first.step(1e-3, pg);
+  // Folded, three threads.
+  std::vector<std::span<const float>> read(grads.begin(), grads.end());
+  float norm = linnet::train::gradNorm(read, 3);
+  CHECK(norm == inPlaceNorm);
+  const float factor = linnet::train::clipFactor(norm, 1.0);
+  CHECK(factor < 1.0f);  // the clipping is exercised
+  AdamW second({}, sizes, 3);
+  pg.clear();
+  for (size_t i = 0; i < sizes.size(); ++i) pg.push_back({params[i], grads[i], factor});
+  second.step(1e-3, pg);
+  CHECK(params == oneThread);
 }
