@@ -34,10 +34,12 @@ TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down
 
 
 def rows(path, count=64):
+    # Longer than any step: each row is cut to --batch-tokens (a note per row on
+    # stderr), so Linnet's steps hold exactly as many tokens as torch's.
     words = "the sea is wide and the sky is grey while a small model learns one small thing at a time".split()
     with open(path, "w") as f:
         for k in range(count):
-            text = " ".join(words[(k + j) % len(words)] for j in range(400))
+            text = " ".join(words[(k + j) % len(words)] for j in range(1200))
             f.write('{"text": "%s"}\n' % text)
 
 

@@ -103,6 +103,8 @@ class Copier {
     elab::SlotId index = em_.let(em_.constant(Scalar::I32, 0), "layer_index");
     scan.layer = em_.newSlot("layer", Type{Type::Block, {}, {}, first, {}, nullptr});
     elab::Stmt* loop = em_.newStmt(StmtKind::ForArray);
+    scan.loop = loop;
+    scan.index = index;
     loop->value = scan.array;
     loop->slot = scan.layer;
     loop->varsInScope = scan.carried;
@@ -222,7 +224,7 @@ class Copier {
       case StmtKind::ForArray: {
         Val array = eval(f, *s.value);
         if (inLayer_) fail(s.range, "a loop inside a layer loop", true);
-        if (policy_ == Policy::Scan && isRootArray(array) && !array.array->empty()) return scanLoop(f, s, array);
+        if (policy_ != Policy::Unrolled && isRootArray(array) && !array.array->empty()) return scanLoop(f, s, array);
         for (const auto& inst : *array.array) {
           f.slots[s.slot] = Val::block(inst.get());
           run(f, s.body);

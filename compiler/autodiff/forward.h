@@ -10,7 +10,9 @@
 // (the layer's input) into a stacked [Layers, ...] tensor. The reverse half
 // runs a loop from the last layer to the first that recomputes the layer
 // from its saved input and takes its cotangents: the tape holds one input
-// per layer, and the code one copy of the layer, whatever `Layers` is. With
+// per layer, and the code one copy of the layer, whatever `Layers` is
+// (`Policy::Saved` stacks the layer's values the reverse reads instead of
+// recomputing them: autodiff/gradient.cpp). With
 // `Policy::Unrolled` each layer is copied instead (reading its params
 // through `Element k`) and every value stays on the tape.
 #pragma once
@@ -28,8 +30,10 @@ namespace linnet::autodiff {
 
 // What the reverse half needs of a layer loop kept whole.
 struct Scan {
+  elab::Stmt* loop = nullptr;         // the forward loop (Policy::Saved adds its stacks to it)
   const elab::Expr* array = nullptr;  // the array, an expression of the derived function
   elab::SlotId layer = -1;            // the loop's element
+  elab::SlotId index = -1;            // the forward loop's layer index (an i32 it counts up)
   int64_t count = 0;                  // Layers
   // The loop's carried values, each with its stacked copy per layer
   // ([count, ...]) and what an iteration assigns it (the layer's output).

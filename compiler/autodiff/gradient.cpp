@@ -86,8 +86,8 @@ class Activity {
 class Reverse {
  public:
   Reverse(const elab::Program& program, Emitter& em, const Tape& tape, std::vector<bool> active,
-          const std::function<bool(const std::string&)>& wrt)
-      : program_(program), em_(em), tape_(tape), active_(std::move(active)), wrt_(wrt) {}
+          const std::function<bool(const std::string&)>& wrt, Policy policy)
+      : program_(program), em_(em), tape_(tape), active_(std::move(active)), wrt_(wrt), policy_(policy) {}
 
   // Cotangents of every param read, by path, from the value's cotangent
   // `seed` (d value / d value = 1 for a scalar).
@@ -115,6 +115,7 @@ class Reverse {
   const Tape& tape_;
   std::vector<bool> active_;
   const std::function<bool(const std::string&)>& wrt_;
+  Policy policy_;
   std::map<SlotId, const Expr*> outer_;
   std::map<SlotId, const Expr*>* cot_ = &outer_;  // the loop's own inside a reverse loop
   const std::set<SlotId>* inLoop_ = nullptr;       // there: the slots a cotangent may reach
@@ -207,9 +208,12 @@ class Reverse {
     em_.beginBody(loop->body);
     for (size_t k = 0; k < scan.carried.size(); ++k)
       em_.assign(scan.carried[k], em_.sliceAt(em_.local(scan.saved[k]), em_.local(c.index)));
-    loop->body.insert(loop->body.end(), scan.layer_body.begin(), scan.layer_body.end());  // recomputed
+    const size_t layerAt = loop->body.size();
+    if (policy_ != Policy::Saved)
+      loop->body.insert(loop->body.end(), scan.layer_body.begin(), scan.layer_body.end());  // recomputed
     reverseLayer(forwardLoop, scan, c);
     em_.endBody();
+    if (policy_ == Policy::Saved) loadSavedLayer(scan, *loop, layerAt, c.index);
     for (size_t k = 0; k < scan.carried.size(); ++k) outer_[scan.carried[k]] = em_.local(c.dCarried[k]);
     for (size_t m = 0; m < c.members.size(); ++m)
       for (int64_t k = 0; k < scan.count; ++k) {
@@ -217,6 +221,79 @@ class Reverse {
         if (!wrt_(path)) continue;
         accumulate(em_, grads[path], em_.reshape(em_.slice(em_.local(c.sums[m]), 0, k, k + 1), c.shapes[m]));
       }
+  }
+
+  // Policy::Saved: the reverse loop `loop` reads the layer's values its
+  // statements from `at` on need from stacks [Layers, ...] the forward loop
+  // fills, instead of recomputing the layer. What does not depend on the
+  // values the loop carries (param reads, masks from the positions) is
+  // recomputed: it costs no more than a read, and stacking a param would
+  // copy it.
+  void loadSavedLayer(const Scan& scan, elab::Stmt& loop, size_t at, SlotId index) {
+    std::set<SlotId> fromCarried(scan.carried.begin(), scan.carried.end());
+    for (const Stmt* s : scan.layer_body)
+      if (readsAny(s->value, fromCarried)) fromCarried.insert(s->slot);
+    std::set<SlotId> layerSlots;
+    for (const Stmt* s : scan.layer_body) layerSlots.insert(s->slot);
+    std::set<SlotId> needed;
+    for (size_t k = at; k < loop.body.size(); ++k) readsOf(*loop.body[k], layerSlots, needed);
+    elab::Body loads;
+    em_.beginBody(loads);
+    for (const Stmt* s : scan.layer_body) {
+      if (!fromCarried.count(s->slot)) {
+        loads.push_back(s);  // recomputed
+      } else if (needed.count(s->slot)) {
+        const Expr* value = em_.sliceAt(em_.local(stackFor(scan, *s)), em_.local(index));
+        elab::Stmt* let = em_.newStmt(elab::StmtKind::Let);
+        let->value = value;
+        let->slot = s->slot;
+      }
+    }
+    em_.endBody();
+    loop.body.insert(loop.body.begin() + static_cast<std::ptrdiff_t>(at), loads.begin(), loads.end());
+  }
+
+  // A stack [Layers, ...] for the value of layer statement `s`: made
+  // before the forward loop, written at the layer's index inside it.
+  SlotId stackFor(const Scan& scan, const Stmt& s) {
+    elab::Body& top = em_.fn().body;
+    auto loopAt = std::find(top.begin(), top.end(), scan.loop);
+    auto lastAt = std::find(scan.loop->body.begin(), scan.loop->body.end(), scan.layer_body.back());
+    if (loopAt == top.end() || lastAt == scan.loop->body.end())
+      throw elab::Error(fmt::format("{}: internal: a layer loop's statements moved", program_.where(em_.at)));
+    const TensorType t = Emitter::typeOf(s.value);  // a copy: emitting adds slots
+    Shape stacked = t.shape;
+    stacked.insert(stacked.begin(), scan.count);
+    elab::Body made, store;
+    em_.beginBody(made);
+    SlotId stack = em_.let(em_.zeros(t.dtype, stacked), "stacked");
+    em_.endBody();
+    em_.beginBody(store);
+    Shape one = t.shape;
+    one.insert(one.begin(), 1);
+    em_.assign(stack, em_.writeAt(em_.local(stack), em_.reshape(em_.local(s.slot), one), em_.local(scan.index)));
+    em_.endBody();
+    scan.loop->body.insert(lastAt + 1, store.begin(), store.end());
+    scan.loop->varsInScope.push_back(stack);
+    top.insert(loopAt, made.begin(), made.end());
+    return stack;
+  }
+
+  static bool readsAny(const Expr* e, const std::set<SlotId>& slots) {
+    if (!e) return false;
+    if (e->kind == ExprKind::Local && slots.count(e->slot)) return true;
+    for (const Expr* x : e->operands)
+      if (readsAny(x, slots)) return true;
+    return false;
+  }
+  static void readsOf(const Expr* e, const std::set<SlotId>& of, std::set<SlotId>& out) {
+    if (!e) return;
+    if (e->kind == ExprKind::Local && of.count(e->slot)) out.insert(e->slot);
+    for (const Expr* x : e->operands) readsOf(x, of, out);
+  }
+  static void readsOf(const Stmt& s, const std::set<SlotId>& of, std::set<SlotId>& out) {
+    readsOf(s.value, of, out);
+    for (const Stmt* inner : s.body) readsOf(*inner, of, out);
   }
 
   // Inside the reverse loop: one layer's cotangents, from those of its
@@ -292,7 +369,7 @@ Gradient derive(elab::Program& program, const elab::EntryInstance& entry,
   for (size_t k = 0; inputs && k < source.params.size(); ++k)
     if (sema::isFloat(fn->slots[static_cast<size_t>(fn->params[k])].type.tensor.dtype))
       activeInputs.push_back(fn->params[k]);
-  Reverse reverse(program, em, tape, Activity(*fn, tape, wrt, activeInputs).active, wrt);
+  Reverse reverse(program, em, tape, Activity(*fn, tape, wrt, activeInputs).active, wrt, policy);
   std::map<std::string, const Expr*> grads = reverse.run(seed);
 
   Gradient out;
@@ -323,8 +400,8 @@ Gradient derive(elab::Program& program, const elab::EntryInstance& entry,
   em.ret(em.raw(ExprKind::Tuple, tuple, results));
   fn->result = tuple;
   // Exact, not a hash: adopt() keeps the first function of a key.
-  fn->key = fmt::format("{}#gradient{}{}|{}", source.key, inputs ? "+inputs" : "",
-                        policy == Policy::Scan ? "" : "+unrolled", fmt::join(out.params, "|"));
+  fn->key = fmt::format("{}#gradient{}+{}|{}", source.key, inputs ? "+inputs" : "", policyName(policy),
+                        fmt::join(out.params, "|"));
   out.fn = &program.adopt(std::move(fn));
   out.policy = policy;
   return out;
@@ -334,9 +411,9 @@ Gradient derive(elab::Program& program, const elab::EntryInstance& entry,
 
 Gradient deriveGradient(elab::Program& program, const elab::EntryInstance& entry,
                         const std::function<bool(const std::string&)>& wrt, bool inputs, Policy policy) {
-  if (policy == Policy::Scan) {
+  if (policy != Policy::Unrolled) {
     try {
-      return derive(program, entry, wrt, inputs, Policy::Scan);
+      return derive(program, entry, wrt, inputs, policy);
     } catch (const ScanUnsupported&) {
       // A loop the scan does not take: every layer copied instead.
     }

@@ -5,7 +5,13 @@ namespace linnet::autodiff {
 
 enum class Policy {
   Scan,      // layer loops kept whole, each layer recomputed from its saved input (the default)
+  Saved,     // layer loops kept whole, each layer's values the reverse reads stacked, none recomputed
   Unrolled,  // every layer copied, every value saved
 };
+
+// The policy's name as `linnetc --tape` takes it: recompute, saved, unrolled.
+inline const char* policyName(Policy p) {
+  return p == Policy::Scan ? "recompute" : p == Policy::Saved ? "saved" : "unrolled";
+}
 
 }  // namespace linnet::autodiff

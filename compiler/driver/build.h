@@ -18,7 +18,7 @@ struct BuildArgs {
   std::string products = "own";           // or "library": every product a target's library takes goes to it
   bool gradient = false;              // the one entry's gradient (MLIRGen::addGradient), not the entry
   std::vector<std::string> wrt;       // with gradient: the params by path; empty: every float param
-  std::string tape = "recompute";     // with gradient: or "unrolled" (autodiff/policy.h)
+  std::string tape = "recompute";     // with gradient: or "saved", "unrolled" (autodiff/policy.h)
   bool manifestOnly = false;          // the manifest (params, states, signatures) and no code
   bool debugLocations = false;
   bool keepIR = false;

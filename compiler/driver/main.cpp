@@ -206,9 +206,10 @@ int main(int argc, char** argv) {
                        "repeatable; default: every float param)")
       ->type_name("PATH");
   buildCmd->add_option("--tape", build.tape,
-                       "With --gradient: recompute (each layer recomputed from its saved input, the default) or "
-                       "unrolled (every layer copied, every value kept)")
-      ->check(CLI::IsMember({"recompute", "unrolled"}))
+                       "With --gradient: recompute (each layer recomputed from its saved input, the default), "
+                       "saved (each layer's values the reverse reads stacked in the forward loop) or unrolled "
+                       "(every layer copied, every value kept)")
+      ->check(CLI::IsMember({"recompute", "saved", "unrolled"}))
       ->type_name("POLICY");
   buildCmd->footer(
       "\nWrites DIR/manifest.json (entries, signatures, params, states, generics) and the target's code\n"

@@ -162,6 +162,7 @@ void registerPasses() {
   registerExpandAttentionPass();
   registerPackParamsPass();
   registerGemmProductsPass();
+  registerUnshareSplatsPass();
 }
 
 }  // namespace linnet::transforms

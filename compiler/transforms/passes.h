@@ -29,6 +29,12 @@ void registerPackParamsPass();
 std::unique_ptr<mlir::Pass> createGemmProductsPass();
 void registerGemmProductsPass();
 
+// linnet-unshare-splats: a splat tensor (zeros) that several users may
+// write in place, one copy per such user, so bufferization fills each
+// instead of filling one and copying it (unshare_splats.cpp).
+std::unique_ptr<mlir::Pass> createUnshareSplatsPass();
+void registerUnshareSplatsPass();
+
 // linnet-to-linalg: the `linnet` dialect to linalg/tensor/arith/math/scf,
 // a dialect conversion: an op or kind it cannot lower is an error
 // (lower_to_linalg.cpp and the lower_*.cpp patterns).

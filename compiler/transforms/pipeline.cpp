@@ -153,8 +153,9 @@ void addSharedPipeline(mlir::OpPassManager& pm, const SharedOptions& options) {
 }
 
 void addBufferization(mlir::OpPassManager& pm, bool deallocate) {
+  addPipeline(pm, "canonicalize");
+  pm.addPass(createUnshareSplatsPass());
   addPipeline(pm,
-              "canonicalize,"
               "one-shot-bufferize{bufferize-function-boundaries=1 allow-return-allocs-from-loops=1 "
               "function-boundary-type-conversion=identity-layout-map},drop-equivalent-buffer-results,canonicalize");
   if (deallocate) addPipeline(pm, "buffer-deallocation-pipeline");

@@ -281,7 +281,9 @@ class CompiledBackend : public Backend {
       s.products = "library";
     // A gradient's tape: every layer's values kept instead of each layer
     // recomputed, to compare their memory and time (bench/train).
-    if (const char* tape = std::getenv("LINNET_TAPE"); tape && std::string_view(tape) == "unrolled") s.tape = "unrolled";
+    if (const char* tape = std::getenv("LINNET_TAPE"); tape && (std::string_view(tape) == "unrolled" ||
+                                                                std::string_view(tape) == "saved"))
+      s.tape = tape;
     return s;
   }
 

@@ -221,17 +221,20 @@ TEST_CASE("--wrt restricts the params; entries without a gradient are named") {
                     Catch::Matchers::Contains("writes state"));
 }
 
-TEST_CASE("the scanned tape (each layer recomputed) gives the unrolled tape's gradient") {
+TEST_CASE("the scanned tapes (each layer recomputed, or its values stacked) give the unrolled tape's gradient") {
+  using linnet::autodiff::Policy;
+  const Policy policy = GENERATE(Policy::Scan, Policy::Saved);
+  INFO("tape " << linnet::autodiff::policyName(policy));
   TinyCard card;
   Packed p;
   p.add({3, 7, 1, 9, 4}, {0, 1, 1, 1, 1});
   p.add({5, 2, 8}, {0, 1, 0.5});
   auto all = [](const std::string&) { return true; };
-  Model::Gradient scan = card.model->gradient("loss_packed", p.args(), {}, all);
+  Model::Gradient scan = card.model->gradient("loss_packed", p.args(), {}, all, std::nullopt, false, policy);
   Model::Gradient unrolled =
-      card.model->gradient("loss_packed", p.args(), {}, all, std::nullopt, false, linnet::autodiff::Policy::Unrolled);
-  CHECK(scan.tape == linnet::autodiff::Policy::Scan);  // the layer loop was kept, not unrolled in a fallback
-  CHECK(unrolled.tape == linnet::autodiff::Policy::Unrolled);
+      card.model->gradient("loss_packed", p.args(), {}, all, std::nullopt, false, Policy::Unrolled);
+  CHECK(scan.tape == policy);  // the layer loop was kept, not unrolled in a fallback
+  CHECK(unrolled.tape == Policy::Unrolled);
   REQUIRE(scan.params == unrolled.params);
   CHECK(scan.value.f == unrolled.value.f);
   for (size_t k = 0; k < scan.params.size(); ++k) {

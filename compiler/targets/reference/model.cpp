@@ -45,7 +45,7 @@ struct Model::Impl {
   const autodiff::Gradient& gradientOf(const elab::EntryInstance& entry,
                                        const std::function<bool(const std::string&)>& wrt, bool inputs,
                                        autodiff::Policy policy) {
-    std::string key = entry.fn->key + (inputs ? "|inputs" : "|") + (policy == autodiff::Policy::Scan ? "" : "|unrolled");
+    std::string key = entry.fn->key + (inputs ? "|inputs" : "|") + autodiff::policyName(policy);
     for (const elab::Instance* inst : program.instances())
       for (const elab::Member& m : inst->params)
         if (wrt(inst->pathOf(m.name))) key += "|" + inst->pathOf(m.name);
