@@ -216,12 +216,16 @@ def Linnet_PackedMatmulOp : Linnet_Op<"packed_matmul", [Pure]> {
     An f32 `w` may be a stack `[B.., N, K]` with `x` `[B.., M, K]`: one
     product per matrix, result `[B.., M, N]` (linnet-gemm-products makes it
     for attention's batched products).
+
+    `w_kn` (f32 only): `w` is `[K, N]` (or `[B.., K, N]`) as it lies, the
+    result `matmul(x, w)`: a kernel packs its rows as they are instead of a
+    transpose being formed in memory (a gradient's dX = dY W, dW = dYᵀ X).
   }];
-  let arguments = (ins AnyRankedTensor_:$x, AnyRankedTensor_:$w, StrAttr:$format);
+  let arguments = (ins AnyRankedTensor_:$x, AnyRankedTensor_:$w, StrAttr:$format, UnitAttr:$w_kn);
   let results = (outs AnyRankedTensor_:$result);
   let assemblyFormat = "$format $x `,` $w attr-dict `:` type($x) `,` type($w) `->` type($result)";
   let hasVerifier = 1;
-  let extraClassDeclaration = [{ mlir::LogicalResult verifyStack(); }];
+  let extraClassDeclaration = [{ mlir::LogicalResult verifyStack(); mlir::LogicalResult verifyKn(); }];
 }
 
 def Linnet_PackedGatherOp : Linnet_Op<"packed_gather", [Pure]> {

@@ -32,6 +32,7 @@ mlir::LogicalResult verifyWeight(mlir::Operation* op, llvm::StringRef format, ml
 mlir::LogicalResult PackedMatmulOp::verify() {
   auto x = getX().getType(), w = getW().getType(), r = getResult().getType();
   if (!x.getElementType().isF32() || !r.getElementType().isF32()) return emitOpError("x and the result must be f32");
+  if (getWKn()) return verifyKn();
   if (w.getRank() > 2) return verifyStack();
   if (x.getRank() < 1 || w.getRank() != 2 || r.getRank() != x.getRank())
     return emitOpError("x must be [.., K], the weight [N, ..], the result [.., N]");
@@ -55,6 +56,25 @@ mlir::LogicalResult PackedMatmulOp::verifyStack() {
   if (failed(verifyWeight(*this, getFormat(), w, x.getShape().back()))) return mlir::failure();
   if (r.getShape()[rank - 2] != x.getShape()[rank - 2] || r.getShape().back() != w.getShape()[rank - 2])
     return emitOpError("the result must be [B.., M, N]");
+  return mlir::success();
+}
+
+// w_kn: f32 w [B.., K, N] with x [B.., M, K] (no B: any leading axes of x),
+// result [B.., M, N].
+mlir::LogicalResult PackedMatmulOp::verifyKn() {
+  auto x = getX().getType(), w = getW().getType(), r = getResult().getType();
+  if (getFormat().str() != name(Storage::F32) || !w.getElementType().isF32())
+    return emitOpError("w_kn takes an f32 weight");
+  const int64_t rank = w.getRank();
+  if (rank < 2 || r.getRank() != x.getRank() || (rank > 2 && x.getRank() != rank))
+    return emitOpError("with w_kn, w must be [K, N] or [B.., K, N], x [.., K] and the result [.., N]");
+  for (int64_t a = 0; a + 2 < rank; ++a)
+    if (x.getShape()[a] != w.getShape()[a] || r.getShape()[a] != w.getShape()[a])
+      return emitOpError("x, the weights and the result must share the stack's axes");
+  for (int64_t a = 0; a + 1 < x.getRank(); ++a)
+    if (r.getShape()[a] != x.getShape()[a]) return emitOpError("the result's leading axes must be x's");
+  if (x.getShape().back() != w.getShape()[rank - 2] || r.getShape().back() != w.getShape()[rank - 1])
+    return emitOpError("with w_kn, w must be [K, N] for x [.., K] and a result [.., N]");
   return mlir::success();
 }
 

@@ -1,6 +1,6 @@
 // linnet-gemm-products: the f32 products that linnet-pack-params leaves as
 // linnet.matmul go to the target's GEMM as packed_matmul "f32", b read as
-// [.., N, K] (a transpose formed where b is [.., K, N]): those whose b is a
+// it lies ([.., N, K], or [.., K, N] marked w_kn): those whose b is a
 // matrix (a gradient's dX = dY W and dW = dYᵀ X: two activations, or a
 // weight not read as [N, K]), and those of two stacks of matrices with the
 // same stack axes (attention written out: scores, probabilities times
@@ -39,18 +39,6 @@ bool takes(ir::MatmulOp m) {
          (isF32Matrix(m.getB().getType(), -1) && sameStack(m.getA().getType(), m.getB().getType()));
 }
 
-// b's last two axes swapped: [.., K, N] -> [.., N, K].
-Value swapLastTwo(OpBuilder& b, Location loc, Value w) {
-  auto t = cast<RankedTensorType>(w.getType());
-  const int64_t rank = t.getRank();
-  SmallVector<int64_t> shape(t.getShape()), perm;
-  for (int64_t a = 0; a < rank; ++a) perm.push_back(a);
-  std::swap(shape[rank - 1], shape[rank - 2]);
-  std::swap(perm[rank - 1], perm[rank - 2]);
-  return ir::PermuteOp::create(b, loc, RankedTensorType::get(shape, t.getElementType()), w,
-                               b.getDenseI64ArrayAttr(perm));
-}
-
 struct GemmProductsPass : PassWrapper<GemmProductsPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(GemmProductsPass)
   StringRef getArgument() const final { return "linnet-gemm-products"; }
@@ -66,8 +54,9 @@ struct GemmProductsPass : PassWrapper<GemmProductsPass, OperationPass<ModuleOp>>
     });
     for (ir::MatmulOp m : products) {
       OpBuilder b(m);
-      Value w = m.getTransposeB() ? m.getB() : swapLastTwo(b, m.getLoc(), m.getB());
-      Value r = ir::PackedMatmulOp::create(b, m.getLoc(), m.getType(), m.getA(), w, "f32");
+      // b [.., K, N] is read as it lies (w_kn): no transpose formed in memory.
+      Value r = ir::PackedMatmulOp::create(b, m.getLoc(), m.getType(), m.getA(), m.getB(), "f32",
+                                           /*w_kn=*/!m.getTransposeB());
       m.replaceAllUsesWith(r);
       m.erase();
     }

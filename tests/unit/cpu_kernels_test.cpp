@@ -31,6 +31,7 @@ extern "C" {
 void linnet_portable_mlir_ciface_linnet_kernel_matmul_packed(linnet_memref2*, linnet_memref2*, linnet_memref2*,
                                                              int64_t, int64_t);
 void linnet_portable_mlir_ciface_linnet_kernel_matmul_f32(linnet_memref2*, linnet_memref2*, linnet_memref2*);
+void linnet_portable_mlir_ciface_linnet_kernel_matmul_f32_kn(linnet_memref2*, linnet_memref2*, linnet_memref2*);
 void linnet_portable_mlir_ciface_linnet_kernel_gather_rows(linnet_memref2*, linnet_memref1*, linnet_memref2*,
                                                            int64_t, int64_t);
 void linnet_portable_mlir_ciface_linnet_kernel_unpack(linnet_memref2*, linnet_memref2*, int64_t, int64_t);
@@ -48,6 +49,7 @@ struct Kernels {
   const char* name;
   void (*matmulPacked)(linnet_memref2*, linnet_memref2*, linnet_memref2*, int64_t, int64_t);
   void (*matmulF32)(linnet_memref2*, linnet_memref2*, linnet_memref2*);
+  void (*matmulF32Kn)(linnet_memref2*, linnet_memref2*, linnet_memref2*);
   void (*gatherRows)(linnet_memref2*, linnet_memref1*, linnet_memref2*, int64_t, int64_t);
   void (*unpack)(linnet_memref2*, linnet_memref2*, int64_t, int64_t);
   void (*attention)(linnet_memref5*, linnet_memref4*, linnet_memref4*, linnet_memref5*, linnet_memref5*, float);
@@ -55,11 +57,13 @@ struct Kernels {
 
 std::vector<Kernels> allKernels() {
   std::vector<Kernels> ks = {{"native", _mlir_ciface_linnet_kernel_matmul_packed,
-                              _mlir_ciface_linnet_kernel_matmul_f32, _mlir_ciface_linnet_kernel_gather_rows,
+                              _mlir_ciface_linnet_kernel_matmul_f32, _mlir_ciface_linnet_kernel_matmul_f32_kn,
+                              _mlir_ciface_linnet_kernel_gather_rows,
                               _mlir_ciface_linnet_kernel_unpack, _mlir_ciface_linnet_kernel_attention_f32}};
 #ifdef LINNET_KERNELS_TEST_PORTABLE
   ks.push_back({"portable", linnet_portable_mlir_ciface_linnet_kernel_matmul_packed,
                 linnet_portable_mlir_ciface_linnet_kernel_matmul_f32,
+                linnet_portable_mlir_ciface_linnet_kernel_matmul_f32_kn,
                 linnet_portable_mlir_ciface_linnet_kernel_gather_rows, linnet_portable_mlir_ciface_linnet_kernel_unpack,
                 linnet_portable_mlir_ciface_linnet_kernel_attention_f32});
 #endif
@@ -291,6 +295,39 @@ TEST_CASE("matmul_f32 on f32 weights, contiguous and strided", "[cpu_kernels]") 
         linnet_memref2 xm = x.memref(), wm = wmat.memref(), om = out.memref();
         ks.matmulF32(&xm, &wm, &om);
         checkProduct(f, x, w, out);
+      }
+}
+
+// W given as [K, N] is packed as it lies: the same panel as W [N, K]
+// transposed, so the prefill path's sums are the same bits; small M (the
+// decode path for [N, K]) is checked against the reference.
+TEST_CASE("matmul_f32_kn on W [K, N] equals matmul_f32 on its transpose", "[cpu_kernels]") {
+  std::mt19937 rng(8);
+  const Format& f = kFormats[0];
+  for (const Kernels& ks : allKernels())
+    for (int64_t colStride : {1, 3})
+      for (const auto& mnk : {std::array<int64_t, 3>{1, 40, 300}, {3, 7, 17}, {20, 70, 520}, {40, 33, 1100}}) {
+        const int64_t m = mnk[0], n = mnk[1], k = mnk[2];
+        INFO(ks.name << " colStride=" << colStride << " M=" << m << " N=" << n << " K=" << k);
+        Matrix kn = makeMatrix(k, n, 2, 1, colStride), nk = makeMatrix(n, k);
+        fillRandom(kn, rng);
+        Weights w = randomWeights(f, n, k, rng);
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < k; ++j) {
+            nk.at(i, j) = kn.at(j, i);
+            std::memcpy(const_cast<uint8_t*>(w.row(i)) + 4 * j, &kn.at(j, i), 4);
+          }
+        Matrix x = makeMatrix(m, k, 0, 4);
+        fillRandom(x, rng);
+        Matrix out = makeMatrix(m, n), want = makeMatrix(m, n);
+        linnet_memref2 xm = x.memref(), knm = kn.memref(), nkm = nk.memref(), om = out.memref(), wm = want.memref();
+        ks.matmulF32Kn(&xm, &knm, &om);
+        checkProduct(f, x, w, out);
+        if (m > 15) {  // the prefill path for W [N, K] too (linnet_kernels.c: DECODE_MAX_M)
+          ks.matmulF32(&xm, &nkm, &wm);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) REQUIRE(out.at(i, j) == want.at(i, j));
+        }
       }
 }
 

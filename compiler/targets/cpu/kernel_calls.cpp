@@ -25,14 +25,15 @@ class KernelCalls {
     b_.setInsertionPoint(op);
     Location loc = op.getLoc();
     auto x = op.getX().getType();
-    int64_t k = x.getShape().back(), n = op.getW().getType().getShape()[0];
+    int64_t k = x.getShape().back(), n = op.getW().getType().getShape()[op.getWKn() ? 1 : 0];
     Value x2 = matrix(op.getX(), k);
     int64_t m = cast<RankedTensorType>(x2.getType()).getShape()[0];
     auto outType = MemRefType::get({m, n}, b_.getF32Type());
     Value out = memref::AllocOp::create(b_, loc, outType, b_.getI64IntegerAttr(64));
     Storage storage = *storageNamed(op.getFormat().str());
     if (storage == Storage::F32) {
-      call(loc, "linnet_kernel_matmul_f32", {buffer(x2), buffer(op.getW()), dynamic(out)}, {});
+      call(loc, op.getWKn() ? "linnet_kernel_matmul_f32_kn" : "linnet_kernel_matmul_f32",
+           {buffer(x2), buffer(op.getW()), dynamic(out)}, {});
     } else {
       // `fast` numerics (linnetc --numerics fast): activations quantized to 8 bits.
       auto numerics = module_->getAttrOfType<StringAttr>("linnet.numerics");
@@ -51,10 +52,11 @@ class KernelCalls {
     auto result = op.getType();
     Value x = stack(op.getX()), w = stack(op.getW());
     auto xs = cast<RankedTensorType>(x.getType()).getShape();
-    int64_t n = cast<RankedTensorType>(w.getType()).getShape()[1];
+    int64_t n = cast<RankedTensorType>(w.getType()).getShape()[op.getWKn() ? 2 : 1];
     auto outType = MemRefType::get({xs[0], xs[1], n}, b_.getF32Type());
     Value out = memref::AllocOp::create(b_, loc, outType, b_.getI64IntegerAttr(64));
-    call(loc, "linnet_kernel_batched_matmul_f32", {buffer(x), buffer(w), dynamic(out)}, {});
+    call(loc, op.getWKn() ? "linnet_kernel_batched_matmul_f32_kn" : "linnet_kernel_batched_matmul_f32",
+         {buffer(x), buffer(w), dynamic(out)}, {});
     Value t = bufferization::ToTensorOp::create(b_, loc, RankedTensorType::get(outType.getShape(), b_.getF32Type()),
                                                 out, /*restrict=*/true, /*writable=*/true);
     if (result.getRank() != 3) t = tensor::ExpandShapeOp::create(b_, loc, result, t, stackGroups(result.getRank()));

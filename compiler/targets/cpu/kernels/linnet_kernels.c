@@ -389,6 +389,7 @@ typedef struct {
   int64_t ldw; /* bytes */
   float* out;
   int64_t ldo; /* floats */
+  int w_kn;    /* f32 W given as [K, N] (row k at w + k * ldw): its rows are packed as they lie */
 } product;
 
 /* ---- decode path: a dequantized chunk of one W row against mr rows of x */
@@ -749,6 +750,14 @@ static ALWAYS_INLINE void transpose16(const float (*rows)[KC], int64_t k0, float
 /* Dequantizes columns [k0, k0+kl) of rows n0 .. n0+nr-1 into pack[kk][j]
  * (K-major, NR wide; columns j >= nr are zero), 16 rows at a time. */
 static void pack_panel(const product* p, int64_t n0, int nr, int64_t k0, int64_t kl, float* pack) {
+  if (p->w_kn) {
+    for (int64_t kk = 0; kk < kl; ++kk) {
+      const float* row = (const float*)(p->w + (k0 + kk) * p->ldw) + n0;
+      memcpy(pack + kk * NR, row, (size_t)nr * sizeof(float));
+      memset(pack + kk * NR + nr, 0, (size_t)(NR - nr) * sizeof(float));
+    }
+    return;
+  }
   const int64_t be = linnet_storage_block_elements[p->format], bb = linnet_storage_block_bytes[p->format];
   _Alignas(64) float rows[16][KC];
   for (int g = 0; g < NR; g += 16) {
@@ -863,7 +872,7 @@ static void matmul(const product* p) {
       for (int64_t j = 0; j < p->n; ++j) p->out[i * p->ldo + j] = 0.0f;
     return;
   }
-  if (p->m <= LINNET_KERNELS_DECODE_MAX_M)
+  if (p->m <= LINNET_KERNELS_DECODE_MAX_M && !p->w_kn)
     matmul_decode(p);
   else
     matmul_prefill(p);
@@ -878,12 +887,13 @@ static void* xmalloc(size_t bytes) { return malloc(bytes ? bytes : 1); }
  * contiguous scratch (the slow path; if that allocation fails, nothing is
  * written). */
 static void matmul_descriptors(linnet_memref2* x, const uint8_t* w_base, int64_t w_row, int64_t w_col,
-                               linnet_memref2* out, int64_t format, int64_t k) {
+                               linnet_memref2* out, int64_t format, int64_t k, int w_kn) {
   if (!format_known(format)) return;
   const int64_t m = out->sizes[0], n = out->sizes[1];
   if (m <= 0 || n <= 0) return;
-  const int64_t rb = linnet_storage_row_bytes(format, k);
-  product p = {format, m, n, k, NULL, 0, NULL, 0, NULL, 0};
+  /* W's rows: N of K elements, or (w_kn, f32) K of N. */
+  const int64_t rows = w_kn ? k : n, rb = w_kn ? n * 4 : linnet_storage_row_bytes(format, k);
+  product p = {format, m, n, k, NULL, 0, NULL, 0, NULL, 0, w_kn};
   float* xcopy = NULL;
   uint8_t* wcopy = NULL;
   float* ocopy = NULL;
@@ -903,8 +913,8 @@ static void matmul_descriptors(linnet_memref2* x, const uint8_t* w_base, int64_t
     p.w = w_base;
     p.ldw = w_row;
   } else {
-    wcopy = (uint8_t*)xmalloc((size_t)(n * rb));
-    for (int64_t i = 0; wcopy && i < n; ++i)
+    wcopy = (uint8_t*)xmalloc((size_t)(rows * rb));
+    for (int64_t i = 0; wcopy && i < rows; ++i)
       for (int64_t j = 0; j < rb; ++j) wcopy[i * rb + j] = w_base[i * w_row + j * w_col];
     p.w = wcopy;
     p.ldw = rb;
@@ -932,14 +942,14 @@ done:
 void KERNEL(_mlir_ciface_linnet_kernel_matmul_packed)(linnet_memref2* x, linnet_memref2* w, linnet_memref2* out,
                                                       int64_t format, int64_t k) {
   const uint8_t* wb = (const uint8_t*)w->aligned + w->offset;
-  matmul_descriptors(x, wb, w->strides[0], w->strides[1], out, format, k);
+  matmul_descriptors(x, wb, w->strides[0], w->strides[1], out, format, k, 0);
 }
 
 void KERNEL(_mlir_ciface_linnet_kernel_matmul_f32)(linnet_memref2* x, linnet_memref2* w, linnet_memref2* out) {
   const float* wb = (const float*)w->aligned + w->offset;
   const int64_t k = x->sizes[1];
   if (w->strides[1] == 1 || k <= 1) {
-    matmul_descriptors(x, (const uint8_t*)wb, w->strides[0] * 4, 1, out, LINNET_STORAGE_F32, k);
+    matmul_descriptors(x, (const uint8_t*)wb, w->strides[0] * 4, 1, out, LINNET_STORAGE_F32, k, 0);
     return;
   }
   /* A strided f32 W: gather its rows into a contiguous copy. */
@@ -948,7 +958,25 @@ void KERNEL(_mlir_ciface_linnet_kernel_matmul_f32)(linnet_memref2* x, linnet_mem
   if (copy == NULL) return;
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < k; ++j) copy[i * k + j] = wb[i * w->strides[0] + j * w->strides[1]];
-  matmul_descriptors(x, (const uint8_t*)copy, k * 4, 1, out, LINNET_STORAGE_F32, k);
+  matmul_descriptors(x, (const uint8_t*)copy, k * 4, 1, out, LINNET_STORAGE_F32, k, 0);
+  free(copy);
+}
+
+/* W f32 [K, N] as it lies: a gradient's dX = dY W and dW = dYᵀ X read
+ * their b this way, which would otherwise be transposed in memory first. */
+void KERNEL(_mlir_ciface_linnet_kernel_matmul_f32_kn)(linnet_memref2* x, linnet_memref2* w, linnet_memref2* out) {
+  const float* wb = (const float*)w->aligned + w->offset;
+  const int64_t k = w->sizes[0], n = w->sizes[1];
+  if (w->strides[1] == 1 || n <= 1) {
+    matmul_descriptors(x, (const uint8_t*)wb, w->strides[0] * 4, 1, out, LINNET_STORAGE_F32, k, 1);
+    return;
+  }
+  /* A strided W: its rows gathered into a contiguous copy. */
+  float* copy = (float*)xmalloc((size_t)(k * n) * sizeof(float));
+  if (copy == NULL) return;
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < n; ++j) copy[i * n + j] = wb[i * w->strides[0] + j * w->strides[1]];
+  matmul_descriptors(x, (const uint8_t*)copy, n * 4, 1, out, LINNET_STORAGE_F32, k, 1);
   free(copy);
 }
 
@@ -963,6 +991,14 @@ void KERNEL(_mlir_ciface_linnet_kernel_batched_matmul_f32)(linnet_memref3* x, li
   for (int64_t b = 0; b < out->sizes[0]; ++b) {
     linnet_memref2 xb = stack_item(x, b), wb = stack_item(w, b), ob = stack_item(out, b);
     KERNEL(_mlir_ciface_linnet_kernel_matmul_f32)(&xb, &wb, &ob);
+  }
+}
+
+void KERNEL(_mlir_ciface_linnet_kernel_batched_matmul_f32_kn)(linnet_memref3* x, linnet_memref3* w,
+                                                              linnet_memref3* out) {
+  for (int64_t b = 0; b < out->sizes[0]; ++b) {
+    linnet_memref2 xb = stack_item(x, b), wb = stack_item(w, b), ob = stack_item(out, b);
+    KERNEL(_mlir_ciface_linnet_kernel_matmul_f32_kn)(&xb, &wb, &ob);
   }
 }
 

@@ -87,6 +87,9 @@ void _mlir_ciface_linnet_kernel_matmul_packed_fast(linnet_memref2* x, linnet_mem
                                                    int64_t format, int64_t k);
 /* The same with w f32 [N, K]. */
 void _mlir_ciface_linnet_kernel_matmul_f32(linnet_memref2* x, linnet_memref2* w, linnet_memref2* out);
+/* The same with w f32 [K, N] (out = x . w): packed as it lies, no transpose
+ * formed; the same sums in the same order as matmul_f32 on wᵀ. */
+void _mlir_ciface_linnet_kernel_matmul_f32_kn(linnet_memref2* x, linnet_memref2* w, linnet_memref2* out);
 typedef struct {
   void* allocated;
   void* aligned;
@@ -98,6 +101,8 @@ typedef struct {
 /* out[b, m, n] = sum_k x[b, m, k] * w[b, n, k], all f32: matmul_f32 on each
  * of B matrices (x [B, M, K], w [B, N, K], out [B, M, N]; any strides). */
 void _mlir_ciface_linnet_kernel_batched_matmul_f32(linnet_memref3* x, linnet_memref3* w, linnet_memref3* out);
+/* The same with w [B, K, N]. */
+void _mlir_ciface_linnet_kernel_batched_matmul_f32_kn(linnet_memref3* x, linnet_memref3* w, linnet_memref3* out);
 /* out[r, :] = row clamp(ids[r], 0, N-1) of W dequantized: out f32 [R, K],
  * ids i64 [R], N = w->sizes[0] (N = 0 does nothing). */
 void _mlir_ciface_linnet_kernel_gather_rows(linnet_memref2* w, linnet_memref1* ids, linnet_memref2* out,
