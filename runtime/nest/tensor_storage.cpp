@@ -27,16 +27,13 @@ struct Kept {
   std::map<std::size_t, std::vector<void*>> bySize;
   std::size_t bytes = 0;
   const std::size_t limit = keptLimit();
-
-  ~Kept() {
-    for (auto& [size, blocks] : bySize)
-      for (void* b : blocks) std::free(b);
-  }
 };
 
+// Never destroyed: a tensor held by a static object may be freed after
+// every function-local static is gone (its blocks stay reachable).
 Kept& kept() {
-  static Kept k;
-  return k;
+  static Kept* k = new Kept;
+  return *k;
 }
 
 }  // namespace
