@@ -231,8 +231,11 @@ class Reverse {
   // copy it.
   void loadSavedLayer(const Scan& scan, elab::Stmt& loop, size_t at, SlotId index) {
     std::set<SlotId> fromCarried(scan.carried.begin(), scan.carried.end());
-    for (const Stmt* s : scan.layer_body)
-      if (readsAny(s->value, fromCarried)) fromCarried.insert(s->slot);
+    for (const Stmt* s : scan.layer_body) {
+      std::set<SlotId> read;
+      readsOf(s->value, fromCarried, read);
+      if (!read.empty()) fromCarried.insert(s->slot);
+    }
     std::set<SlotId> layerSlots;
     for (const Stmt* s : scan.layer_body) layerSlots.insert(s->slot);
     std::set<SlotId> needed;
@@ -279,13 +282,7 @@ class Reverse {
     return stack;
   }
 
-  static bool readsAny(const Expr* e, const std::set<SlotId>& slots) {
-    if (!e) return false;
-    if (e->kind == ExprKind::Local && slots.count(e->slot)) return true;
-    for (const Expr* x : e->operands)
-      if (readsAny(x, slots)) return true;
-    return false;
-  }
+  // The slots of `of` that `e` (or `s` and the statements inside it) reads, into `out`.
   static void readsOf(const Expr* e, const std::set<SlotId>& of, std::set<SlotId>& out) {
     if (!e) return;
     if (e->kind == ExprKind::Local && of.count(e->slot)) out.insert(e->slot);

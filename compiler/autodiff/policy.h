@@ -1,6 +1,8 @@
 // What a derived gradient keeps of the forward pass (autodiff/forward.h).
 #pragma once
 
+#include <string_view>
+
 namespace linnet::autodiff {
 
 enum class Policy {
@@ -12,6 +14,13 @@ enum class Policy {
 // The policy's name as `linnetc --tape` takes it: recompute, saved, unrolled.
 inline const char* policyName(Policy p) {
   return p == Policy::Scan ? "recompute" : p == Policy::Saved ? "saved" : "unrolled";
+}
+
+// The policy of that name; the default (Scan) for any other.
+inline Policy policyNamed(std::string_view name) {
+  for (Policy p : {Policy::Saved, Policy::Unrolled})
+    if (name == policyName(p)) return p;
+  return Policy::Scan;
 }
 
 }  // namespace linnet::autodiff

@@ -105,9 +105,7 @@ Generated generate(ir::MLIRGen& gen, const sema::Program& program, const BuildAr
       } else {
         specs = gen.entryParams(name, generics);
       }
-      autodiff::Policy tape = args.tape == "unrolled" ? autodiff::Policy::Unrolled
-                              : args.tape == "saved"  ? autodiff::Policy::Saved
-                                                      : autodiff::Policy::Scan;
+      autodiff::Policy tape = autodiff::policyNamed(args.tape);
       out.entries.push_back(args.gradient ? gen.addGradient(name, specs, generics, args.wrt, tape)
                                           : gen.addEntry(name, specs, generics));
     } catch (const ir::GenError& e) {

@@ -102,7 +102,7 @@ StepReport LoraTrainer::step(const PackedBatch& batch) {
   std::vector<std::vector<float>> grads;  // A0, B0, A1, B1, ...
   for (size_t k = 0; k < targets_.size(); ++k) {
     const int64_t out = shapes_[k][0], in = shapes_[k][1];
-    std::span<const float> d(reinterpret_cast<const float*>(dw[k].data()), static_cast<size_t>(dw[k].size()));
+    std::span<const float> d = floats(dw[k]);
     grads.push_back(product(b_[k], true, d, false, r, out, in, scale_, threads));  // s B^T dW: [r, in]
     grads.push_back(product(d, false, a_[k], true, out, in, r, scale_, threads));  // s dW A^T: [out, r]
   }

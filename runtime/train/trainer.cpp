@@ -23,8 +23,6 @@ std::vector<size_t> sizesOf(const std::vector<nest::Tensor>& values) {
   return out;
 }
 
-std::span<float> floats(nest::Tensor& t) { return {reinterpret_cast<float*>(t.data()), static_cast<size_t>(t.size())}; }
-
 // The float params, grouped by tie key (in the model's order of each
 // group's first); their values, one copy per group.
 std::vector<nest::Tensor> floatParams(nest::Model& model, const TieKey& tie,
@@ -66,6 +64,8 @@ std::vector<float> floatValues(const nest::Tensor& t) {
   std::memcpy(out.data(), t.data(), out.size() * sizeof(float));
   return out;
 }
+
+std::span<float> floats(nest::Tensor& t) { return {reinterpret_cast<float*>(t.data()), static_cast<size_t>(t.size())}; }
 
 nest::Tensor f32Tensor(const std::vector<float>& values, std::vector<int64_t> shape) {
   return nest::Tensor::fromBytes(DType::F32, std::move(shape), std::as_bytes(std::span<const float>(values)));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -66,8 +67,10 @@ class FullTrainer {
   AdamW adamw_;
 };
 
-// An f32 tensor's values, and values as an f32 tensor of `shape`.
+// An f32 tensor's values (a copy, or its own elements in place), and
+// values as an f32 tensor of `shape`.
 std::vector<float> floatValues(const nest::Tensor& t);
+std::span<float> floats(nest::Tensor& t);
 nest::Tensor f32Tensor(const std::vector<float>& values, std::vector<int64_t> shape);
 
 // loss_packed's five inputs for `batch`.

@@ -945,39 +945,31 @@ void KERNEL(_mlir_ciface_linnet_kernel_matmul_packed)(linnet_memref2* x, linnet_
   matmul_descriptors(x, wb, w->strides[0], w->strides[1], out, format, k, 0);
 }
 
-void KERNEL(_mlir_ciface_linnet_kernel_matmul_f32)(linnet_memref2* x, linnet_memref2* w, linnet_memref2* out) {
+/* An f32 W of rows [N, K], or (w_kn) [K, N]: a strided one has its rows
+ * gathered into a contiguous copy first. */
+static void matmul_f32_rows(linnet_memref2* x, linnet_memref2* w, linnet_memref2* out, int w_kn) {
   const float* wb = (const float*)w->aligned + w->offset;
-  const int64_t k = x->sizes[1];
-  if (w->strides[1] == 1 || k <= 1) {
-    matmul_descriptors(x, (const uint8_t*)wb, w->strides[0] * 4, 1, out, LINNET_STORAGE_F32, k, 0);
+  const int64_t k = x->sizes[1], rows = w->sizes[0], cols = w->sizes[1];
+  if (w->strides[1] == 1 || cols <= 1) {
+    matmul_descriptors(x, (const uint8_t*)wb, w->strides[0] * 4, 1, out, LINNET_STORAGE_F32, k, w_kn);
     return;
   }
-  /* A strided f32 W: gather its rows into a contiguous copy. */
-  const int64_t n = w->sizes[0];
-  float* copy = (float*)xmalloc((size_t)(n * k) * sizeof(float));
+  float* copy = (float*)xmalloc((size_t)(rows * cols) * sizeof(float));
   if (copy == NULL) return;
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < k; ++j) copy[i * k + j] = wb[i * w->strides[0] + j * w->strides[1]];
-  matmul_descriptors(x, (const uint8_t*)copy, k * 4, 1, out, LINNET_STORAGE_F32, k, 0);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) copy[i * cols + j] = wb[i * w->strides[0] + j * w->strides[1]];
+  matmul_descriptors(x, (const uint8_t*)copy, cols * 4, 1, out, LINNET_STORAGE_F32, k, w_kn);
   free(copy);
+}
+
+void KERNEL(_mlir_ciface_linnet_kernel_matmul_f32)(linnet_memref2* x, linnet_memref2* w, linnet_memref2* out) {
+  matmul_f32_rows(x, w, out, 0);
 }
 
 /* W f32 [K, N] as it lies: a gradient's dX = dY W and dW = dYᵀ X read
  * their b this way, which would otherwise be transposed in memory first. */
 void KERNEL(_mlir_ciface_linnet_kernel_matmul_f32_kn)(linnet_memref2* x, linnet_memref2* w, linnet_memref2* out) {
-  const float* wb = (const float*)w->aligned + w->offset;
-  const int64_t k = w->sizes[0], n = w->sizes[1];
-  if (w->strides[1] == 1 || n <= 1) {
-    matmul_descriptors(x, (const uint8_t*)wb, w->strides[0] * 4, 1, out, LINNET_STORAGE_F32, k, 1);
-    return;
-  }
-  /* A strided W: its rows gathered into a contiguous copy. */
-  float* copy = (float*)xmalloc((size_t)(k * n) * sizeof(float));
-  if (copy == NULL) return;
-  for (int64_t i = 0; i < k; ++i)
-    for (int64_t j = 0; j < n; ++j) copy[i * n + j] = wb[i * w->strides[0] + j * w->strides[1]];
-  matmul_descriptors(x, (const uint8_t*)copy, n * 4, 1, out, LINNET_STORAGE_F32, k, 1);
-  free(copy);
+  matmul_f32_rows(x, w, out, 1);
 }
 
 /* Matrix b of a stack [B, R, C] as a linnet_memref2 view. */
@@ -987,19 +979,20 @@ static linnet_memref2 stack_item(const linnet_memref3* t, int64_t b) {
   return m;
 }
 
-void KERNEL(_mlir_ciface_linnet_kernel_batched_matmul_f32)(linnet_memref3* x, linnet_memref3* w, linnet_memref3* out) {
+static void batched_matmul_f32(linnet_memref3* x, linnet_memref3* w, linnet_memref3* out, int w_kn) {
   for (int64_t b = 0; b < out->sizes[0]; ++b) {
     linnet_memref2 xb = stack_item(x, b), wb = stack_item(w, b), ob = stack_item(out, b);
-    KERNEL(_mlir_ciface_linnet_kernel_matmul_f32)(&xb, &wb, &ob);
+    matmul_f32_rows(&xb, &wb, &ob, w_kn);
   }
+}
+
+void KERNEL(_mlir_ciface_linnet_kernel_batched_matmul_f32)(linnet_memref3* x, linnet_memref3* w, linnet_memref3* out) {
+  batched_matmul_f32(x, w, out, 0);
 }
 
 void KERNEL(_mlir_ciface_linnet_kernel_batched_matmul_f32_kn)(linnet_memref3* x, linnet_memref3* w,
                                                               linnet_memref3* out) {
-  for (int64_t b = 0; b < out->sizes[0]; ++b) {
-    linnet_memref2 xb = stack_item(x, b), wb = stack_item(w, b), ob = stack_item(out, b);
-    KERNEL(_mlir_ciface_linnet_kernel_matmul_f32_kn)(&xb, &wb, &ob);
-  }
+  batched_matmul_f32(x, w, out, 1);
 }
 
 /* ---- unpack and gather: whole rows dequantized ------------------------- */
