@@ -103,6 +103,7 @@ def main():
     p.add_argument("--set", action="append", default=[])
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--batch-tokens", type=int, default=128)
+    p.add_argument("--kind", choices=("full", "lora"), action="append", help="only these (default: both)")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "train.jsonl")
@@ -122,7 +123,7 @@ def main():
             what = " ".join(sets)
         subprocess.run(export, check=True, stdout=subprocess.DEVNULL)
         print(f"model: {what}; {args.batch_tokens} tokens a step, {args.threads} threads, backend {args.backend}")
-        for kind in ("full", "lora"):
+        for kind in args.kind or ("full", "lora"):
             out = os.path.join(tmp, f"out-{kind}" + (".safetensors" if kind == "full" else ""))
             linnet_speed(args, model, data, kind, out, 1)  # compiles the gradient
             ours, peak = linnet_speed(args, model, data, kind, out, args.steps)

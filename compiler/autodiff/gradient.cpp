@@ -8,6 +8,7 @@
 #include <set>
 
 #include "autodiff/forward.h"
+#include "autodiff/low_rank.h"
 #include "autodiff/vjp.h"
 
 namespace linnet::autodiff {
@@ -16,6 +17,14 @@ namespace {
 
 using elab::SlotId;
 using elab::Stmt;
+
+// A low-rank gradient's inputs for one param (by its element's path): the
+// slots of A [r, in] and B [out, r], and the names of dA and dB.
+struct Factor {
+  SlotId a = -1, b = -1;
+};
+const char* const kFactorNames[2] = {".lora_A", ".lora_B"};
+using Factors = std::map<std::string, Factor>;
 
 // Which slots depend on a differentiated param: a param read accepted by
 // `wrt` (a layer's: for some element), or a float value computed from such
@@ -86,8 +95,14 @@ class Activity {
 class Reverse {
  public:
   Reverse(const elab::Program& program, Emitter& em, const Tape& tape, std::vector<bool> active,
-          const std::function<bool(const std::string&)>& wrt, Policy policy)
-      : program_(program), em_(em), tape_(tape), active_(std::move(active)), wrt_(wrt), policy_(policy) {}
+          const std::function<bool(const std::string&)>& wrt, Policy policy, const Factors& factors)
+      : program_(program),
+        em_(em),
+        tape_(tape),
+        active_(std::move(active)),
+        wrt_(wrt),
+        policy_(policy),
+        factors_(factors) {}
 
   // Cotangents of every param read, by path, from the value's cotangent
   // `seed` (d value / d value = 1 for a scalar).
@@ -116,6 +131,7 @@ class Reverse {
   std::vector<bool> active_;
   const std::function<bool(const std::string&)>& wrt_;
   Policy policy_;
+  const Factors& factors_;  // empty unless the gradient is low-rank
   std::map<SlotId, const Expr*> outer_;
   std::map<SlotId, const Expr*>* cot_ = &outer_;  // the loop's own inside a reverse loop
   const std::set<SlotId>* inLoop_ = nullptr;       // there: the slots a cotangent may reach
@@ -158,14 +174,30 @@ class Reverse {
 
   // The variables a Scan's reverse loop carries: the cotangent of each
   // carried value, the stacked sums [Layers, ...] of each layer param with
-  // a chosen element, and the layer's index.
+  // a chosen element (of a low-rank gradient: dA's and dB's, with stacks
+  // of the A and B they read), and the layer's index.
   struct ReverseCarry {
     std::vector<SlotId> dCarried;
     std::vector<std::string> members;  // stacked paths (`layers.*.mlp.up.weight`)
-    std::vector<Shape> shapes;         // one layer's
-    std::vector<SlotId> sums;
+    std::vector<std::vector<Shape>> shapes;  // one layer's: the param's, or A's and B's
+    std::vector<std::vector<SlotId>> sums;   // in the order of `shapes`
+    std::vector<Factor> factorStacks;        // A's and B's [Layers, ...], when low-rank
     SlotId index = -1;
   };
+
+  // A stack [Layers, ...] of one factor of member `path` (zeros for an
+  // element not differentiated, whose sums are dropped).
+  SlotId factorStack(const std::string& path, int64_t count, bool b, const Shape& shape) {
+    Shape one = shape;
+    one.insert(one.begin(), 1);
+    std::vector<const Expr*> layers;
+    for (int64_t k = 0; k < count; ++k) {
+      auto f = factors_.find(elementPath(path, k));
+      layers.push_back(f == factors_.end() ? em_.zeros(Scalar::F32, one)
+                                           : em_.reshape(em_.local(b ? f->second.b : f->second.a), one));
+    }
+    return em_.let(em_.concat(layers, 0), b ? "stacked_B" : "stacked_A");
+  }
 
   ReverseCarry carryFor(const Scan& scan) {
     ReverseCarry c;
@@ -179,10 +211,21 @@ class Reverse {
       if (read == tape_.paramReads.end() || !active_[static_cast<size_t>(s->slot)]) continue;
       if (std::find(c.members.begin(), c.members.end(), read->second) != c.members.end()) continue;
       c.members.push_back(read->second);
-      c.shapes.push_back(s->value->type.tensor.shape);
-      Shape stacked = c.shapes.back();
-      stacked.insert(stacked.begin(), scan.count);
-      c.sums.push_back(em_.let(em_.zeros(Scalar::F32, stacked), "d_" + read->second));
+      const Shape& w = s->value->type.tensor.shape;
+      Factor stacks;
+      if (factors_.empty()) {
+        c.shapes.push_back({w});
+      } else {
+        c.shapes.push_back({Shape{lowRank(), w[1]}, Shape{w[0], lowRank()}});
+        stacks = {factorStack(read->second, scan.count, false, c.shapes.back()[0]),
+                  factorStack(read->second, scan.count, true, c.shapes.back()[1])};
+      }
+      c.factorStacks.push_back(stacks);
+      c.sums.emplace_back();
+      for (Shape stacked : c.shapes.back()) {
+        stacked.insert(stacked.begin(), scan.count);
+        c.sums.back().push_back(em_.let(em_.zeros(Scalar::F32, stacked), "d_" + read->second));
+      }
     }
     c.index = em_.let(em_.constant(Scalar::I32, static_cast<double>(scan.count - 1)), "layer_index");
     return c;
@@ -203,7 +246,7 @@ class Reverse {
     loop->slot = scan.layer;
     loop->reverse = true;
     loop->varsInScope = c.dCarried;
-    loop->varsInScope.insert(loop->varsInScope.end(), c.sums.begin(), c.sums.end());
+    for (const auto& sums : c.sums) loop->varsInScope.insert(loop->varsInScope.end(), sums.begin(), sums.end());
     loop->varsInScope.push_back(c.index);
     em_.beginBody(loop->body);
     for (size_t k = 0; k < scan.carried.size(); ++k)
@@ -219,8 +262,15 @@ class Reverse {
       for (int64_t k = 0; k < scan.count; ++k) {
         std::string path = elementPath(c.members[m], k);
         if (!wrt_(path)) continue;
-        accumulate(em_, grads[path], em_.reshape(em_.slice(em_.local(c.sums[m]), 0, k, k + 1), c.shapes[m]));
+        for (size_t j = 0; j < c.sums[m].size(); ++j) {
+          const Expr* layer = em_.reshape(em_.slice(em_.local(c.sums[m][j]), 0, k, k + 1), c.shapes[m][j]);
+          accumulate(em_, grads[factors_.empty() ? path : path + kFactorNames[j]], layer);
+        }
       }
+  }
+
+  int64_t lowRank() const {
+    return em_.fn().slots[static_cast<size_t>(factors_.begin()->second.a)].type.tensor.shape[0];
   }
 
   // Policy::Saved: the reverse loop `loop` reads the layer's values its
@@ -316,10 +366,19 @@ class Reverse {
     for (size_t m = 0; m < c.members.size(); ++m) {
       auto g = paramSums.find(c.members[m]);
       if (g == paramSums.end()) continue;
-      Shape one = c.shapes[m];
-      one.insert(one.begin(), 1);
-      em_.assign(c.sums[m], em_.writeAt(em_.local(c.sums[m]), em_.reshape(em_.cast(g->second, Scalar::F32), one),
-                                        em_.local(c.index)));
+      std::vector<const Expr*> layer = {em_.cast(g->second, Scalar::F32)};
+      if (!factors_.empty()) {
+        const Expr* a = em_.sliceAt(em_.local(c.factorStacks[m].a), em_.local(c.index));
+        const Expr* b = em_.sliceAt(em_.local(c.factorStacks[m].b), em_.local(c.index));
+        LowRankGrads d = projectLowRank(em_, layer[0], a, b);
+        layer = {d.dA, d.dB};
+      }
+      for (size_t j = 0; j < layer.size(); ++j) {
+        Shape one = c.shapes[m][j];
+        one.insert(one.begin(), 1);
+        em_.assign(c.sums[m][j], em_.writeAt(em_.local(c.sums[m][j]), em_.reshape(layer[j], one),
+                                             em_.local(c.index)));
+      }
     }
     em_.assign(c.index, em_.binary(sema::BinaryKind::Sub, em_.local(c.index), em_.constant(Scalar::I32, 1)));
   }
@@ -339,8 +398,68 @@ void requireFloat(const elab::Program& program, const elab::FnInstance& entry, c
                                   program.where(entry.decl->range), entry.decl->name.name, t.str()));
 }
 
+// The float params `wrt` accepts, in the model's order, with their types.
+std::vector<std::pair<std::string, elab::TensorType>> chosenParams(
+    const elab::Program& program, const std::function<bool(const std::string&)>& wrt) {
+  std::vector<std::pair<std::string, elab::TensorType>> out;
+  for (const elab::Instance* inst : program.instances())
+    for (const elab::Member& m : inst->params) {
+      std::string path = inst->pathOf(m.name);
+      if (wrt(path) && sema::isFloat(m.type.dtype)) out.emplace_back(path, m.type);
+    }
+  return out;
+}
+
+// A low-rank gradient's A [r, in] and B [out, r] for each param, as
+// parameters of the derived function.
+Factors addFactors(const elab::Program& program, const elab::EntryInstance& entry, elab::FnInstance& fn,
+                   Emitter& em, const std::function<bool(const std::string&)>& wrt, int64_t rank,
+                   std::vector<std::string>& names) {
+  Factors out;
+  for (const auto& [path, type] : chosenParams(program, wrt)) {
+    if (type.shape.size() != 2)
+      throw elab::Error(fmt::format("{}: param `{}` is {}: a low-rank gradient (LoRA) factors matrices only",
+                                    program.where(entry.fn->decl->range), path, type.str()));
+    const Shape shapes[2] = {{rank, type.shape[1]}, {type.shape[0], rank}};
+    SlotId slots[2];
+    for (int j = 0; j < 2; ++j) {
+      names.push_back(path + kFactorNames[j]);
+      slots[j] = em.newSlot(names.back(), elab::Type::of({Scalar::F32, shapes[j]}));
+      fn.params.push_back(slots[j]);
+    }
+    out[path] = {slots[0], slots[1]};
+  }
+  return out;
+}
+
+// A param's results: its gradient, or dA and dB from the sums the layer
+// loops made and from what reads outside them received.
+std::vector<const Expr*> paramResults(Emitter& em, std::map<std::string, const Expr*>& grads,
+                                      const std::string& path, const elab::TensorType& type,
+                                      const Factors& factors) {
+  auto g = grads.find(path);
+  if (factors.empty()) return {g != grads.end() ? em.cast(g->second, Scalar::F32) : em.zeros(Scalar::F32, type.shape)};
+  const Factor& f = factors.at(path);
+  const Expr* ab[2] = {em.local(f.a), em.local(f.b)};
+  const Expr* outside[2] = {nullptr, nullptr};
+  if (g != grads.end()) {
+    LowRankGrads d = projectLowRank(em, em.cast(g->second, Scalar::F32), ab[0], ab[1]);
+    outside[0] = d.dA;
+    outside[1] = d.dB;
+  }
+  std::vector<const Expr*> out;
+  for (int j = 0; j < 2; ++j) {
+    const Expr* sum = outside[j];
+    if (auto inLoop = grads.find(path + kFactorNames[j]); inLoop != grads.end())
+      sum = sum ? em.binary(sema::BinaryKind::Add, sum, inLoop->second) : inLoop->second;
+    out.push_back(sum ? sum : em.zeros(Scalar::F32, Emitter::typeOf(ab[j]).shape));
+  }
+  return out;
+}
+
 Gradient derive(elab::Program& program, const elab::EntryInstance& entry,
-                const std::function<bool(const std::string&)>& wrt, bool inputs, Policy policy) {
+                const std::function<bool(const std::string&)>& wrt, bool inputs, Policy policy,
+                int64_t lowRank) {
   const elab::FnInstance& source = *entry.fn;
   auto fn = std::make_unique<elab::FnInstance>();
   fn->decl = source.decl;
@@ -362,27 +481,29 @@ Gradient derive(elab::Program& program, const elab::EntryInstance& entry,
     local->slot = slot;
     seed = local;
   }
+  Gradient out;
+  out.cotangent = elements(valueType) != 1;
+  out.lowRank = lowRank;
+  Factors factors;
+  if (lowRank > 0) factors = addFactors(program, entry, *fn, em, wrt, lowRank, out.factors);
   std::vector<SlotId> activeInputs;
   for (size_t k = 0; inputs && k < source.params.size(); ++k)
     if (sema::isFloat(fn->slots[static_cast<size_t>(fn->params[k])].type.tensor.dtype))
       activeInputs.push_back(fn->params[k]);
-  Reverse reverse(program, em, tape, Activity(*fn, tape, wrt, activeInputs).active, wrt, policy);
+  Reverse reverse(program, em, tape, Activity(*fn, tape, wrt, activeInputs).active, wrt, policy, factors);
   std::map<std::string, const Expr*> grads = reverse.run(seed);
 
-  Gradient out;
   em.at = source.decl->range;
   std::vector<const Expr*> results = {tape.result};
   std::vector<elab::Type> types = {tape.result->type};
-  for (const elab::Instance* inst : program.instances())
-    for (const elab::Member& m : inst->params) {
-      std::string path = inst->pathOf(m.name);
-      if (!wrt(path) || !sema::isFloat(m.type.dtype)) continue;
-      auto g = grads.find(path);
-      const Expr* d = g != grads.end() ? em.cast(g->second, Scalar::F32) : em.zeros(Scalar::F32, m.type.shape);
-      results.push_back(d);
-      types.push_back(elab::Type::of({Scalar::F32, m.type.shape}));
-      out.params.push_back(path);
+  for (const auto& [path, type] : chosenParams(program, wrt)) {
+    std::vector<const Expr*> rs = paramResults(em, grads, path, type, factors);
+    for (size_t j = 0; j < rs.size(); ++j) {
+      results.push_back(rs[j]);
+      types.push_back(elab::Type::of({Scalar::F32, Emitter::typeOf(rs[j]).shape}));
+      out.params.push_back(lowRank > 0 ? path + kFactorNames[j] : path);
     }
+  }
   for (size_t k = 0; k < source.params.size(); ++k) {
     SlotId slot = fn->params[k];
     if (std::find(activeInputs.begin(), activeInputs.end(), slot) == activeInputs.end()) continue;
@@ -397,8 +518,8 @@ Gradient derive(elab::Program& program, const elab::EntryInstance& entry,
   em.ret(em.raw(ExprKind::Tuple, tuple, results));
   fn->result = tuple;
   // Exact, not a hash: adopt() keeps the first function of a key.
-  fn->key = fmt::format("{}#gradient{}+{}|{}", source.key, inputs ? "+inputs" : "", policyName(policy),
-                        fmt::join(out.params, "|"));
+  fn->key = fmt::format("{}#gradient{}+{}+rank{}|{}", source.key, inputs ? "+inputs" : "", policyName(policy),
+                        lowRank, fmt::join(out.params, "|"));
   out.fn = &program.adopt(std::move(fn));
   out.policy = policy;
   return out;
@@ -407,15 +528,16 @@ Gradient derive(elab::Program& program, const elab::EntryInstance& entry,
 }  // namespace
 
 Gradient deriveGradient(elab::Program& program, const elab::EntryInstance& entry,
-                        const std::function<bool(const std::string&)>& wrt, bool inputs, Policy policy) {
+                        const std::function<bool(const std::string&)>& wrt, bool inputs, Policy policy,
+                        int64_t lowRank) {
   if (policy != Policy::Unrolled) {
     try {
-      return derive(program, entry, wrt, inputs, policy);
+      return derive(program, entry, wrt, inputs, policy, lowRank);
     } catch (const ScanUnsupported&) {
       // A loop the scan does not take: every layer copied instead.
     }
   }
-  return derive(program, entry, wrt, inputs, Policy::Unrolled);
+  return derive(program, entry, wrt, inputs, Policy::Unrolled, lowRank);
 }
 
 }  // namespace linnet::autodiff

@@ -25,6 +25,13 @@ struct Gradient {
   std::vector<std::string> params;  // paths (`layers.0.mlp.up.weight`), in the model's order
   std::vector<size_t> inputs;       // the entry's float parameters differentiated, by index
   Policy policy = Policy::Scan;     // the tape it was derived with
+  bool cotangent = false;           // whether the function takes one, after the entry's parameters
+  // With a low rank (autodiff/low_rank.h): each param differentiated is a
+  // matrix W [out, in] seen as W + B A, and has two results in `params`,
+  // `PATH.lora_A` ([r, in]) then `PATH.lora_B` ([out, r]); the function
+  // takes A and B under the same names (`factors`), after the cotangent.
+  int64_t lowRank = 0;
+  std::vector<std::string> factors;
 };
 
 // The gradient of `entry` (whose value must be a float tensor) with
@@ -41,8 +48,10 @@ struct Gradient {
 // `policy` chooses the tape (forward.h): layer loops kept whole with each
 // layer recomputed from its saved input, or every layer copied with every
 // value saved. A loop the scan cannot take falls back to the second.
+// `lowRank` > 0 asks for the low-rank gradient of every param `wrt`
+// accepts (each must be a float matrix; elab::Error names one that is not).
 Gradient deriveGradient(elab::Program& program, const elab::EntryInstance& entry,
                         const std::function<bool(const std::string&)>& wrt, bool inputs = false,
-                        Policy policy = Policy::Scan);
+                        Policy policy = Policy::Scan, int64_t lowRank = 0);
 
 }  // namespace linnet::autodiff

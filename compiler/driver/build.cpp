@@ -98,6 +98,10 @@ int runBuild(const BuildArgs& args) {
     fmt::print(stderr, "linnetc: --gradient needs exactly one --entry (the entry to differentiate)\n");
     return 2;
   }
+  if (args.lowRank > 0 && !args.gradient) {
+    fmt::print(stderr, "linnetc: --low-rank {} asks for a LoRA gradient: add --gradient\n", args.lowRank);
+    return 2;
+  }
   if (!args.wrt.empty() && !args.gradient) {
     fmt::print(stderr, "linnetc: --wrt `{}` chooses params of a gradient: add --gradient\n", args.wrt.front());
     return 2;

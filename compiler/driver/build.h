@@ -19,6 +19,7 @@ struct BuildArgs {
   bool gradient = false;              // the one entry's gradient (MLIRGen::addGradient), not the entry
   std::vector<std::string> wrt;       // with gradient: the params by path; empty: every float param
   std::string tape = "recompute";     // with gradient: or "saved", "unrolled" (autodiff/policy.h)
+  int64_t lowRank = 0;                // with gradient: > 0 for LoRA's factors' gradients (autodiff/low_rank.h)
   bool manifestOnly = false;          // the manifest (params, states, signatures) and no code
   bool debugLocations = false;
   bool keepIR = false;

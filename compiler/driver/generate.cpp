@@ -106,7 +106,7 @@ Generated generate(ir::MLIRGen& gen, const sema::Program& program, const BuildAr
         specs = gen.entryParams(name, generics);
       }
       autodiff::Policy tape = autodiff::policyNamed(args.tape);
-      out.entries.push_back(args.gradient ? gen.addGradient(name, specs, generics, args.wrt, tape)
+      out.entries.push_back(args.gradient ? gen.addGradient(name, specs, generics, args.wrt, tape, args.lowRank)
                                           : gen.addEntry(name, specs, generics));
     } catch (const ir::GenError& e) {
       if (!args.entries.empty()) throw;

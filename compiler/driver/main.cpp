@@ -211,6 +211,12 @@ int main(int argc, char** argv) {
                        "(every layer copied, every value kept)")
       ->check(CLI::IsMember({"recompute", "saved", "unrolled"}))
       ->type_name("POLICY");
+  buildCmd->add_option("--low-rank", build.lowRank,
+                       "With --gradient: each --wrt matrix W [out, in] seen as W + B A (LoRA; A [R, in], B [out, "
+                       "R]): the gradient takes inputs PATH.lora_A and PATH.lora_B and gives d value / d A and d "
+                       "value / d B under those names, never forming d W")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->type_name("R");
   buildCmd->footer(
       "\nWrites DIR/manifest.json (entries, signatures, params, states, generics) and the target's code\n"
       "(model.so for cpu); --manifest-only writes the manifest alone. `linnet` runs such builds itself, on\n"

@@ -464,17 +464,20 @@ EntryInstance MLIRGen::Impl::addEntry(const std::string& name, const std::vector
 // `cotangent`; outputs `value` and one per param of `wrt`, named by its path.
 EntryInstance MLIRGen::Impl::addGradient(const std::string& name, const std::vector<TensorSpec>& argSpecs,
                                          const std::map<std::string, int64_t>& given,
-                                         const std::vector<std::string>& wrt, autodiff::Policy tape) {
+                                         const std::vector<std::string>& wrt, autodiff::Policy tape,
+                                         int64_t lowRank) {
   elab::EntryInstance inst = instantiate(name, argSpecs, given);
   std::set<std::string> chosen(wrt.begin(), wrt.end());
   autodiff::Gradient g;
+  const auto wanted = [&](const std::string& path) { return wrt.empty() || chosen.count(path) > 0; };
   try {
-    g = autodiff::deriveGradient(
-        program, inst, [&](const std::string& path) { return wrt.empty() || chosen.count(path); }, false, tape);
+    g = autodiff::deriveGradient(program, inst, wanted, false, tape, lowRank);
   } catch (const elab::Error& e) {
     throw GenError(e.what());
   }
-  for (const std::string& path : g.params) chosen.erase(path);
+  for (const elab::Instance* i : program.instances())
+    for (const elab::Member& m : i->params)
+      if (sema::isFloat(m.type.dtype)) chosen.erase(i->pathOf(m.name));
   if (!chosen.empty())
     throw GenError(fmt::format("--wrt `{}`: the model has no float param of that path", *chosen.begin()));
   const syntax::FnDecl& decl = *inst.fn->decl;
@@ -484,7 +487,8 @@ EntryInstance MLIRGen::Impl::addGradient(const std::string& name, const std::vec
   out.gradient = true;
   for (size_t k = 0; k < g.fn->params.size(); ++k) {
     const elab::Slot& slot = g.fn->slots[static_cast<size_t>(g.fn->params[k])];
-    out.inputs.push_back(specOf(k < decl.params.size() ? decl.params[k].name.name : "cotangent", slot.type.tensor));
+    // After the entry's: the cotangent and a low-rank gradient's factors, by their slots' names.
+    out.inputs.push_back(specOf(k < decl.params.size() ? decl.params[k].name.name : slot.name, slot.type.tensor));
   }
   emitEntryFunction(*g.fn, "linnet_gradient_" + name, out);
   out.outputs.at(0).name = "value";
@@ -606,8 +610,8 @@ EntryInstance MLIRGen::addEntry(const std::string& name, const std::vector<Tenso
 
 EntryInstance MLIRGen::addGradient(const std::string& name, const std::vector<TensorSpec>& args,
                                    const std::map<std::string, int64_t>& generics,
-                                   const std::vector<std::string>& wrt, autodiff::Policy tape) {
-  return atomically([&] { return impl_->addGradient(name, args, generics, wrt, tape); });
+                                   const std::vector<std::string>& wrt, autodiff::Policy tape, int64_t lowRank) {
+  return atomically([&] { return impl_->addGradient(name, args, generics, wrt, tape, lowRank); });
 }
 
 std::vector<TensorSpec> MLIRGen::entryParams(const std::string& name,

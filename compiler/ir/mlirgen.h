@@ -74,10 +74,12 @@ class MLIRGen {
   // element; outputs `value`, then each param's gradient (f32) named by
   // its path.
   // `tape` (autodiff/policy.h): each layer recomputed from its saved
-  // input, or every value of every layer kept.
+  // input, or every value of every layer kept. `lowRank` > 0: the
+  // low-rank (LoRA) gradient of each param, which takes inputs and gives
+  // outputs `PATH.lora_A` and `PATH.lora_B` (autodiff/low_rank.h).
   EntryInstance addGradient(const std::string& name, const std::vector<TensorSpec>& args,
                             const std::map<std::string, int64_t>& generics, const std::vector<std::string>& wrt,
-                            autodiff::Policy tape = autodiff::Policy::Scan);
+                            autodiff::Policy tape = autodiff::Policy::Scan, int64_t lowRank = 0);
 
   // The entry's parameter types with its generics bound from `generics`
   // and the root's: what `addEntry` needs when no sample arguments exist.

@@ -150,7 +150,7 @@ struct MLIRGen::Impl {
                          const std::map<std::string, int64_t>& given);
   EntryInstance addGradient(const std::string& name, const std::vector<TensorSpec>& args,
                             const std::map<std::string, int64_t>& given, const std::vector<std::string>& wrt,
-                            autodiff::Policy tape);
+                            autodiff::Policy tape, int64_t lowRank);
   elab::EntryInstance instantiate(const std::string& name, const std::vector<TensorSpec>& args,
                                   const std::map<std::string, int64_t>& given);
   // The C-callable function of `fn` (an entry, or a gradient derived from

@@ -220,6 +220,7 @@ fs::path ArtifactCache::entryPath(const std::string& entry, const std::vector<Te
   if (gradient) {
     for (const auto& p : gradient->wrt) key += "|wrt " + p;
     if (settings_.tape != "recompute") key += "|tape " + settings_.tape;
+    if (gradient->lowRank > 0) key += fmt::format("|low rank {}", gradient->lowRank);
   }
   for (const auto& a : args) key += "|" + argSpec(a);
   for (const auto& [k, v] : generics) key += fmt::format("|{}={}", k, v);
@@ -239,6 +240,7 @@ fs::path ArtifactCache::entryDir(const std::string& entry, const std::vector<Ten
     extra.insert(extra.end(), {"--gradient", "--tape", settings_.tape});
     if (!gradient->all)
       for (const auto& p : gradient->wrt) extra.insert(extra.end(), {"--wrt", p});
+    if (gradient->lowRank > 0) extra.insert(extra.end(), {"--low-rank", std::to_string(gradient->lowRank)});
   }
   for (const auto& [k, v] : generics) extra.insert(extra.end(), {"--generic", fmt::format("{}={}", k, v)});
   for (const auto& a : args) extra.insert(extra.end(), {"--arg", argSpec(a)});

@@ -35,6 +35,7 @@ struct CacheSettings {
 struct GradientOf {
   std::vector<std::string> wrt;
   bool all = false;
+  int64_t lowRank = 0;  // `linnetc build --low-rank`: LoRA factors' gradients
 };
 
 class ArtifactCache {

@@ -22,8 +22,8 @@ class Backend {
   virtual Gradient gradient(const std::string& entry, const std::vector<Tensor>& args,
                             const std::map<std::string, int64_t>& generics,
                             const std::function<bool(const std::string&)>& wrt,
-                            const std::optional<Tensor>& cotangent) {
-    (void)entry, (void)args, (void)generics, (void)wrt, (void)cotangent;
+                            const std::optional<Tensor>& cotangent, const LowRank& lowRank) {
+    (void)entry, (void)args, (void)generics, (void)wrt, (void)cotangent, (void)lowRank;
     throw Error("gradients run on the reference backend only so far: pass --backend reference");
   }
   // A param's values, and replacing them (an optimizer step): the reference

@@ -36,6 +36,25 @@ size_t layerBytes(const TensorSpec& spec) {
   return spec.byteCount() / std::max<size_t>(layerPaths(spec).size(), 1);
 }
 
+// A gradient's output names for param `path`: its own, or a low-rank
+// gradient's two (autodiff/low_rank.h).
+std::vector<std::string> gradientNames(const std::string& path, const LowRank& lowRank) {
+  if (lowRank.rank == 0) return {path};
+  return {path + ".lora_A", path + ".lora_B"};
+}
+
+// The factor a low-rank gradient artifact takes as input `want`.
+const Tensor& factorInput(const LowRank& lowRank, const TensorSpec& want) {
+  auto it = lowRank.factors.find(want.name);
+  if (it == lowRank.factors.end())
+    throw Error(fmt::format("the gradient takes `{}` ({}), which was not given", want.name,
+                            artifact::describe(want.dtype, want.shape)));
+  if (it->second.dtype != want.dtype || it->second.shape != want.shape)
+    throw Error(fmt::format("LoRA factor `{}` is {}, but the gradient takes {}", want.name,
+                            it->second.describe(), artifact::describe(want.dtype, want.shape)));
+  return it->second;
+}
+
 // The per-layer params of manifest params: `layers.*.x` of shape [L, ...]
 // is `layers.0.x` ... `layers.{L-1}.x`. Listed layer by layer, as the model
 // declares them (a stacked array's members are consecutive in the manifest).
@@ -110,8 +129,9 @@ class CompiledBackend : public Backend {
   Gradient gradient(const std::string& entry, const std::vector<Tensor>& args,
                     const std::map<std::string, int64_t>& generics,
                     const std::function<bool(const std::string&)>& wrt,
-                    const std::optional<Tensor>& cotangent) override {
+                    const std::optional<Tensor>& cotangent, const LowRank& lowRank) override {
     GradientOf of;
+    of.lowRank = lowRank.rank;
     size_t floats = 0;
     for (const ParamInfo& p : params_) {
       if (!isFloat(p.dtype)) continue;
@@ -119,7 +139,7 @@ class CompiledBackend : public Backend {
       if (wrt(p.path)) of.wrt.push_back(p.path);
     }
     if (of.wrt.empty()) throw Error(fmt::format("the gradient of `{}` is asked for no float param", entry));
-    of.all = of.wrt.size() == floats;
+    of.all = of.wrt.size() == floats && lowRank.rank == 0;
     if (compileOnly_) {
       cache_.entryDir(entry, args, generics, of);
       return {};
@@ -127,8 +147,9 @@ class CompiledBackend : public Backend {
     Loaded& art = artifactFor(entry, args, generics, of);
     const artifact::Entry& e = art.manifest.entries[art.entry];
     std::vector<Tensor> inputs = args;
-    if (e.inputs.size() == args.size() + 1) {
-      const TensorSpec& want = e.inputs.back();
+    const size_t factors = lowRank.rank > 0 ? 2 * of.wrt.size() : 0;
+    if (e.inputs.size() == args.size() + 1 + factors) {
+      const TensorSpec& want = e.inputs[args.size()];
       if (!cotangent)
         throw Error(fmt::format("entry `{}` returns {}: its gradient needs a cotangent of that type", entry,
                                 artifact::describe(want.dtype, want.shape)));
@@ -136,18 +157,19 @@ class CompiledBackend : public Backend {
     } else if (cotangent) {
       throw Error(fmt::format("entry `{}` returns one value: its gradient takes no cotangent", entry));
     }
+    for (size_t k = inputs.size(); k < e.inputs.size(); ++k) inputs.push_back(factorInput(lowRank, e.inputs[k]));
     std::vector<Tensor> outputs = run(art, entry, inputs);
-    std::map<std::string, Tensor> byPath;
-    for (size_t k = 1; k < outputs.size(); ++k) byPath.emplace(e.outputs[k].name, std::move(outputs[k]));
+    std::map<std::string, Tensor> byName;
+    for (size_t k = 1; k < outputs.size(); ++k) byName.emplace(e.outputs[k].name, std::move(outputs[k]));
     Gradient g{std::move(outputs.at(0)), {}, {}};
-    for (const std::string& path : of.wrt) {
-      auto it = byPath.find(path);
-      if (it == byPath.end())
-        throw Error(fmt::format("{}: the gradient artifact has no output for param `{}`",
-                                art.dir.string(), path));
-      g.params.push_back(path);
-      g.grads.push_back(std::move(it->second));
-    }
+    for (const std::string& path : of.wrt)
+      for (const std::string& name : gradientNames(path, lowRank)) {
+        auto it = byName.find(name);
+        if (it == byName.end())
+          throw Error(fmt::format("{}: the gradient artifact has no output `{}`", art.dir.string(), name));
+        g.params.push_back(name);
+        g.grads.push_back(std::move(it->second));
+      }
     return g;
   }
 

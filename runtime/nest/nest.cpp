@@ -69,10 +69,11 @@ std::vector<Tensor> Model::call(const std::string& entry, const std::vector<Tens
 
 Gradient Model::gradient(const std::string& entry, const std::vector<Tensor>& args,
                          const std::map<std::string, int64_t>& generics,
-                         const std::function<bool(const std::string&)>& wrt, const std::optional<Tensor>& cotangent) {
+                         const std::function<bool(const std::string&)>& wrt, const std::optional<Tensor>& cotangent,
+                         const LowRank& lowRank) {
   if (const auto* names = impl_->backend->parameterNames(entry))
     checkCall(textLimits(impl_->backend->dims()), entry, *names, args);
-  return impl_->backend->gradient(entry, args, generics, wrt, cotangent);
+  return impl_->backend->gradient(entry, args, generics, wrt, cotangent, lowRank);
 }
 
 Tensor Model::param(const std::string& path) { return impl_->backend->param(path); }

@@ -119,6 +119,16 @@ struct ParamInfo {
 };
 
 // An entry's value and its gradient (docs/train.md, "Gradients").
+// A low-rank (LoRA) gradient (docs/train.md): every param differentiated
+// is a matrix W [out, in] seen as W + B A, its A [rank, in] and B [out,
+// rank] given as `PATH.lora_A` and `PATH.lora_B`, which also name the
+// gradient's results (d value / d A, d value / d B). The full d W is never
+// formed: a step costs what the rows' products with A and B cost.
+struct LowRank {
+  int64_t rank = 0;  // 0: the params' own gradients
+  std::map<std::string, Tensor> factors;
+};
+
 struct Gradient {
   Tensor value;
   std::vector<std::string> params;  // paths, in the model's order
@@ -145,7 +155,7 @@ class Model {
   Gradient gradient(const std::string& entry, const std::vector<Tensor>& args,
                     const std::map<std::string, int64_t>& generics,
                     const std::function<bool(const std::string&)>& wrt,
-                    const std::optional<Tensor>& cotangent = std::nullopt);
+                    const std::optional<Tensor>& cotangent = std::nullopt, const LowRank& lowRank = {});
   // A param's current values (`layers.0.mlp.up.weight`), and replacing
   // them with values of its shape and dtype: what a training step does.
   // The reference backend only so far; others throw Error saying so.

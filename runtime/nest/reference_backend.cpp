@@ -116,13 +116,16 @@ class ReferenceBackend : public Backend {
   Gradient gradient(const std::string& entry, const std::vector<Tensor>& args,
                     const std::map<std::string, int64_t>& generics,
                     const std::function<bool(const std::string&)>& wrt,
-                    const std::optional<Tensor>& cotangent) override {
+                    const std::optional<Tensor>& cotangent, const LowRank& lowRank) override {
     std::vector<reference::Tensor> in;
     for (const Tensor& a : args) in.push_back(toReference(a));
     std::optional<reference::Tensor> seed;
     if (cotangent) seed = toReference(*cotangent);
+    reference::LowRank factors{lowRank.rank, {}};
+    for (const auto& [name, t] : lowRank.factors) factors.factors.emplace(name, toReference(t));
     try {
-      reference::Model::Gradient g = model_->gradient(entry, in, generics, wrt, seed);
+      reference::Model::Gradient g =
+          model_->gradient(entry, in, generics, wrt, seed, false, autodiff::Policy::Scan, factors);
       Gradient out{fromReference(g.value), g.params, {}};
       for (const reference::Tensor& t : g.grads) out.grads.push_back(fromReference(t));
       return out;

@@ -93,26 +93,28 @@ LoraTrainer::LoraTrainer(nest::Model& model, std::vector<LoraTarget> targets, Lo
 }
 
 StepReport LoraTrainer::step(const PackedBatch& batch) {
-  std::vector<std::vector<std::string>> paths;
-  for (const LoraTarget& t : targets_) paths.push_back({t.path});
-  StepReport report;
-  std::vector<nest::Tensor> dw = meanGradients(model_, batch, paths, report);
-  const int64_t r = lora_.rank;
-  const int threads = model_.threads();
-  std::vector<std::vector<float>> grads;  // A0, B0, A1, B1, ...
+  nest::LowRank lowRank{lora_.rank, {}};
+  std::vector<std::vector<std::string>> names;  // A0, B0, A1, B1, ...
   for (size_t k = 0; k < targets_.size(); ++k) {
-    const int64_t out = shapes_[k][0], in = shapes_[k][1];
-    std::span<const float> d = floats(dw[k]);
-    grads.push_back(product(b_[k], true, d, false, r, out, in, scale_, threads));  // s B^T dW: [r, in]
-    grads.push_back(product(d, false, a_[k], true, out, in, r, scale_, threads));  // s dW A^T: [out, r]
+    const std::string& path = targets_[k].path;
+    lowRank.factors.emplace(path + ".lora_A", a(k));
+    lowRank.factors.emplace(path + ".lora_B", b(k));
+    names.push_back({path + ".lora_A"});
+    names.push_back({path + ".lora_B"});
   }
+  // The model holds W0 + s B A: d/dA = s B^T dW and d/dB = s dW A^T, the
+  // low-rank gradient's B^T dW and dW A^T scaled by s.
+  StepReport report;
+  std::vector<nest::Tensor> grads = meanGradients(model_, batch, names, report, lowRank, scale_);
+  const int threads = model_.threads();
   report.lr = learningRate(settings_, adamw_.steps());
-  std::vector<std::span<float>> spans(grads.begin(), grads.end());
+  std::vector<std::span<float>> spans;
+  for (nest::Tensor& g : grads) spans.push_back(floats(g));
   report.gradNorm = settings_.maxGradNorm > 0 ? clipGradNorm(spans, settings_.maxGradNorm, threads) : 0.0;
   std::vector<ParamGrad> pg;
   for (size_t k = 0; k < targets_.size(); ++k) {
-    pg.push_back({a_[k], grads[2 * k]});
-    pg.push_back({b_[k], grads[2 * k + 1]});
+    pg.push_back({a_[k], spans[2 * k]});
+    pg.push_back({b_[k], spans[2 * k + 1]});
   }
   adamw_.step(report.lr, pg);
   for (size_t k = 0; k < targets_.size(); ++k) writeBack(k);

@@ -1,12 +1,11 @@
 // LoRA fine-tuning: each target weight W (out x in) of the model becomes
 // W0 + s B A with A (r x in) and B (out x r) trained and W0 kept, s =
-// alpha / r, as peft's LoRA computes it (no dropout). The derived gradient
-// gives dL/dW for the target weights only; A's and B's follow from it,
-// dA = s B^T dW and dB = s dW A^T (exact: the model sees W0 + s B A), then
-// clipping and AdamW on A and B alone, as torch steps a peft model. Each
-// step writes W0 + s B A back into the model. Memory and time are those of
-// a full weight gradient for the targets: the speed LoRA buys needs the
-// compiled gradient (docs/train.md, "linnet finetune --lora").
+// alpha / r, as peft's LoRA computes it (no dropout). The model runs with
+// W0 + s B A written into W; the compiled low-rank gradient
+// (nest::LowRank, autodiff/low_rank.h) gives B^T dW and dW A^T without
+// forming dW, so dA = s B^T dW and dB = s dW A^T (exact: the model sees
+// W0 + s B A), then clipping and AdamW on A and B alone, as torch steps a
+// peft model.
 #pragma once
 
 #include <string>

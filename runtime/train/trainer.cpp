@@ -92,12 +92,15 @@ double learningRate(const TrainSettings& settings, int64_t step) {
 }
 
 std::vector<nest::Tensor> meanGradients(nest::Model& model, const PackedBatch& batch,
-                                        const std::vector<std::vector<std::string>>& groups, StepReport& report) {
+                                        const std::vector<std::vector<std::string>>& groups, StepReport& report,
+                                        const nest::LowRank& lowRank, double factor) {
   if (batch.learnedTokens == 0) throw nest::Error("a training batch with no learned token");
   std::set<std::string> chosen;
-  for (const auto& g : groups) chosen.insert(g.begin(), g.end());
-  nest::Gradient g = model.gradient("loss_packed", lossInputs(batch), {},
-                                    [&](const std::string& path) { return chosen.count(path) > 0; });
+  for (const auto& g : groups)
+    for (const std::string& name : g) chosen.insert(lowRank.rank > 0 ? name.substr(0, name.rfind('.')) : name);
+  nest::Gradient g = model.gradient(
+      "loss_packed", lossInputs(batch), {}, [&](const std::string& path) { return chosen.count(path) > 0; },
+      std::nullopt, lowRank);
   std::map<std::string, size_t> at;
   for (size_t k = 0; k < g.params.size(); ++k) at.emplace(g.params[k], k);
   // Each group's gradients, the first taking the sum of the others in place.
@@ -111,7 +114,8 @@ std::vector<nest::Tensor> meanGradients(nest::Model& model, const PackedBatch& b
     }
   }
   // The loss is a sum over the learned tokens; the step is on their mean.
-  const float scale = 1.0f / static_cast<float>(batch.learnedTokens);
+  const float scale = factor == 1 ? 1.0f / static_cast<float>(batch.learnedTokens)
+                                  : static_cast<float>(factor / static_cast<double>(batch.learnedTokens));
   std::vector<size_t> sizes;
   for (const auto& m : members) sizes.push_back(static_cast<size_t>(m.front()->size()));
   const std::vector<Piece> pieces = piecesOf(sizes);

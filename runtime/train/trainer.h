@@ -86,8 +86,11 @@ double learningRate(const TrainSettings& settings, int64_t step);
 // lists (each its params' paths: one, or a tied set whose gradients add),
 // each scaled to the mean over the batch's learned tokens (f32, of the
 // param's shape, in the order of `groups`; computed on the model's
-// threads); the mean loss goes to `report`.
+// threads); the mean loss goes to `report`. With a low rank, `groups`
+// names the factors' gradients (`PATH.lora_A`, nest::LowRank) and each is
+// scaled by `factor` too (LoRA's alpha / r).
 std::vector<nest::Tensor> meanGradients(nest::Model& model, const PackedBatch& batch,
-                                        const std::vector<std::vector<std::string>>& groups, StepReport& report);
+                                        const std::vector<std::vector<std::string>>& groups, StepReport& report,
+                                        const nest::LowRank& lowRank = {}, double factor = 1);
 
 }  // namespace linnet::train

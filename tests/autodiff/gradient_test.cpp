@@ -247,3 +247,90 @@ TEST_CASE("the scanned tapes (each layer recomputed, or its values stacked) give
     CHECK(diff <= 1e-12 * std::max(norm, 1e-30));  // float64 throughout: only the order of sums differs
   }
 }
+
+namespace {
+
+// m (rows x inner) times n (inner x cols), with either read transposed.
+Tensor product(const Tensor& m, bool tm, const Tensor& n, bool tn) {
+  const int64_t rows = m.shape[tm ? 1 : 0], inner = m.shape[tm ? 0 : 1], cols = n.shape[tn ? 0 : 1];
+  Tensor out = Tensor::zeros(Scalar::F32, {rows, cols});
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      double s = 0;
+      for (int64_t t = 0; t < inner; ++t)
+        s += m.f[static_cast<size_t>(tm ? t * rows + i : i * inner + t)] *
+             n.f[static_cast<size_t>(tn ? j * inner + t : t * cols + j)];
+      out.f[static_cast<size_t>(i * cols + j)] = s;
+    }
+  return out;
+}
+
+double maxDiff(const Tensor& a, const Tensor& b) {
+  double d = 0;
+  for (size_t i = 0; i < a.f.size(); ++i) d = std::max(d, std::abs(a.f[i] - b.f[i]));
+  return d;
+}
+
+}  // namespace
+
+// Every matrix: the projections (attention's and the MLP's, read in the
+// layer loop), the embedding (read by a gather: a scattered cotangent) and
+// the output head (outside the loop).
+TEST_CASE("a low-rank gradient is B^T dW and dW A^T of the full gradient, on every tape") {
+  using linnet::autodiff::Policy;
+  const Policy policy = GENERATE(Policy::Scan, Policy::Saved, Policy::Unrolled);
+  INFO("tape " << linnet::autodiff::policyName(policy));
+  TinyCard card;
+  Packed p = packedAll();
+  const int64_t rank = 3;
+  linnet::reference::LowRank lowRank{rank, {}};
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal(0.0, 0.5);
+  std::vector<std::string> matrices;
+  for (const auto& spec : card.model->params()) {
+    if (spec.shape.size() != 2) continue;
+    matrices.push_back(spec.path);
+    Tensor a = Tensor::zeros(Scalar::F32, {rank, spec.shape[1]}), b = Tensor::zeros(Scalar::F32, {spec.shape[0], rank});
+    for (double& v : a.f) v = normal(rng);
+    for (double& v : b.f) v = normal(rng);
+    lowRank.factors[spec.path + ".lora_A"] = a;
+    lowRank.factors[spec.path + ".lora_B"] = b;
+  }
+  auto isMatrix = [&](const std::string& path) {
+    return std::find(matrices.begin(), matrices.end(), path) != matrices.end();
+  };
+  Model::Gradient full = card.model->gradient("loss_packed", p.args(), {}, isMatrix, std::nullopt, false, policy);
+  Model::Gradient low =
+      card.model->gradient("loss_packed", p.args(), {}, isMatrix, std::nullopt, false, policy, lowRank);
+  CHECK(low.tape == policy);
+  CHECK(low.value.f == full.value.f);
+  REQUIRE(full.params == matrices);
+  REQUIRE(low.params.size() == 2 * matrices.size());
+  for (size_t k = 0; k < matrices.size(); ++k) {
+    INFO(matrices[k]);
+    REQUIRE(low.params[2 * k] == matrices[k] + ".lora_A");
+    REQUIRE(low.params[2 * k + 1] == matrices[k] + ".lora_B");
+    const Tensor& dW = full.grads[k];
+    Tensor dA = product(lowRank.factors.at(low.params[2 * k + 1]), true, dW, false);  // B^T dW
+    Tensor dB = product(dW, false, lowRank.factors.at(low.params[2 * k]), true);       // dW A^T
+    CHECK(low.grads[2 * k].shape == dA.shape);
+    CHECK(low.grads[2 * k + 1].shape == dB.shape);
+    // float64 throughout: only the order of the sums differs.
+    CHECK(maxDiff(low.grads[2 * k], dA) <= 1e-12 * std::max(norm(dA), 1e-30));
+    CHECK(maxDiff(low.grads[2 * k + 1], dB) <= 1e-12 * std::max(norm(dB), 1e-30));
+  }
+}
+
+TEST_CASE("a low-rank gradient factors matrices only, and needs every factor") {
+  TinyCard card;
+  Packed p = packedAll();
+  auto onlyNorm = [](const std::string& path) { return path == "norm.weight"; };
+  CHECK_THROWS_WITH(card.model->gradient("loss_packed", p.args(), {}, onlyNorm, std::nullopt, false,
+                                         linnet::autodiff::Policy::Scan, {2, {}}),
+                    Catch::Matchers::Contains("param `norm.weight` is") &&
+                        Catch::Matchers::Contains("a low-rank gradient (LoRA) factors matrices only"));
+  auto head = [](const std::string& path) { return path == "lm_head.weight"; };
+  CHECK_THROWS_WITH(card.model->gradient("loss_packed", p.args(), {}, head, std::nullopt, false,
+                                         linnet::autodiff::Policy::Scan, {2, {}}),
+                    Catch::Matchers::Contains("needs its factor `lm_head.weight.lora_A`"));
+}

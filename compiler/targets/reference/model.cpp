@@ -44,13 +44,14 @@ struct Model::Impl {
 
   const autodiff::Gradient& gradientOf(const elab::EntryInstance& entry,
                                        const std::function<bool(const std::string&)>& wrt, bool inputs,
-                                       autodiff::Policy policy) {
-    std::string key = entry.fn->key + (inputs ? "|inputs" : "|") + autodiff::policyName(policy);
+                                       autodiff::Policy policy, int64_t lowRank) {
+    std::string key = entry.fn->key + (inputs ? "|inputs" : "|") + autodiff::policyName(policy) + "|rank" +
+                      std::to_string(lowRank);
     for (const elab::Instance* inst : program.instances())
       for (const elab::Member& m : inst->params)
         if (wrt(inst->pathOf(m.name))) key += "|" + inst->pathOf(m.name);
     auto it = gradients.find(key);
-    if (it == gradients.end()) it = gradients.emplace(key, autodiff::deriveGradient(program, entry, wrt, inputs, policy)).first;
+    if (it == gradients.end()) it = gradients.emplace(key, autodiff::deriveGradient(program, entry, wrt, inputs, policy, lowRank)).first;
     return it->second;
   }
 
@@ -345,11 +346,12 @@ std::vector<Tensor> Model::call(const std::string& entry, const std::vector<Tens
 Model::Gradient Model::gradient(const std::string& entry, const std::vector<Tensor>& args,
                                 const std::map<std::string, int64_t>& generics,
                                 const std::function<bool(const std::string&)>& wrt,
-                                const std::optional<Tensor>& cotangent, bool inputs, autodiff::Policy policy) try {
+                                const std::optional<Tensor>& cotangent, bool inputs, autodiff::Policy policy,
+                                const LowRank& lowRank) try {
   auto [inst, values] = prepareCall(impl_->program, entry, args, generics);
-  const autodiff::Gradient& derived = impl_->gradientOf(inst, wrt, inputs, policy);
-  if (derived.fn->params.size() > values.size()) {
-    const elab::TensorType& want = derived.fn->slots[static_cast<size_t>(derived.fn->params.back())].type.tensor;
+  const autodiff::Gradient& derived = impl_->gradientOf(inst, wrt, inputs, policy, lowRank.rank);
+  if (derived.cotangent) {
+    const elab::TensorType& want = derived.fn->slots[static_cast<size_t>(derived.fn->params[values.size()])].type.tensor;
     if (!cotangent)
       throw EvalError(fmt::format("entry `{}` returns {}: its gradient needs a cotangent of that type", entry,
                                   want.str()));
@@ -359,6 +361,16 @@ Model::Gradient Model::gradient(const std::string& entry, const std::vector<Tens
     values.push_back(RValue::of(*cotangent));
   } else if (cotangent) {
     throw EvalError(fmt::format("entry `{}` returns one value: its gradient takes no cotangent", entry));
+  }
+  for (const std::string& name : derived.factors) {
+    const elab::TensorType& want = derived.fn->slots[static_cast<size_t>(derived.fn->params[values.size()])].type.tensor;
+    auto given = lowRank.factors.find(name);
+    if (given == lowRank.factors.end())
+      throw EvalError(fmt::format("the low-rank gradient of `{}` needs its factor `{}` ({})", entry, name, want.str()));
+    if (given->second.shape != want.shape || given->second.dtype != want.dtype)
+      throw EvalError(fmt::format("LoRA factor `{}` is {}, but the gradient takes {}", name,
+                                  given->second.describe(), want.str()));
+    values.push_back(RValue::of(given->second));
   }
   RValue r = impl_->callFn(*derived.fn, &impl_->program.root(), std::move(values));
   Gradient out;

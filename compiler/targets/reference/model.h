@@ -27,6 +27,14 @@ struct ParamSpec {
 // Supplies a param's tensor (from a checkpoint, or random for benchmarks).
 using ParamSource = std::function<Tensor(const ParamSpec&)>;
 
+// A low-rank (LoRA) gradient's factors (autodiff/low_rank.h): every
+// param differentiated is W + B A, its A [rank, in] and B [out, rank]
+// given as `PATH.lora_A` and `PATH.lora_B`, which also name the results.
+struct LowRank {
+  int64_t rank = 0;  // 0: the params' own gradients
+  std::map<std::string, Tensor> factors;
+};
+
 class Model {
  public:
   // Instantiates the package's root block with its generics (nest.toml's
@@ -76,7 +84,7 @@ class Model {
                     const std::map<std::string, int64_t>& generics,
                     const std::function<bool(const std::string&)>& wrt,
                     const std::optional<Tensor>& cotangent = std::nullopt, bool inputs = false,
-                    autodiff::Policy policy = autodiff::Policy::Scan);
+                    autodiff::Policy policy = autodiff::Policy::Scan, const LowRank& lowRank = LowRank{});
 
   // Observes an intermediate by name, so that a test can check a local value
   // (rope's `inv_freq`, say) directly against a reference implementation
