@@ -13,32 +13,27 @@ namespace linnet::train {
 
 namespace {
 
-// c (m x n) = scale * a (m x k, or its transpose) b (k x n, or its transpose),
-// accumulated in double, each sum in the order of k; rows of c on
-// `threads` threads. A row of c is summed over t with its n sums side by
-// side (row[j] += a[i, t] b[t, j]): no chain of dependent additions, and
-// b read in order when it is not transposed. A LoRA step projects every
-// target's dW [out, in] this way.
-std::vector<float> product(std::span<const float> a, bool transposeA, std::span<const float> b, bool transposeB,
-                           int64_t m, int64_t k, int64_t n, double scale, int threads) {
-  std::vector<float> c(static_cast<size_t>(m * n));
+// w = W0 + s B A (W0 and w [out, in], B [out, r], A [r, in]): each
+// element's sum over r in double, scaled, rounded to f32 and added to
+// W0's; rows on `threads` threads, each row's sums side by side (row[j] +=
+// b[i, t] a[t, j], A read in order). Every step writes each target so.
+void mergeInto(std::span<float> w, std::span<const float> base, std::span<const float> b,
+               std::span<const float> a, int64_t out, int64_t r, int64_t in, double scale, int threads) {
   constexpr int64_t kRows = 16;
-  parallelFor(static_cast<size_t>((m + kRows - 1) / kRows), threads, [&](size_t block) {
-    std::vector<double> row(static_cast<size_t>(n));
+  parallelFor(static_cast<size_t>((out + kRows - 1) / kRows), threads, [&](size_t block) {
+    std::vector<double> row(static_cast<size_t>(in));
     const int64_t first = static_cast<int64_t>(block) * kRows;
-    for (int64_t i = first; i < std::min(m, first + kRows); ++i) {
+    for (int64_t i = first; i < std::min(out, first + kRows); ++i) {
       std::fill(row.begin(), row.end(), 0.0);
-      for (int64_t t = 0; t < k; ++t) {
-        const double at = transposeA ? a[t * m + i] : a[i * k + t];
-        if (transposeB)
-          for (int64_t j = 0; j < n; ++j) row[j] += at * static_cast<double>(b[j * k + t]);
-        else
-          for (int64_t j = 0; j < n; ++j) row[j] += at * static_cast<double>(b[t * n + j]);
+      for (int64_t t = 0; t < r; ++t) {
+        const double bt = b[static_cast<size_t>(i * r + t)];
+        const float* at = a.data() + t * in;
+        for (int64_t j = 0; j < in; ++j) row[j] += bt * static_cast<double>(at[j]);
       }
-      for (int64_t j = 0; j < n; ++j) c[static_cast<size_t>(i * n + j)] = static_cast<float>(scale * row[j]);
+      const size_t at = static_cast<size_t>(i * in);
+      for (int64_t j = 0; j < in; ++j) w[at + j] = base[at + j] + static_cast<float>(scale * row[j]);
     }
   });
-  return c;
 }
 
 std::vector<size_t> adapterSizes(const std::vector<std::vector<int64_t>>& shapes, int64_t rank) {
@@ -87,6 +82,7 @@ LoraTrainer::LoraTrainer(nest::Model& model, std::vector<LoraTarget> targets, Lo
   if (targets_.empty()) throw nest::Error("LoRA: no target weight");
   for (size_t k = 0; k < targets_.size(); ++k) {
     base_.push_back(floatValues(model_.param(targets_[k].path)));
+    merged_.push_back(f32Tensor(base_.back(), shapes_[k]));
     a_.push_back(loraInitialA(lora_.seed, targets_[k].module, lora_.rank, shapes_[k][1]));
     b_.emplace_back(static_cast<size_t>(shapes_[k][0] * lora_.rank), 0.0f);  // B starts at 0: W0 unchanged
   }
@@ -121,12 +117,11 @@ StepReport LoraTrainer::step(const PackedBatch& batch) {
   return report;
 }
 
-// W0 + s B A into the model.
+// W0 + s B A into the model, through a tensor kept for it.
 void LoraTrainer::writeBack(size_t k) {
-  const int64_t out = shapes_[k][0], in = shapes_[k][1];
-  std::vector<float> w = product(b_[k], false, a_[k], false, out, lora_.rank, in, scale_, model_.threads());
-  for (size_t e = 0; e < w.size(); ++e) w[e] += base_[k][e];
-  model_.setParam(targets_[k].path, f32Tensor(w, shapes_[k]));
+  mergeInto(floats(merged_[k]), base_[k], b_[k], a_[k], shapes_[k][0], lora_.rank, shapes_[k][1], scale_,
+            model_.threads());
+  model_.setParam(targets_[k].path, merged_[k]);
 }
 
 nest::Tensor LoraTrainer::a(size_t k) const { return f32Tensor(a_.at(k), {lora_.rank, shapes_.at(k)[1]}); }

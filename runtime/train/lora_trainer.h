@@ -55,6 +55,7 @@ class LoraTrainer {
   double scale_;
   std::vector<std::vector<int64_t>> shapes_;  // each W's [out, in]
   std::vector<std::vector<float>> base_, a_, b_;
+  std::vector<nest::Tensor> merged_;  // W0 + s B A, written into the model each step
   AdamW adamw_;
 
   void writeBack(size_t k);
