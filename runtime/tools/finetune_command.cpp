@@ -1,6 +1,7 @@
 #include "tools/finetune_command.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <malloc.h>
 #include <sys/resource.h>
 
@@ -64,8 +65,6 @@ class Batches {
 void validate(const FinetuneArgs& a) {
   if (a.full == a.lora) throw Usage("finetune: pass --full (every param) or --lora (adapters), one of them");
   if (a.data.empty()) throw Usage("finetune needs --data TRAIN.jsonl");
-  if (a.lora && (!a.state.empty() || !a.resume.empty()))
-    throw Usage("finetune: --state and --resume are built for --full only so far");
   if (a.lora) requireOutputFolderParent(a.output);
   else requireOutputFile(a.output);
   if (!a.state.empty()) requireOutputFile(a.state);
@@ -119,18 +118,24 @@ void train(const FinetuneArgs& a, Setup& s, Trainer& trainer, Batches& batches, 
   }
 }
 
+// With --resume: the trainer restored and the order moved on to where the
+// run stopped; the steps taken (0 without).
+template <typename Trainer>
+int64_t resume(const FinetuneArgs& a, Trainer& trainer, const RunKey& key, Batches& batches) {
+  if (a.resume.empty()) return 0;
+  const int64_t done = resumeRunState(a.resume, trainer, key);
+  if (done >= a.steps)
+    throw Usage(fmt::format("--resume {} has taken {} steps already: --steps counts from the start, so give more",
+                            a.resume, done));
+  for (int64_t k = 0; k < done; ++k) batches.next();
+  return done;
+}
+
 int runFull(FinetuneArgs& a, Setup& s) {
   train::FullTrainer trainer(s.model, s.settings, checkpointNames(a.package));
   Batches batches(s.rows, static_cast<uint64_t>(a.seed), a.batchTokens);
   const RunKey key{static_cast<uint64_t>(a.seed), a.batchTokens, s.rows.size()};
-  int64_t done = 0;
-  if (!a.resume.empty()) {
-    done = resumeRunState(a.resume, trainer, key);
-    if (done >= a.steps)
-      throw Usage(fmt::format("--resume {} has taken {} steps already: --steps counts from the start, so give more",
-                              a.resume, done));
-    for (int64_t k = 0; k < done; ++k) batches.next();  // the order goes on where it stopped
-  }
+  const int64_t done = resume(a, trainer, key, batches);
   fmt::print(stderr, "linnet: full fine-tuning of {} ({} tensors) on {} rows, {} steps of at most {} tokens\n",
              a.package, trainer.paths().size(), s.rows.size(), a.steps, a.batchTokens);
   auto name = checkpointNames(a.package);
@@ -150,13 +155,17 @@ int runLora(FinetuneArgs& a, Setup& s) {
   train::LoraSettings lora{a.loraRank, a.loraAlpha, static_cast<uint64_t>(a.seed)};
   train::LoraTrainer trainer(s.model, targets, lora, s.settings);
   Batches batches(s.rows, static_cast<uint64_t>(a.seed), a.batchTokens);
+  const RunKey key{static_cast<uint64_t>(a.seed), a.batchTokens, s.rows.size(),
+                   fmt::format("lora r {} alpha {} {}", a.loraRank, a.loraAlpha, fmt::join(modules, ","))};
+  const int64_t done = resume(a, trainer, key, batches);
   fmt::print(stderr, "linnet: LoRA fine-tuning of {} (r = {}, alpha = {}, {} weights) on {} rows, {} steps of at "
                      "most {} tokens\n",
              a.package, a.loraRank, a.loraAlpha, targets.size(), s.rows.size(), a.steps, a.batchTokens);
-  train(a, s, trainer, batches, 0, [&](int64_t step) {
+  train(a, s, trainer, batches, done, [&](int64_t step) {
     writeAdapter(a.output, trainer, modules, a.package);
-    fmt::print(stderr, "linnet: wrote {} (adapter_model.safetensors, adapter_config.json) at step {}\n", a.output,
-               step);
+    if (!a.state.empty()) saveRunState(a.state, trainer, key);
+    fmt::print(stderr, "linnet: wrote {} (adapter_model.safetensors, adapter_config.json){} at step {}\n",
+               a.output, a.state.empty() ? "" : " and " + a.state, step);
   });
   return 0;
 }

@@ -33,7 +33,8 @@ std::string describe(const RunKey& k) {
 
 }  // namespace
 
-void saveRunState(const std::string& path, train::FullTrainer& trainer, const RunKey& key) {
+template <typename Trainer>
+void saveRunState(const std::string& path, Trainer& trainer, const RunKey& key) {
   std::map<std::string, nest::Tensor> tensors;
   for (size_t k = 0; k < trainer.paths().size(); ++k) {
     const std::string& p = trainer.paths()[k];
@@ -45,10 +46,11 @@ void saveRunState(const std::string& path, train::FullTrainer& trainer, const Ru
   writeSafetensors(path, tensors,
                    {{"format", kFormat}, {"steps", std::to_string(trainer.optimizer().steps())},
                     {"seed", std::to_string(key.seed)}, {"batch_tokens", std::to_string(key.batchTokens)},
-                    {"rows", std::to_string(key.rows)}});
+                    {"rows", std::to_string(key.rows)}, {"kind", key.kind}});
 }
 
-int64_t resumeRunState(const std::string& path, train::FullTrainer& trainer, const RunKey& key) {
+template <typename Trainer>
+int64_t resumeRunState(const std::string& path, Trainer& trainer, const RunKey& key) {
   weights::Checkpoint file = weights::Checkpoint::open(path);
   const auto& meta = file.metadata(0);
   auto field = [&](const char* name) -> std::string {
@@ -59,6 +61,12 @@ int64_t resumeRunState(const std::string& path, train::FullTrainer& trainer, con
   };
   if (field("format") != kFormat)
     throw nest::Error(fmt::format("{}: not a fine-tuning state; --resume takes the file --state wrote", path));
+  auto kind = meta.find("kind");  // states written before LoRA resumed were --full's
+  const std::string savedKind = kind == meta.end() ? "full" : kind->second;
+  if (savedKind != key.kind)
+    throw nest::Error(fmt::format("{}: the state of a {} run; this one is {}: resume with the same kind of run "
+                                  "(--full, or --lora with the same rank, alpha and targets)",
+                                  path, savedKind, key.kind));
   RunKey saved{std::stoull(field("seed")), std::stoll(field("batch_tokens")), std::stoull(field("rows"))};
   if (saved.seed != key.seed || saved.batchTokens != key.batchTokens || saved.rows != key.rows)
     throw nest::Error(fmt::format("{}: saved by a run with {}; this one has {}: resume with the same data, seed "
@@ -75,5 +83,10 @@ int64_t resumeRunState(const std::string& path, train::FullTrainer& trainer, con
   trainer.restoreDone();
   return steps;
 }
+
+template void saveRunState(const std::string&, train::FullTrainer&, const RunKey&);
+template void saveRunState(const std::string&, train::LoraTrainer&, const RunKey&);
+template int64_t resumeRunState(const std::string&, train::FullTrainer&, const RunKey&);
+template int64_t resumeRunState(const std::string&, train::LoraTrainer&, const RunKey&);
 
 }  // namespace linnet::tools

@@ -83,6 +83,8 @@ LoraTrainer::LoraTrainer(nest::Model& model, std::vector<LoraTarget> targets, Lo
   for (size_t k = 0; k < targets_.size(); ++k) {
     base_.push_back(floatValues(model_.param(targets_[k].path)));
     merged_.push_back(f32Tensor(base_.back(), shapes_[k]));
+    names_.push_back(targets_[k].path + ".lora_A");
+    names_.push_back(targets_[k].path + ".lora_B");
     a_.push_back(loraInitialA(lora_.seed, targets_[k].module, lora_.rank, shapes_[k][1]));
     b_.emplace_back(static_cast<size_t>(shapes_[k][0] * lora_.rank), 0.0f);  // B starts at 0: W0 unchanged
   }
@@ -91,12 +93,9 @@ LoraTrainer::LoraTrainer(nest::Model& model, std::vector<LoraTarget> targets, Lo
 StepReport LoraTrainer::step(const PackedBatch& batch) {
   nest::LowRank lowRank{lora_.rank, {}};
   std::vector<std::vector<std::string>> names;  // A0, B0, A1, B1, ...
-  for (size_t k = 0; k < targets_.size(); ++k) {
-    const std::string& path = targets_[k].path;
-    lowRank.factors.emplace(path + ".lora_A", a(k));
-    lowRank.factors.emplace(path + ".lora_B", b(k));
-    names.push_back({path + ".lora_A"});
-    names.push_back({path + ".lora_B"});
+  for (size_t k = 0; k < names_.size(); ++k) {
+    lowRank.factors.emplace(names_[k], value(k));
+    names.push_back({names_[k]});
   }
   // The model holds W0 + s B A: d/dA = s B^T dW and d/dB = s dW A^T, the
   // low-rank gradient's B^T dW and dW A^T scaled by s.
@@ -122,6 +121,18 @@ void LoraTrainer::writeBack(size_t k) {
   mergeInto(floats(merged_[k]), base_[k], b_[k], a_[k], shapes_[k][0], lora_.rank, shapes_[k][1], scale_,
             model_.threads());
   model_.setParam(targets_[k].path, merged_[k]);
+}
+
+void LoraTrainer::restoreValue(size_t k, std::vector<float> values) {
+  std::vector<float>& to = k % 2 == 0 ? a_.at(k / 2) : b_.at(k / 2);
+  if (values.size() != to.size())
+    throw nest::Error(fmt::format("`{}`: {} values saved, LoRA r = {} has {}", names_.at(k), values.size(),
+                                  lora_.rank, to.size()));
+  to = std::move(values);
+}
+
+void LoraTrainer::restoreDone() {
+  for (size_t k = 0; k < targets_.size(); ++k) writeBack(k);
 }
 
 nest::Tensor LoraTrainer::a(size_t k) const { return f32Tensor(a_.at(k), {lora_.rank, shapes_.at(k)[1]}); }

@@ -47,6 +47,16 @@ class LoraTrainer {
   nest::Tensor b(size_t k) const;
   const LoraSettings& settings() const { return lora_; }
 
+  // As FullTrainer's, for saving and resuming a run: the trained tensors
+  // (`PATH.lora_A`, `PATH.lora_B` of each target, AdamW's order), their
+  // values (flat), and restoring them (then restoreDone() writes W0 + s B A
+  // into the model).
+  const std::vector<std::string>& paths() const { return names_; }
+  nest::Tensor value(size_t k) const { return k % 2 == 0 ? a(k / 2) : b(k / 2); }
+  AdamW& optimizer() { return adamw_; }
+  void restoreValue(size_t k, std::vector<float> values);
+  void restoreDone();
+
  private:
   nest::Model& model_;
   std::vector<LoraTarget> targets_;
@@ -56,6 +66,7 @@ class LoraTrainer {
   std::vector<std::vector<int64_t>> shapes_;  // each W's [out, in]
   std::vector<std::vector<float>> base_, a_, b_;
   std::vector<nest::Tensor> merged_;  // W0 + s B A, written into the model each step
+  std::vector<std::string> names_;
   AdamW adamw_;
 
   void writeBack(size_t k);

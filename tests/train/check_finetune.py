@@ -50,19 +50,22 @@ def losses(run):
     return [float(m) for m in re.findall(r"^step \d+: train loss ([0-9.]+)", run.stdout, re.M)]
 
 
-def check_resume(run, steps, ours, whole, tmp):
+def check_resume(run, steps, ours, whole, tmp, trained=lambda out: out, kind=""):
     """Half the steps with --state, then --resume for the rest: the losses `ours` of the run in one go, and its
-    params `whole`, byte for byte. `run(out, *flags)` runs linnet finetune and returns its losses. The state."""
-    state, half = os.path.join(tmp, "state.safetensors"), steps // 2
-    first = run(os.path.join(tmp, "half.safetensors"), "--steps", str(half), "--state", state)
-    resumed = os.path.join(tmp, "resumed.safetensors")
+    trained tensors (the file `trained(out)` of its output `whole`), byte for byte. `run(out, *flags)` runs linnet
+    finetune and returns its losses. The state."""
+    what = f"--{kind}:" if kind else ""
+    state, half = os.path.join(tmp, f"state{kind}.safetensors"), steps // 2
+    first = run(os.path.join(tmp, f"half{kind}"), "--steps", str(half), "--state", state)
+    resumed = os.path.join(tmp, f"resumed{kind}")
     rest = run(resumed, "--steps", str(steps), "--resume", state)
     if first + rest != ours:
-        sys.exit(f"{half} steps, --resume, {steps - half} more gave losses {first + rest}, one run {ours}")
-    with open(whole, "rb") as a, open(resumed, "rb") as b:
+        sys.exit(f"{what} {half} steps, --resume, {steps - half} more gave losses {first + rest}, one run {ours}")
+    with open(trained(whole), "rb") as a, open(trained(resumed), "rb") as b:
         if a.read() != b.read():
-            sys.exit("the resumed run's params differ from the run in one go")
-    print(f"{half} steps, --resume, {steps - half} more: the same losses and the same params, byte for byte")
+            sys.exit(f"{what} the resumed run's trained tensors differ from the run in one go")
+    print(f"{what} {half} steps, --resume, {steps - half} more: the same losses and the same trained tensors, "
+          "byte for byte".strip())
     return state
 
 
@@ -113,13 +116,20 @@ def main():
         with open(os.path.join(DATA, "expected_lora.json")) as f:
             lora = json.load(f)
         adapter = os.path.join(tmp, "adapter")
-        got = losses(finetune(linnet, expected, adapter, "--steps", str(steps), "--seed", seed, "--lora",
-                              "--lora-rank", str(lora["lora"]["rank"]), "--lora-alpha", str(lora["lora"]["alpha"]),
-                              "--lr", str(lora["lora"]["lr"])))
+        lora_flags = ["--seed", seed, "--lora", "--lora-rank", str(lora["lora"]["rank"]),
+                      "--lora-alpha", str(lora["lora"]["alpha"]), "--lr", str(lora["lora"]["lr"])]
+        got = losses(finetune(linnet, expected, adapter, "--steps", str(steps), *lora_flags))
         worst = max(abs(a - b) for a, b in zip(got, lora["losses"]))
         if len(got) != len(lora["losses"]) or worst > RULE:
             sys.exit(f"--lora losses {got}, torch with peft {lora['losses']}")
         print(f"--lora: {len(got)} steps, every loss within {worst:.1e} of torch with peft")
+        lora_state = check_resume(lambda out, *extra: losses(finetune(linnet, expected, out, *lora_flags, *extra)),
+                                  steps, got, adapter, tmp,
+                                  lambda out: os.path.join(out, "adapter_model.safetensors"), "lora")
+        full_into_lora = finetune(linnet, expected, os.path.join(tmp, "mixed.safetensors"), "--steps", str(steps),
+                                  "--seed", seed, "--resume", lora_state)
+        if full_into_lora.returncode != 1 or "resume with the same kind of run" not in full_into_lora.stderr:
+            sys.exit(f"--full resuming a --lora state: exit {full_into_lora.returncode}, {full_into_lora.stderr!r}")
         with open(os.path.join(adapter, "adapter_config.json")) as f:
             config = json.load(f)
         if config["peft_type"] != "LORA" or config["r"] != lora["lora"]["rank"]:
