@@ -7,17 +7,17 @@
  * same order on every call, and a layer's loop body on every layer; without
  * this each large buffer was fresh pages from the kernel, zeroed on first
  * touch (a tenth of a SmolLM2 training step). What is kept is bounded:
- * LINNET_BUFFER_CACHE_MB (0 keeps nothing) megabytes, beyond which a freed
- * buffer goes back to malloc; by default a quarter of the machine's memory
- * (1024 MB where that is not known), since a gradient's saved tape holds
- * more than a gigabyte of stacks a call and they are what page faults cost
- * most on (13% of a SmolLM2 LoRA step with 1024). Buffers under KEEP_MIN bytes go
+ * LINNET_BUFFER_CACHE_MB (default 1024; 0 keeps nothing) megabytes, beyond
+ * which a freed buffer goes back to malloc. Not more by default: a run
+ * whose shapes change every call (training rows packed to different
+ * lengths) keeps blocks it never asks for again, up to the limit (a
+ * quarter of the memory held so made a SmolLM2 LoRA run peak at 8.9 GB);
+ * a gradient's saved tape, whose stacks are over a gigabyte, wants more. Buffers under KEEP_MIN bytes go
  * straight to malloc, whose own free lists serve them. What is kept goes
  * back to malloc when model.so is unloaded (a destructor), so a process
  * that loads and drops models does not lose it. */
 #include <stdint.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #define KEEP_MIN ((size_t)256 * 1024)
 #define KEEP_SLOTS 1024
@@ -48,17 +48,11 @@ static void take_lock(void) {
 }
 static void drop_lock(void) { __atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE); }
 
-static size_t default_limit(void) {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return (size_t)1024 << 20;
-  return (size_t)pages * (size_t)page / 4;
-}
-
 /* Under the lock. */
 static size_t limit(void) {
   if (kept_limit == (size_t)-1) {
     const char* mb = getenv("LINNET_BUFFER_CACHE_MB");
-    kept_limit = mb && *mb ? (size_t)strtoull(mb, NULL, 10) << 20 : default_limit();
+    kept_limit = (size_t)(mb && *mb ? strtoull(mb, NULL, 10) : 1024) << 20;
   }
   return kept_limit;
 }
