@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace linnet::train {
 
 namespace {
@@ -21,6 +23,19 @@ void append(PackedBatch& b, const Example& e, size_t index) {
   b.examples.push_back(index);
 }
 
+void pad(PackedBatch& b, int64_t batchTokens) {
+  const int64_t n = static_cast<int64_t>(b.tokens.size());
+  const int64_t to = std::min(batchTokens, (n + kPadMultiple - 1) / kPadMultiple * kPadMultiple);
+  const int32_t segment = static_cast<int32_t>(b.examples.size());
+  for (b.padding = 0; n + b.padding < to; ++b.padding) {
+    b.tokens.push_back(0);
+    b.positions.push_back(0);
+    b.segments.push_back(segment);
+    b.targets.push_back(0);
+    b.weights.push_back(0.0f);
+  }
+}
+
 }  // namespace
 
 std::vector<PackedBatch> packExamples(const std::vector<Example>& examples, const std::vector<uint64_t>& order,
@@ -34,6 +49,7 @@ std::vector<PackedBatch> packExamples(const std::vector<Example>& examples, cons
     if (out.empty() || static_cast<int64_t>(out.back().tokens.size()) + n > batchTokens) out.emplace_back();
     append(out.back(), e, k);
   }
+  for (PackedBatch& b : out) pad(b, batchTokens);
   return out;
 }
 

@@ -131,7 +131,7 @@ std::vector<nest::Tensor> meanGradients(nest::Model& model, const PackedBatch& b
   std::vector<nest::Tensor> grads;
   for (const auto& m : members) grads.push_back(std::move(*m.front()));
   report.loss = g.value.asDouble(0) / static_cast<double>(batch.learnedTokens);
-  report.tokens = static_cast<int64_t>(batch.tokens.size());
+  report.tokens = static_cast<int64_t>(batch.tokens.size()) - batch.padding;
   return grads;
 }
 

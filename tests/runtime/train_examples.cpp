@@ -62,8 +62,27 @@ TEST_CASE("Packing: positions restart, targets are the next token of the same ro
   CHECK(first.targets == std::vector<int64_t>{9, 0, 6, 7, 0});
   CHECK(first.weights == std::vector<float>{1, 0, 1, 1, 0});
   CHECK(first.learnedTokens == 3);
-  CHECK(batches[1].weights == std::vector<float>{0, 1, 1, 0});
+  CHECK(first.padding == 0);
+  // The second is padded to the batch size (under kPadMultiple): token 0 at
+  // position 0, weight 0, in a segment of its own.
+  CHECK(batches[1].tokens == std::vector<int32_t>{3, 4, 2, 1, 0});
+  CHECK(batches[1].positions == std::vector<int32_t>{0, 1, 2, 3, 0});
+  CHECK(batches[1].segments == std::vector<int32_t>{0, 0, 0, 0, 1});
+  CHECK(batches[1].weights == std::vector<float>{0, 1, 1, 0, 0});
+  CHECK(batches[1].padding == 1);
+  CHECK(batches[1].learnedTokens == 2);
   CHECK_THROWS_WITH(packExamples({c}, {0}, 3), Catch::Matchers::Contains("line 3: 4 tokens do not fit in a batch of 3"));
+}
+
+TEST_CASE("Batches are padded to a multiple of kPadMultiple positions, at most the batch size") {
+  Example row{std::vector<int32_t>(70, 7), std::vector<uint8_t>(70, 1), 1};
+  std::vector<PackedBatch> batches = packExamples({row}, {0}, 1000);
+  REQUIRE(batches.size() == 1);
+  CHECK(batches[0].tokens.size() == 2 * kPadMultiple);
+  CHECK(batches[0].padding == 2 * kPadMultiple - 70);
+  CHECK(batches[0].learnedTokens == 69);
+  CHECK(packExamples({row}, {0}, 100)[0].tokens.size() == 100);
+  CHECK(packExamples({row}, {0}, 70)[0].padding == 0);
 }
 
 TEST_CASE("A file of rows: blank lines skipped, long rows cut with a note naming the line") {
