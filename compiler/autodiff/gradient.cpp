@@ -19,7 +19,8 @@ using elab::SlotId;
 using elab::Stmt;
 
 // A low-rank gradient's inputs for one param (by its element's path): the
-// slots of A [r, in] and B [out, r], and the names of dA and dB.
+// slots of A [r, in] and B [out, r]. kFactorNames suffix the param's path
+// to name both A and dA, B and dB.
 struct Factor {
   SlotId a = -1, b = -1;
 };
