@@ -155,6 +155,10 @@ void addSharedPipeline(mlir::OpPassManager& pm, const SharedOptions& options) {
 void addBufferization(mlir::OpPassManager& pm, bool deallocate) {
   addPipeline(pm, "canonicalize");
   pm.addPass(createUnshareSplatsPass());
+  // A value written into a slice of a larger tensor (a stacked tape, a
+  // concatenation) is computed in that slice, not in a buffer of its own
+  // then copied.
+  addPipeline(pm, "eliminate-empty-tensors");
   addPipeline(pm,
               "one-shot-bufferize{bufferize-function-boundaries=1 allow-return-allocs-from-loops=1 "
               "function-boundary-type-conversion=identity-layout-map},drop-equivalent-buffer-results,canonicalize");
