@@ -40,7 +40,7 @@ size_t layerBytes(const TensorSpec& spec) {
 // gradient's two (autodiff/low_rank.h).
 std::vector<std::string> gradientNames(const std::string& path, const LowRank& lowRank) {
   if (lowRank.rank == 0) return {path};
-  return {path + ".lora_A", path + ".lora_B"};
+  return lowRankNames(path);
 }
 
 // The factor a low-rank gradient artifact takes as input `want`.

@@ -129,6 +129,11 @@ struct LowRank {
   std::map<std::string, Tensor> factors;
 };
 
+// The names of param `path`'s factors (and their gradients): A's, B's.
+inline std::vector<std::string> lowRankNames(const std::string& path) {
+  return {path + ".lora_A", path + ".lora_B"};
+}
+
 struct Gradient {
   Tensor value;
   std::vector<std::string> params;  // paths, in the model's order

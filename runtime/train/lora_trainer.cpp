@@ -83,8 +83,7 @@ LoraTrainer::LoraTrainer(nest::Model& model, std::vector<LoraTarget> targets, Lo
   for (size_t k = 0; k < targets_.size(); ++k) {
     base_.push_back(floatValues(model_.param(targets_[k].path)));
     merged_.push_back(f32Tensor(base_.back(), shapes_[k]));
-    names_.push_back(targets_[k].path + ".lora_A");
-    names_.push_back(targets_[k].path + ".lora_B");
+    for (std::string& name : nest::lowRankNames(targets_[k].path)) names_.push_back(std::move(name));
     a_.push_back(loraInitialA(lora_.seed, targets_[k].module, lora_.rank, shapes_[k][1]));
     b_.emplace_back(static_cast<size_t>(shapes_[k][0] * lora_.rank), 0.0f);  // B starts at 0: W0 unchanged
   }
