@@ -61,6 +61,23 @@ void Emitter::assign(elab::SlotId slot, const Expr* value) {
   lets_.erase(slot);
 }
 
+void Emitter::countedLoop(int64_t count, std::vector<elab::SlotId> vars,
+                          const std::function<void(const Expr*)>& body) {
+  elab::SlotId index = let(constant(Scalar::I32, 0), "iteration");
+  elab::Stmt* loop = newStmt(elab::StmtKind::While);
+  // Unbound, so that the loop evaluates it before every iteration.
+  Expr* more = raw(ExprKind::Binary, Type::of({Scalar::Bool, {}}),
+                   {local(index), constant(Scalar::I32, static_cast<double>(count))});
+  more->binary = sema::BinaryKind::Lt;
+  loop->value = more;
+  vars.push_back(index);
+  loop->varsInScope = std::move(vars);
+  beginBody(loop->body);
+  body(local(index));
+  assign(index, binary(sema::BinaryKind::Add, local(index), constant(Scalar::I32, 1)));
+  endBody();
+}
+
 const Expr* Emitter::local(elab::SlotId slot) {
   Expr* e = raw(ExprKind::Local, fn_.slots[static_cast<size_t>(slot)].type);
   e->slot = slot;

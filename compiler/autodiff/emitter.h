@@ -5,6 +5,7 @@
 // does for a `let`.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -47,6 +48,9 @@ class Emitter {
   void beginBody(elab::Body& body) { bodies_.push_back(&body); }
   void endBody() { bodies_.pop_back(); }
   elab::Stmt* newStmt(elab::StmtKind kind);
+  // A loop run `count` times: `body` emits one iteration's statements from
+  // its index (an i32 scalar); it may assign `vars` (slots let before).
+  void countedLoop(int64_t count, std::vector<elab::SlotId> vars, const std::function<void(const Expr*)>& body);
 
   // Tensor operations, typed and bound; operands broadcast as in the language.
   const Expr* constant(Scalar dtype, double v);

@@ -239,6 +239,17 @@ class Copier {
 
   const Expr* tensor(Frame& f, const Expr& e, size_t k) { return eval(f, *e.operand(k)).t; }
 
+  // The output head's log-probabilities by chunks of rows, outside a
+  // layer loop (a loop of its own).
+  Val tokenLogProbs(const Expr& call, const std::vector<Val>& args) {
+    if (inLayer_) fail(call.range, "the output head's log-probabilities inside a layer loop", true);
+    em_.at = call.range;
+    TokenLogProbsTape record;
+    const Expr* out = writeTokenLogProbs(em_, args.at(0).t, args.at(1).t, args.at(2).t, record);
+    tape.tokenLogProbs[out->slot] = record;
+    return Val::tensor(out);
+  }
+
   Val eval(Frame& f, const Expr& e) {
     switch (e.kind) {
       case ExprKind::Local: return f.slots.at(static_cast<size_t>(e.slot));
@@ -263,6 +274,7 @@ class Copier {
         const Instance* self = e.operand(0) ? eval(f, *e.operand(0)).inst : nullptr;
         std::vector<Val> args;
         for (size_t k = 1; k < e.operands.size(); ++k) args.push_back(eval(f, *e.operand(k)));
+        if (isTokenLogProbs(*e.callee)) return tokenLogProbs(e, args);
         return call(*e.callee, self, std::move(args));
       }
       case ExprKind::Param: return readParam(e, eval(f, *e.operand(0)).inst);
@@ -271,8 +283,11 @@ class Copier {
                                   e.name));
       case ExprKind::Attention: {
         em_.at = e.range;
-        return Val::tensor(attention(tensor(f, e, 0), tensor(f, e, 1), tensor(f, e, 2), tensor(f, e, 3),
-                                     tensor(f, e, 4)));
+        AttentionTape record;
+        const Expr* out = writeAttention(em_, tensor(f, e, 0), tensor(f, e, 1), tensor(f, e, 2), tensor(f, e, 3),
+                                         tensor(f, e, 4), policy_ == Policy::Saved, record, tape.detached);
+        tape.attentions[out->slot] = record;
+        return Val::tensor(out);
       }
       case ExprKind::Constant: case ExprKind::Unary: case ExprKind::Binary: case ExprKind::Select:
       case ExprKind::Cast: case ExprKind::Broadcast: case ExprKind::Reshape: case ExprKind::Permute:
@@ -295,36 +310,6 @@ class Copier {
     copy->items = e.items;
     copy->type.tensor.weak = false;
     return Val::tensor(em_.bind(copy));
-  }
-
-  // The `attention` primitive written out (docs/language.md §11, as the
-  // reference backend computes it), so that each step has its rule. The
-  // maximum subtracted before `exp` is detached: softmax does not depend on
-  // it.
-  const Expr* attention(const Expr* q, const Expr* k, const Expr* v, const Expr* scale, const Expr* mask) {
-    using sema::BinaryKind;
-    using sema::ReduceKind;
-    const Shape& ks = Emitter::typeOf(k).shape;
-    const Shape& qs = Emitter::typeOf(q).shape;
-    const int r = static_cast<int>(ks.size());
-    Shape lead(ks.begin(), ks.end() - 2);
-    const int64_t G = qs[r - 2], Q = qs[r - 1], D = qs[r], K = ks[r - 2], E = Emitter::typeOf(v).shape[r - 1];
-    auto with = [&](Shape tail) {
-      Shape s = lead;
-      s.insert(s.end(), tail.begin(), tail.end());
-      return s;
-    };
-    Scalar dt = Emitter::typeOf(q).dtype;
-    const Expr* scores = em_.matmul(em_.reshape(q, with({G * Q, D})), em_.swapLastTwo(k));
-    scores = em_.cast(em_.binary(BinaryKind::Mul, em_.cast(scores, Scalar::F32), scale), dt);
-    scores = em_.cast(scores, Scalar::F32);
-    scores = em_.select(mask, em_.reshape(scores, with({G, Q, K})), em_.constant(Scalar::F32, sema::kAttentionMasked));
-    const Expr* max = em_.reduce(ReduceKind::Max, scores, r, true);
-    tape.detached.insert(max->slot);
-    const Expr* e = em_.unary(sema::UnaryKind::Exp, em_.binary(BinaryKind::Sub, scores, max));
-    const Expr* probs = em_.binary(BinaryKind::Div, e, em_.reduce(ReduceKind::Sum, e, r, true));
-    const Expr* mixed = em_.matmul(em_.reshape(em_.cast(probs, dt), with({G * Q, K})), v);
-    return em_.reshape(mixed, with({G, Q, E}));
   }
 };
 

@@ -23,8 +23,10 @@
 #include <string>
 #include <vector>
 
+#include "autodiff/attention.h"
 #include "autodiff/emitter.h"
 #include "autodiff/policy.h"
+#include "autodiff/token_log_probs.h"
 
 namespace linnet::autodiff {
 
@@ -59,6 +61,13 @@ struct Tape {
   // Slots whose value does not change the result to first order (the
   // maximum a softmax subtracts): no cotangent flows through them.
   std::set<elab::SlotId> detached;
+  // Each attention written out, by its output's slot: the reverse half
+  // takes it by its own rule (autodiff/attention.h), not statement by
+  // statement.
+  std::map<elab::SlotId, AttentionTape> attentions;
+  // Each output head's log-probabilities, by the result's slot, likewise
+  // (autodiff/token_log_probs.h).
+  std::map<elab::SlotId, TokenLogProbsTape> tokenLogProbs;
   const Expr* result = nullptr;  // the entry's value, a Local or a Constant
 };
 

@@ -60,6 +60,8 @@ class Activity {
 
   bool valueActive(const Stmt& s) const {
     const Expr& v = *s.value;
+    if (auto head = tape_.tokenLogProbs.find(s.slot); head != tape_.tokenLogProbs.end())
+      return isActive(head->second.x) || isActive(head->second.weight);  // computed in a loop of its own
     if (auto read = tape_.paramReads.find(s.slot); read != tape_.paramReads.end())
       return sema::isFloat(v.type.tensor.dtype) && chosen(s.slot, read->second);
     if (!sema::isFloat(v.type.tensor.dtype) || tape_.detached.count(s.slot)) return false;
@@ -151,6 +153,14 @@ class Reverse {
     accumulate(em_, (*cot_)[to->slot], em_.cast(g, Emitter::typeOf(to).dtype));
   }
 
+  // Cotangents for a composite's operands, given to the active ones.
+  Cotangents cotangentsOf(std::vector<const Expr*> operands) {
+    return {[this, operands](size_t k) { return isActive(operands[k]); },
+            [this, operands](size_t k, const Expr* gk) {
+              if (isActive(operands[k])) add(operands[k], gk);
+            }};
+  }
+
   // The cotangents of one `let`'s operands from its own (a param read's
   // goes to `grads` by path).
   void step(const Stmt& s, std::map<std::string, const Expr*>& grads) {
@@ -159,6 +169,17 @@ class Reverse {
     em_.at = s.range;
     if (auto read = tape_.paramReads.find(s.slot); read != tape_.paramReads.end()) {
       accumulate(em_, grads[read->second], g->second);
+      return;
+    }
+    // Composites with a rule of their own (their statements get no cotangents).
+    if (auto head = tape_.tokenLogProbs.find(s.slot); head != tape_.tokenLogProbs.end()) {
+      const TokenLogProbsTape& a = head->second;
+      tokenLogProbsVjp(em_, a, g->second, cotangentsOf({a.x, a.weight}));
+      return;
+    }
+    if (auto att = tape_.attentions.find(s.slot); att != tape_.attentions.end()) {
+      const AttentionTape& a = att->second;
+      attentionVjp(em_, a, policy_ == Policy::Saved, g->second, cotangentsOf({a.q, a.k, a.v, a.scale}));
       return;
     }
     const Expr& def = *s.value;

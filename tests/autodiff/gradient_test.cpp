@@ -15,6 +15,7 @@
 #include <map>
 #include <random>
 
+#include "autodiff/token_log_probs.h"
 #include "base/diagnostics.h"
 #include "sema/checker.h"
 #include "sema/program.h"
@@ -108,6 +109,31 @@ double norm(const Tensor& t) {
   return std::sqrt(s);
 }
 
+// `packed`, the gradient of `prompts` packed, against the sum of each
+// prompt's run alone (float64: only the order of sums differs).
+void checkSumOfPrompts(TinyCard& card, const std::vector<std::vector<int64_t>>& prompts,
+                       const std::vector<std::vector<double>>& weights, const Model::Gradient& packed) {
+  std::vector<Tensor> sum;
+  double value = 0;
+  for (size_t k = 0; k < prompts.size(); ++k) {
+    Packed one;
+    one.add(prompts[k], weights[k]);
+    Model::Gradient alone = card.model->gradient("loss_packed", one.args(), {}, all);
+    value += alone.value.f.at(0);
+    if (sum.empty()) sum = alone.grads;
+    else
+      for (size_t j = 0; j < sum.size(); ++j)
+        for (size_t e = 0; e < sum[j].f.size(); ++e) sum[j].f[e] += alone.grads[j].f[e];
+  }
+  CHECK(packed.value.f.at(0) == Approx(value).epsilon(1e-12));
+  for (size_t k = 0; k < sum.size(); ++k) {
+    INFO(packed.params[k]);
+    double diff = 0;
+    for (size_t e = 0; e < sum[k].f.size(); ++e) diff = std::max(diff, std::abs(sum[k].f[e] - packed.grads[k].f[e]));
+    CHECK(diff <= 1e-12 * norm(sum[k]));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("loss_packed's gradient equals central differences for every param") {
@@ -155,25 +181,29 @@ TEST_CASE("a token of weight 0 contributes nothing, and a packed batch's gradien
     CHECK(changed.grads[k].f == packed.grads[k].f);
   }
 
-  std::vector<Tensor> sum;
-  double value = 0;
-  for (size_t k = 0; k < kPrompts.size(); ++k) {
-    Packed one;
-    one.add(kPrompts[k], kWeights[k]);
-    Model::Gradient alone = card.model->gradient("loss_packed", one.args(), {}, all);
-    value += alone.value.f.at(0);
-    if (sum.empty()) sum = alone.grads;
-    else
-      for (size_t j = 0; j < sum.size(); ++j)
-        for (size_t e = 0; e < sum[j].f.size(); ++e) sum[j].f[e] += alone.grads[j].f[e];
+  checkSumOfPrompts(card, kPrompts, kWeights, packed);
+}
+
+// 300 positions: the output head's log-probabilities go by two chunks of
+// 128 rows in a loop and a tail of 44 (autodiff/token_log_probs.h), each
+// prompt alone by one chunk.
+TEST_CASE("the output head by chunks of rows gives a packed batch its prompts' summed gradient") {
+  TinyCard card;
+  std::mt19937_64 rng(5);
+  std::vector<std::vector<int64_t>> prompts(20);
+  std::vector<std::vector<double>> weights(20);
+  Packed p;
+  for (size_t k = 0; k < prompts.size(); ++k) {
+    for (int t = 0; t < 15; ++t) {
+      prompts[k].push_back(static_cast<int64_t>(rng() % 24));
+      weights[k].push_back(static_cast<double>(rng() % 3) / 2);
+    }
+    p.add(prompts[k], weights[k]);
   }
-  CHECK(packed.value.f.at(0) == Approx(value).epsilon(1e-12));
-  for (size_t k = 0; k < sum.size(); ++k) {
-    INFO(packed.params[k]);
-    double diff = 0;
-    for (size_t e = 0; e < sum[k].f.size(); ++e) diff = std::max(diff, std::abs(sum[k].f[e] - packed.grads[k].f[e]));
-    CHECK(diff <= 1e-12 * norm(sum[k]));
-  }
+  REQUIRE(linnet::autodiff::tokenChunkRows(300, 24) == 128);
+  Model::Gradient packed = card.model->gradient("loss_packed", p.args(), {}, all);
+  CHECK(packed.value.f.at(0) == Approx(loss(card, p)).epsilon(1e-12));  // the entry's own head, unchunked
+  checkSumOfPrompts(card, prompts, weights, packed);
 }
 
 TEST_CASE("log_probs_packed weighed by a cotangent is loss_packed weighed by its negation") {

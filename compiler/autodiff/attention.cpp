@@ -1,0 +1,97 @@
+#include "autodiff/attention.h"
+
+namespace linnet::autodiff {
+
+namespace {
+
+using sema::BinaryKind;
+using sema::ReduceKind;
+
+// q [..., G, Q, D], k [..., K, D], v [..., K, E]: the leading axes and sizes.
+struct Dims {
+  Shape lead;
+  int64_t G, Q, D, K, E;
+  int axis;  // the key axis of [..., G, Q, K]
+  Scalar dt;
+
+  Dims(const Expr* q, const Expr* k, const Expr* v) {
+    const Shape& ks = Emitter::typeOf(k).shape;
+    const Shape& qs = Emitter::typeOf(q).shape;
+    const int r = static_cast<int>(ks.size());
+    lead.assign(ks.begin(), ks.end() - 2);
+    G = qs[r - 2], Q = qs[r - 1], D = qs[r], K = ks[r - 2], E = Emitter::typeOf(v).shape[r - 1];
+    axis = r;
+    dt = Emitter::typeOf(q).dtype;
+  }
+  Shape with(Shape tail) const {
+    Shape s = lead;
+    s.insert(s.end(), tail.begin(), tail.end());
+    return s;
+  }
+};
+
+// q k^T [..., G * Q, K], in q's dtype.
+const Expr* rawScores(Emitter& em, const Dims& d, const Expr* q, const Expr* k) {
+  return em.matmul(em.reshape(q, d.with({d.G * d.Q, d.D})), em.swapLastTwo(k));
+}
+
+// The scores the softmax reads [..., G, Q, K], f32: scaled (rounded to
+// q's dtype, as the primitive does) and masked.
+const Expr* maskedScores(Emitter& em, const Dims& d, const Expr* raw, const Expr* scale, const Expr* mask) {
+  const Expr* scaled = em.cast(em.binary(BinaryKind::Mul, em.cast(raw, Scalar::F32), scale), d.dt);
+  const Expr* rows = em.reshape(em.cast(scaled, Scalar::F32), d.with({d.G, d.Q, d.K}));
+  return em.select(mask, rows, em.constant(Scalar::F32, sema::kAttentionMasked));
+}
+
+}  // namespace
+
+const Expr* writeAttention(Emitter& em, const Expr* q, const Expr* k, const Expr* v, const Expr* scale,
+                           const Expr* mask, bool rowStats, AttentionTape& record,
+                           std::set<elab::SlotId>& detached) {
+  const Dims d(q, k, v);
+  const Expr* raw = rawScores(em, d, q, k);
+  const Expr* scores = maskedScores(em, d, raw, scale, mask);
+  const Expr* max = em.reduce(ReduceKind::Max, scores, d.axis, true);
+  detached.insert(max->slot);
+  const Expr* e = em.unary(sema::UnaryKind::Exp, em.binary(BinaryKind::Sub, scores, max));
+  const Expr* sum = em.reduce(ReduceKind::Sum, e, d.axis, true);
+  const Expr* probs = em.binary(BinaryKind::Div, e, sum);
+  record = {q, k, v, scale, mask, raw, probs, nullptr};
+  if (rowStats) {
+    record.lse = em.binary(BinaryKind::Add, max, em.unary(sema::UnaryKind::Log, sum));
+    detached.insert(record.lse->slot);
+  }
+  const Expr* mixed = em.matmul(em.reshape(em.cast(probs, d.dt), d.with({d.G * d.Q, d.K})), v);
+  return em.reshape(mixed, d.with({d.G, d.Q, d.E}));
+}
+
+void attentionVjp(Emitter& em, const AttentionTape& a, bool fromRowStats, const Expr* g, const Cotangents& out) {
+  const Dims d(a.q, a.k, a.v);
+  const Expr* raw = a.raw;
+  const Expr* probs = a.probs;
+  if (fromRowStats) {
+    raw = rawScores(em, d, a.q, a.k);
+    const Expr* scores = maskedScores(em, d, raw, a.scale, a.mask);
+    probs = em.unary(sema::UnaryKind::Exp, em.binary(BinaryKind::Sub, scores, a.lse));
+  }
+  const Expr* dO = em.reshape(em.cast(g, d.dt), d.with({d.G * d.Q, d.E}));
+  if (out.needs(2))
+    out.give(2, em.matmul(em.swapLastTwo(em.reshape(em.cast(probs, d.dt), d.with({d.G * d.Q, d.K}))), dO));
+  if (!out.needs(0) && !out.needs(1) && !out.needs(3)) return;
+  // The softmax's backward by rows; a masked score receives nothing.
+  const Expr* dP = em.cast(em.reshape(em.matmul(dO, em.swapLastTwo(a.v)), d.with({d.G, d.Q, d.K})), Scalar::F32);
+  const Expr* rowDot = em.reduce(ReduceKind::Sum, em.binary(BinaryKind::Mul, dP, probs), d.axis, true);
+  const Expr* dS = em.binary(BinaryKind::Mul, probs, em.binary(BinaryKind::Sub, dP, rowDot));
+  dS = em.select(a.mask, dS, em.constant(Scalar::F32, 0));
+  // Back through the rounding to q's dtype and the scale.
+  const Expr* dScaled = em.reshape(em.cast(em.cast(dS, d.dt), Scalar::F32), d.with({d.G * d.Q, d.K}));
+  if (out.needs(3)) {
+    const Expr* dScale = em.binary(BinaryKind::Mul, dScaled, em.cast(raw, Scalar::F32));
+    out.give(3, em.sumTo(dScale, Emitter::typeOf(a.scale).shape));
+  }
+  const Expr* dRaw = em.cast(em.binary(BinaryKind::Mul, dScaled, a.scale), d.dt);
+  if (out.needs(0)) out.give(0, em.reshape(em.matmul(dRaw, a.k), Emitter::typeOf(a.q).shape));
+  if (out.needs(1)) out.give(1, em.matmul(em.swapLastTwo(dRaw), em.reshape(a.q, d.with({d.G * d.Q, d.D}))));
+}
+
+}  // namespace linnet::autodiff

@@ -1,0 +1,131 @@
+#include "autodiff/token_log_probs.h"
+
+#include <algorithm>
+
+namespace linnet::autodiff {
+
+namespace {
+
+using sema::BinaryKind;
+using sema::ReduceKind;
+using sema::UnaryKind;
+
+// P positions in n chunks of C rows, and a tail of fewer rows after them.
+struct Split {
+  int64_t P, H, V, C, n, tail;
+  Scalar dtype;  // x's and the weight's
+
+  Split(const Expr* x, const Expr* weight) {
+    P = Emitter::typeOf(x).shape[0], H = Emitter::typeOf(x).shape[1], V = Emitter::typeOf(weight).shape[0];
+    C = tokenChunkRows(P, V);
+    n = P / C;
+    tail = P - n * C;
+    dtype = Emitter::typeOf(x).dtype;
+  }
+  // The chunks' rows of `v` [P, ...] as [n, C, ...].
+  const Expr* chunks(Emitter& em, const Expr* v) const {
+    Shape shape = Emitter::typeOf(v).shape;
+    shape[0] = C;
+    shape.insert(shape.begin(), n);
+    return em.reshape(tail ? em.slice(v, 0, 0, n * C) : v, shape);
+  }
+  const Expr* tailRows(Emitter& em, const Expr* v) const { return em.slice(v, 0, n * C, P); }
+};
+
+// One chunk's logits [C, V] and log-normalizers [C, 1] (f32), and where
+// each row's target is [C, V].
+struct Rows {
+  const Expr *logits, *norm, *hit;
+};
+
+Rows rowsOf(Emitter& em, const Expr* xc, const Expr* weight, const Expr* tc) {
+  const int64_t C = Emitter::typeOf(xc).shape[0], V = Emitter::typeOf(weight).shape[0];
+  const Expr* logits = em.cast(em.matmul(xc, em.swapLastTwo(weight)), Scalar::F32);
+  const Expr* peak = em.reduce(ReduceKind::Max, logits, 1, true);
+  const Expr* total = em.reduce(ReduceKind::Sum, em.unary(UnaryKind::Exp, em.binary(BinaryKind::Sub, logits, peak)),
+                                1, true);
+  const Expr* norm = em.binary(BinaryKind::Add, em.unary(UnaryKind::Log, total), peak);
+  // A target outside [0, V) hits nothing: its logit counts as 0, as the
+  // library function's select has it.
+  const Expr* columns = em.iota(Emitter::typeOf(tc).dtype, {C, V}, 1);
+  return {logits, norm, em.binary(BinaryKind::Eq, columns, em.reshape(tc, {C, 1}))};
+}
+
+const Expr* logProbsOf(Emitter& em, const Rows& r) {
+  const Expr* own = em.reduce(ReduceKind::Sum, em.select(r.hit, r.logits, em.constant(Scalar::F32, 0)), 1, false);
+  return em.binary(BinaryKind::Sub, own, em.reshape(r.norm, {Emitter::typeOf(own).shape[0]}));
+}
+
+// The logits' cotangent g (onehot(target) - softmax), in the product's dtype.
+const Expr* logitsCotangent(Emitter& em, const Rows& r, const Expr* gc, Scalar dtype) {
+  const Expr* probs = em.unary(UnaryKind::Exp, em.binary(BinaryKind::Sub, r.logits, r.norm));
+  const Expr* d = em.binary(BinaryKind::Sub, em.cast(r.hit, Scalar::F32), probs);
+  d = em.binary(BinaryKind::Mul, d, em.reshape(gc, {Emitter::typeOf(gc).shape[0], 1}));
+  return em.cast(d, dtype);
+}
+
+}  // namespace
+
+bool isTokenLogProbs(const elab::FnInstance& callee) {
+  if (!callee.module || callee.module->name != "std.nn.loss" || callee.decl->name.name != "split_token_log_probs")
+    return false;
+  auto shards = callee.env.dims.find("Shards");
+  return shards != callee.env.dims.end() && shards->second == 1;
+}
+
+int64_t tokenChunkRows(int64_t P, int64_t V) {
+  const int64_t cap = std::clamp<int64_t>((int64_t{1} << 23) / std::max<int64_t>(V, 1), 1, 128);
+  return std::min(P, cap);
+}
+
+const Expr* writeTokenLogProbs(Emitter& em, const Expr* x, const Expr* weight, const Expr* targets,
+                               TokenLogProbsTape& record) {
+  const Split s(x, weight);
+  const Expr* xs = s.chunks(em, x);
+  const Expr* ts = s.chunks(em, targets);
+  elab::SlotId out = em.let(em.zeros(Scalar::F32, {s.n, s.C}), "token_log_probs");
+  em.countedLoop(s.n, {out}, [&](const Expr* i) {
+    const Expr* chunk = logProbsOf(em, rowsOf(em, em.sliceAt(xs, i), weight, em.sliceAt(ts, i)));
+    em.assign(out, em.writeAt(em.local(out), em.reshape(chunk, {1, s.C}), i));
+  });
+  std::vector<const Expr*> parts = {em.reshape(em.local(out), {s.n * s.C})};
+  if (s.tail) parts.push_back(logProbsOf(em, rowsOf(em, s.tailRows(em, x), weight, s.tailRows(em, targets))));
+  record = {x, weight, targets};
+  return em.concat(parts, 0);
+}
+
+void tokenLogProbsVjp(Emitter& em, const TokenLogProbsTape& a, const Expr* g, const Cotangents& out) {
+  const bool needX = out.needs(0), needW = out.needs(1);
+  if (!needX && !needW) return;
+  const Split s(a.x, a.weight);
+  const Expr* gf = em.cast(g, Scalar::F32);
+  const Expr* xs = s.chunks(em, a.x);
+  const Expr* ts = s.chunks(em, a.targets);
+  const Expr* gs = s.chunks(em, gf);
+  std::vector<elab::SlotId> vars;
+  elab::SlotId dX = -1, dW = -1;
+  if (needX) vars.push_back(dX = em.let(em.zeros(s.dtype, {s.n, s.C, s.H}), "d_head_rows"));
+  if (needW) vars.push_back(dW = em.let(em.zeros(Scalar::F32, {s.V, s.H}), "d_head_weight"));
+  em.countedLoop(s.n, vars, [&](const Expr* i) {
+    const Expr* xc = em.sliceAt(xs, i);
+    const Expr* d = logitsCotangent(em, rowsOf(em, xc, a.weight, em.sliceAt(ts, i)), em.sliceAt(gs, i), s.dtype);
+    if (needX) em.assign(dX, em.writeAt(em.local(dX), em.reshape(em.matmul(d, a.weight), {1, s.C, s.H}), i));
+    if (needW)
+      em.assign(dW, em.binary(BinaryKind::Add, em.local(dW),
+                              em.cast(em.matmul(em.swapLastTwo(d), xc), Scalar::F32)));
+  });
+  std::vector<const Expr*> dxParts;
+  const Expr* dWeight = needW ? em.local(dW) : nullptr;
+  if (needX) dxParts.push_back(em.reshape(em.local(dX), {s.n * s.C, s.H}));
+  if (s.tail) {
+    const Expr* xt = s.tailRows(em, a.x);
+    const Rows r = rowsOf(em, xt, a.weight, s.tailRows(em, a.targets));
+    const Expr* d = logitsCotangent(em, r, s.tailRows(em, gf), s.dtype);
+    if (needX) dxParts.push_back(em.matmul(d, a.weight));
+    if (needW) dWeight = em.binary(BinaryKind::Add, dWeight, em.cast(em.matmul(em.swapLastTwo(d), xt), Scalar::F32));
+  }
+  if (needX) out.give(0, em.concat(dxParts, 0));
+  if (needW) out.give(1, dWeight);
+}
+
+}  // namespace linnet::autodiff
