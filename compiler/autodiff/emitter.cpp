@@ -219,6 +219,10 @@ const Expr* Emitter::writeAt(const Expr* dest, const Expr* x, const Expr* index)
   return bind(e);
 }
 
+const Expr* Emitter::addTo(const Expr* total, const Expr* term) {
+  return total ? binary(sema::BinaryKind::Add, total, term) : term;
+}
+
 const Expr* Emitter::concat(const std::vector<const Expr*>& xs, int axis) {
   if (xs.size() == 1) return xs[0];
   Shape shape = typeOf(xs[0]).shape;

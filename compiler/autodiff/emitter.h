@@ -71,6 +71,8 @@ class Emitter {
   const Expr* sliceAt(const Expr* x, const Expr* index);
   const Expr* writeAt(const Expr* dest, const Expr* x, const Expr* index);
   const Expr* concat(const std::vector<const Expr*>& xs, int axis);
+  // total + term, or term where there is no total yet (a sum of cotangents).
+  const Expr* addTo(const Expr* total, const Expr* term);
   const Expr* iota(Scalar dtype, const Shape& shape, int axis);
   // The sum of `g` over the axes that broadcasting stretched to reach g's
   // shape from `shape`: a cotangent brought back to its operand.

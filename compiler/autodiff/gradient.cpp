@@ -143,14 +143,11 @@ class Reverse {
     return e && e->kind == ExprKind::Local && static_cast<size_t>(e->slot) < active_.size() &&
            active_[static_cast<size_t>(e->slot)];
   }
-  static void accumulate(Emitter& em, const Expr*& sum, const Expr* g) {
-    sum = sum ? em.binary(sema::BinaryKind::Add, sum, g) : g;
-  }
   void add(const Expr* to, const Expr* g) {
     if (inLoop_ && !inLoop_->count(to->slot))
       throw ScanUnsupported(fmt::format("{}: a value from before a layer loop has a cotangent inside it",
                                         program_.where(em_.at)));
-    accumulate(em_, (*cot_)[to->slot], em_.cast(g, Emitter::typeOf(to).dtype));
+    (*cot_)[to->slot] = em_.addTo((*cot_)[to->slot], em_.cast(g, Emitter::typeOf(to).dtype));
   }
 
   // Cotangents for a composite's operands, given to the active ones.
@@ -168,7 +165,7 @@ class Reverse {
     if (s.kind != elab::StmtKind::Let || g == cot_->end()) return;
     em_.at = s.range;
     if (auto read = tape_.paramReads.find(s.slot); read != tape_.paramReads.end()) {
-      accumulate(em_, grads[read->second], g->second);
+      grads[read->second] = em_.addTo(grads[read->second], g->second);
       return;
     }
     // Composites with a rule of their own (their statements get no cotangents).
@@ -286,7 +283,8 @@ class Reverse {
         if (!wrt_(path)) continue;
         for (size_t j = 0; j < c.sums[m].size(); ++j) {
           const Expr* layer = em_.reshape(em_.slice(em_.local(c.sums[m][j]), 0, k, k + 1), c.shapes[m][j]);
-          accumulate(em_, grads[factors_.empty() ? path : path + kFactorNames[j]], layer);
+          const Expr*& sum = grads[factors_.empty() ? path : path + kFactorNames[j]];
+          sum = em_.addTo(sum, layer);
         }
       }
   }
@@ -473,7 +471,7 @@ std::vector<const Expr*> paramResults(Emitter& em, std::map<std::string, const E
   for (int j = 0; j < 2; ++j) {
     const Expr* sum = outside[j];
     if (auto inLoop = grads.find(path + kFactorNames[j]); inLoop != grads.end())
-      sum = sum ? em.binary(sema::BinaryKind::Add, sum, inLoop->second) : inLoop->second;
+      sum = em.addTo(sum, inLoop->second);
     out.push_back(sum ? sum : em.zeros(Scalar::F32, Emitter::typeOf(ab[j]).shape));
   }
   return out;

@@ -44,10 +44,6 @@ void termsOf(Emitter& em, const Expr* x, bool flip, std::vector<Term>& out) {
   }
 }
 
-const Expr* sum(Emitter& em, const Expr* total, const Expr* term) {
-  return total ? em.binary(sema::BinaryKind::Add, total, term) : term;
-}
-
 }  // namespace
 
 LowRankGrads projectLowRank(Emitter& em, const Expr* dW, const Expr* a, const Expr* b) {
@@ -56,16 +52,16 @@ LowRankGrads projectLowRank(Emitter& em, const Expr* dW, const Expr* a, const Ex
   LowRankGrads out;
   for (const Term& t : terms) {
     if (t.value) {
-      out.dA = sum(em, out.dA, em.matmul(transposed(em, b), t.value));
-      out.dB = sum(em, out.dB, em.matmul(t.value, transposed(em, a)));
+      out.dA = em.addTo(out.dA, em.matmul(transposed(em, b), t.value));
+      out.dB = em.addTo(out.dB, em.matmul(t.value, transposed(em, a)));
       continue;
     }
     // B^T p q = (p^T B)^T q and p q A^T = ((q A^T)^T p^T)^T: the
     // transposes are of r-wide matrices.
     const Expr* pB = em.matmul(transposed(em, t.p), b);  // [n, r]
-    out.dA = sum(em, out.dA, em.matmul(transposed(em, pB), t.q));
+    out.dA = em.addTo(out.dA, em.matmul(transposed(em, pB), t.q));
     const Expr* qA = em.matmul(t.q, transposed(em, a));  // [n, r]
-    out.dB = sum(em, out.dB, transposed(em, em.matmul(transposed(em, qA), transposed(em, t.p))));
+    out.dB = em.addTo(out.dB, transposed(em, em.matmul(transposed(em, qA), transposed(em, t.p))));
   }
   return out;
 }
