@@ -70,6 +70,8 @@ void Emitter::countedLoop(int64_t count, std::vector<elab::SlotId> vars,
                    {local(index), constant(Scalar::I32, static_cast<double>(count))});
   more->binary = sema::BinaryKind::Lt;
   loop->value = more;
+  loop->tripCount = count;
+  loop->slot = index;
   vars.push_back(index);
   loop->varsInScope = std::move(vars);
   beginBody(loop->body);

@@ -194,6 +194,11 @@ struct Stmt {
   // ForArray: the elements last to first (a derived gradient's reverse
   // sweep over layers, compiler/autodiff).
   bool reverse = false;
+  // While: the number of times the body runs, where it is known when the
+  // loop is made (a derived gradient's loop over chunks, compiler/autodiff),
+  // so that code can count instead of reading the condition; -1 otherwise.
+  // Such a loop's `slot` is its i32 counter, 0 in the first iteration.
+  int64_t tripCount = -1;
 };
 
 struct FnInstance {

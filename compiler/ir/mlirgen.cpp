@@ -194,8 +194,11 @@ void MLIRGen::Impl::outlineLargeBody(mlir::scf::ForOp loop, const std::string& n
 }
 
 // A runtime loop: an scf.while carrying every `var` in scope and every
-// state of the function, since the body may assign any of them.
+// state of the function, since the body may assign any of them. One whose
+// trip count is known is an scf.for instead: the host then never reads a
+// tensor to branch (which the cuda target cannot let it do).
 void MLIRGen::Impl::whileLoop(Frame& f, const elab::Stmt& s) {
+  if (s.tripCount >= 0) return countedLoop(f, s);
   std::vector<Carried> carried = carriedValues(f, s.varsInScope);
   std::vector<mlir::Value> init;
   std::vector<mlir::Type> types;
@@ -221,6 +224,32 @@ void MLIRGen::Impl::whileLoop(Frame& f, const elab::Stmt& s) {
   if (f.result) fail(s.range, "compiled code cannot `return` from inside a `while` loop yet");
   std::vector<mlir::Value> next;
   for (const Carried& x : carried) next.push_back(getCarried(f, x));
+  loc = at;
+  mlir::scf::YieldOp::create(b, loc, next);
+  b.setInsertionPointAfter(loop);
+  for (size_t k = 0; k < carried.size(); ++k) setCarried(f, carried[k], loop.getResult(k));
+}
+
+void MLIRGen::Impl::countedLoop(Frame& f, const elab::Stmt& s) {
+  mlir::Location at = locOf(s.range);
+  std::vector<Carried> carried = carriedValues(f, s.varsInScope);
+  std::vector<mlir::Value> init;
+  for (const Carried& c : carried) init.push_back(getCarried(f, c));
+  loc = at;
+  mlir::Value lo = mlir::arith::ConstantIndexOp::create(b, loc, 0);
+  mlir::Value hi = mlir::arith::ConstantIndexOp::create(b, loc, s.tripCount);
+  mlir::Value one = mlir::arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop = mlir::scf::ForOp::create(b, loc, lo, hi, one, init);
+  b.setInsertionPointToStart(loop.getBody());
+  for (size_t k = 0; k < carried.size(); ++k) setCarried(f, carried[k], loop.getRegionIterArgs()[k]);
+  // The counter from the induction variable: an index the host computes.
+  mlir::Value count = mlir::arith::IndexCastOp::create(b, loc, b.getI32Type(), loop.getInductionVar());
+  f.slots[s.slot].t = mlir::tensor::FromElementsOp::create(b, loc, mlir::RankedTensorType::get({}, b.getI32Type()),
+                                                           mlir::ValueRange{count});
+  run(f, s.body);
+  if (f.result) fail(s.range, "compiled code cannot `return` from inside a `while` loop yet");
+  std::vector<mlir::Value> next;
+  for (const Carried& c : carried) next.push_back(getCarried(f, c));
   loc = at;
   mlir::scf::YieldOp::create(b, loc, next);
   b.setInsertionPointAfter(loop);

@@ -139,6 +139,7 @@ struct MLIRGen::Impl {
   void stackedLoop(Frame& f, const elab::Stmt& s, StackedArray& sa);
   void outlineLargeBody(mlir::scf::ForOp loop, const std::string& name);
   void whileLoop(Frame& f, const elab::Stmt& s);
+  void countedLoop(Frame& f, const elab::Stmt& s);
   mlir::Value sliceAt(mlir::Value all, mlir::Value index, const TensorSpec& one);
   mlir::Value insertAt(mlir::Value one, mlir::Value all, mlir::Value index, const TensorSpec& spec);
   std::string uniqueSymbol(std::string base);
