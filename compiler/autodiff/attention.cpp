@@ -46,8 +46,7 @@ const Expr* maskedScores(Emitter& em, const Dims& d, const Expr* raw, const Expr
 }  // namespace
 
 const Expr* writeAttention(Emitter& em, const Expr* q, const Expr* k, const Expr* v, const Expr* scale,
-                           const Expr* mask, bool rowStats, AttentionTape& record,
-                           std::set<elab::SlotId>& detached) {
+                           const Expr* mask, AttentionTape& record, std::set<elab::SlotId>& detached) {
   const Dims d(q, k, v);
   const Expr* raw = rawScores(em, d, q, k);
   const Expr* scores = maskedScores(em, d, raw, scale, mask);
@@ -56,11 +55,7 @@ const Expr* writeAttention(Emitter& em, const Expr* q, const Expr* k, const Expr
   const Expr* e = em.unary(sema::UnaryKind::Exp, em.binary(BinaryKind::Sub, scores, max));
   const Expr* sum = em.reduce(ReduceKind::Sum, e, d.axis, true);
   const Expr* probs = em.binary(BinaryKind::Div, e, sum);
-  record = {q, k, v, scale, mask, raw, probs, nullptr};
-  if (rowStats) {
-    record.lse = em.binary(BinaryKind::Add, max, em.unary(sema::UnaryKind::Log, sum));
-    detached.insert(record.lse->slot);
-  }
+  record = {q, k, v, scale, mask, raw, probs, max, sum};
   const Expr* mixed = em.matmul(em.reshape(em.cast(probs, d.dt), d.with({d.G * d.Q, d.K})), v);
   return em.reshape(mixed, d.with({d.G, d.Q, d.E}));
 }
@@ -72,7 +67,8 @@ void attentionVjp(Emitter& em, const AttentionTape& a, bool fromRowStats, const 
   if (fromRowStats) {
     raw = rawScores(em, d, a.q, a.k);
     const Expr* scores = maskedScores(em, d, raw, a.scale, a.mask);
-    probs = em.unary(sema::UnaryKind::Exp, em.binary(BinaryKind::Sub, scores, a.lse));
+    const Expr* e = em.unary(sema::UnaryKind::Exp, em.binary(BinaryKind::Sub, scores, a.max));
+    probs = em.binary(BinaryKind::Div, e, a.sum);
   }
   const Expr* dO = em.reshape(em.cast(g, d.dt), d.with({d.G * d.Q, d.E}));
   if (out.needs(2))

@@ -3,12 +3,14 @@
 // rule of its own for the reverse half, the softmax's backward in rows
 // (dS = P * (dP - rowsum(dP * P))), as flash attention's backward takes it.
 //
-// With row statistics (Policy::Saved) the forward half also keeps each
-// row's log-sum-exp [..., G, Q, 1], and the reverse half recomputes the
-// probabilities from q, k and it (P = exp(S - lse)) instead of reading a
-// saved [..., G, Q, K] per head: a layer's stacks hold q, k, v and the
-// statistics, none of the attention's squares. The other tapes recompute
-// the whole layer anyway and read P where the forward left it.
+// With row statistics (Policy::Saved) the reverse half recomputes the
+// probabilities from q, k and each row's maximum and sum of exponentials
+// [..., G, Q, 1] (P = exp(S - max) / sum, the forward's own operations, so
+// the same values) instead of reading a saved [..., G, Q, K] per head: a
+// layer's stacks hold q, k, v and the statistics, none of the attention's
+// squares. (A log-sum-exp alone loses a row that sees no key: its scores
+// are all the masked value, -3e38, which absorbs log K.) The other tapes
+// recompute the whole layer anyway and read P where the forward left it.
 #pragma once
 
 #include <set>
@@ -24,19 +26,17 @@ struct AttentionTape {
   const Expr *q = nullptr, *k = nullptr, *v = nullptr, *scale = nullptr, *mask = nullptr;
   const Expr* raw = nullptr;    // q k^T [..., G * Q, K], before the scale
   const Expr* probs = nullptr;  // [..., G, Q, K], f32
-  const Expr* lse = nullptr;    // [..., G, Q, 1], f32; with row statistics only
+  const Expr *max = nullptr, *sum = nullptr;  // the softmax's row statistics [..., G, Q, 1], f32
 };
 
 // Emits attention(q, k, v, scale, mask) as primitives; returns its output
 // [..., G, Q, E] and fills `record`. The maximum subtracted before `exp`
-// and the log-sum-exp are added to `detached`: no cotangent flows through
-// them.
+// is added to `detached`: no cotangent flows through it.
 const Expr* writeAttention(Emitter& em, const Expr* q, const Expr* k, const Expr* v, const Expr* scale,
-                           const Expr* mask, bool rowStats, AttentionTape& record,
-                           std::set<elab::SlotId>& detached);
+                           const Expr* mask, AttentionTape& record, std::set<elab::SlotId>& detached);
 
 // The cotangents of the operands (0 q, 1 k, 2 v, 3 scale) from `g`, the
-// output's. `fromRowStats`: P recomputed from q, k and the log-sum-exp.
+// output's. `fromRowStats`: P recomputed from q, k and the row statistics.
 void attentionVjp(Emitter& em, const AttentionTape& a, bool fromRowStats, const Expr* g, const Cotangents& out);
 
 }  // namespace linnet::autodiff

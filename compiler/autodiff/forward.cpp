@@ -285,7 +285,7 @@ class Copier {
         em_.at = e.range;
         AttentionTape record;
         const Expr* out = writeAttention(em_, tensor(f, e, 0), tensor(f, e, 1), tensor(f, e, 2), tensor(f, e, 3),
-                                         tensor(f, e, 4), policy_ == Policy::Saved, record, tape.detached);
+                                         tensor(f, e, 4), record, tape.detached);
         tape.attentions[out->slot] = record;
         return Val::tensor(out);
       }
