@@ -143,20 +143,12 @@ void MLIRGen::Impl::setCarried(Frame& f, const Carried& c, mlir::Value v) {
 void MLIRGen::Impl::stackedLoop(Frame& f, const elab::Stmt& s, StackedArray& sa) {
   mlir::Location at = locOf(s.range);
   std::vector<Carried> carried = carriedValues(f, s.varsInScope);
-  std::vector<mlir::Value> init;
-  for (const Carried& c : carried) init.push_back(getCarried(f, c));
-  loc = at;
-  mlir::Value lo = mlir::arith::ConstantIndexOp::create(b, loc, 0);
-  mlir::Value hi = mlir::arith::ConstantIndexOp::create(b, loc, static_cast<int64_t>(sa.elements->size()));
-  mlir::Value one = mlir::arith::ConstantIndexOp::create(b, loc, 1);
-  auto loop = mlir::scf::ForOp::create(b, loc, lo, hi, one, init);
-  b.setInsertionPointToStart(loop.getBody());
+  mlir::scf::ForOp loop = beginFor(f, carried, static_cast<int64_t>(sa.elements->size()), at);
   mlir::Value iv = loop.getInductionVar();
   if (s.reverse) {  // layers last to first: L - 1 - iv
     mlir::Value last = mlir::arith::ConstantIndexOp::create(b, loc, static_cast<int64_t>(sa.elements->size()) - 1);
     iv = mlir::arith::SubIOp::create(b, loc, last, iv);
   }
-  for (size_t k = 0; k < carried.size(); ++k) setCarried(f, carried[k], loop.getRegionIterArgs()[k]);
   // The layer's params, for code in the loop that reads them directly
   // (unused slices fold away).
   for (auto& p : sa.params) f.fn->params[p.inst][p.member] = sliceAt(f.fn->stackedParams.at(p.path), iv, p.spec);
@@ -169,12 +161,36 @@ void MLIRGen::Impl::stackedLoop(Frame& f, const elab::Stmt& s, StackedArray& sa)
   loc = at;
   // Element 0's instances stand for no layer outside the loop.
   eachInstance(*(*sa.elements)[0], [&](const Instance& inst) { f.fn->params.erase(&inst); });
+  endLoop(f, carried, loop, at);
+  outlineLargeBody(loop, sa.name + "_layer");
+}
+
+// An scf.for of `count` trips carrying `carried` (their values now), the
+// builder inside its body with the carried values read from its arguments.
+mlir::scf::ForOp MLIRGen::Impl::beginFor(Frame& f, const std::vector<Carried>& carried, int64_t count,
+                                         mlir::Location at) {
+  std::vector<mlir::Value> init;
+  for (const Carried& c : carried) init.push_back(getCarried(f, c));
+  loc = at;
+  mlir::Value lo = mlir::arith::ConstantIndexOp::create(b, loc, 0);
+  mlir::Value hi = mlir::arith::ConstantIndexOp::create(b, loc, count);
+  mlir::Value one = mlir::arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop = mlir::scf::ForOp::create(b, loc, lo, hi, one, init);
+  b.setInsertionPointToStart(loop.getBody());
+  for (size_t k = 0; k < carried.size(); ++k) setCarried(f, carried[k], loop.getRegionIterArgs()[k]);
+  return loop;
+}
+
+// A loop body's end: it yields the carried values, and after the loop
+// they are its results.
+void MLIRGen::Impl::endLoop(Frame& f, const std::vector<Carried>& carried, mlir::Operation* loop,
+                            mlir::Location at) {
   std::vector<mlir::Value> next;
   for (const Carried& c : carried) next.push_back(getCarried(f, c));
+  loc = at;
   mlir::scf::YieldOp::create(b, loc, next);
   b.setInsertionPointAfter(loop);
-  for (size_t k = 0; k < carried.size(); ++k) setCarried(f, carried[k], loop.getResult(k));
-  outlineLargeBody(loop, sa.name + "_layer");
+  for (size_t k = 0; k < carried.size(); ++k) setCarried(f, carried[k], loop->getResult(k));
 }
 
 // A loop body of a layer's size written in place (a derived gradient's,
@@ -222,38 +238,20 @@ void MLIRGen::Impl::whileLoop(Frame& f, const elab::Stmt& s) {
   for (size_t k = 0; k < carried.size(); ++k) setCarried(f, carried[k], after->getArgument(k));
   run(f, s.body);
   if (f.result) fail(s.range, "compiled code cannot `return` from inside a `while` loop yet");
-  std::vector<mlir::Value> next;
-  for (const Carried& x : carried) next.push_back(getCarried(f, x));
-  loc = at;
-  mlir::scf::YieldOp::create(b, loc, next);
-  b.setInsertionPointAfter(loop);
-  for (size_t k = 0; k < carried.size(); ++k) setCarried(f, carried[k], loop.getResult(k));
+  endLoop(f, carried, loop, at);
 }
 
 void MLIRGen::Impl::countedLoop(Frame& f, const elab::Stmt& s) {
   mlir::Location at = locOf(s.range);
   std::vector<Carried> carried = carriedValues(f, s.varsInScope);
-  std::vector<mlir::Value> init;
-  for (const Carried& c : carried) init.push_back(getCarried(f, c));
-  loc = at;
-  mlir::Value lo = mlir::arith::ConstantIndexOp::create(b, loc, 0);
-  mlir::Value hi = mlir::arith::ConstantIndexOp::create(b, loc, s.tripCount);
-  mlir::Value one = mlir::arith::ConstantIndexOp::create(b, loc, 1);
-  auto loop = mlir::scf::ForOp::create(b, loc, lo, hi, one, init);
-  b.setInsertionPointToStart(loop.getBody());
-  for (size_t k = 0; k < carried.size(); ++k) setCarried(f, carried[k], loop.getRegionIterArgs()[k]);
+  mlir::scf::ForOp loop = beginFor(f, carried, s.tripCount, at);
   // The counter from the induction variable: an index the host computes.
   mlir::Value count = mlir::arith::IndexCastOp::create(b, loc, b.getI32Type(), loop.getInductionVar());
   f.slots[s.slot].t = mlir::tensor::FromElementsOp::create(b, loc, mlir::RankedTensorType::get({}, b.getI32Type()),
                                                            mlir::ValueRange{count});
   run(f, s.body);
   if (f.result) fail(s.range, "compiled code cannot `return` from inside a `while` loop yet");
-  std::vector<mlir::Value> next;
-  for (const Carried& c : carried) next.push_back(getCarried(f, c));
-  loc = at;
-  mlir::scf::YieldOp::create(b, loc, next);
-  b.setInsertionPointAfter(loop);
-  for (size_t k = 0; k < carried.size(); ++k) setCarried(f, carried[k], loop.getResult(k));
+  endLoop(f, carried, loop, at);
 }
 
 // Layer `index` of a stacked tensor, and a layer put back: offsets

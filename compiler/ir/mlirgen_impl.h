@@ -136,6 +136,8 @@ struct MLIRGen::Impl {
   std::vector<Carried> carriedValues(Frame& f, const std::vector<elab::SlotId>& vars);
   mlir::Value getCarried(Frame& f, const Carried& c);
   void setCarried(Frame& f, const Carried& c, mlir::Value v);
+  mlir::scf::ForOp beginFor(Frame& f, const std::vector<Carried>& carried, int64_t count, mlir::Location at);
+  void endLoop(Frame& f, const std::vector<Carried>& carried, mlir::Operation* loop, mlir::Location at);
   void stackedLoop(Frame& f, const elab::Stmt& s, StackedArray& sa);
   void outlineLargeBody(mlir::scf::ForOp loop, const std::string& name);
   void whileLoop(Frame& f, const elab::Stmt& s);
