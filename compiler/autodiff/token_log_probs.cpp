@@ -1,6 +1,7 @@
 #include "autodiff/token_log_probs.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace linnet::autodiff {
 
@@ -99,6 +100,13 @@ void tokenLogProbsVjp(Emitter& em, const TokenLogProbsTape& a, const Expr* g, co
   if (!needX && !needW) return;
   const Split s(a.x, a.weight);
   const Expr* gf = em.cast(g, Scalar::F32);
+  // One chunk's (or the tail's) rows' cotangent, and its term of the
+  // weight's (f32); each null where not needed.
+  auto chunk = [&](const Expr* xc, const Expr* tc, const Expr* gc) -> std::pair<const Expr*, const Expr*> {
+    const Expr* d = logitsCotangent(em, rowsOf(em, xc, a.weight, tc), gc, s.dtype);
+    return {needX ? em.matmul(d, a.weight) : nullptr,
+            needW ? em.cast(em.matmul(em.swapLastTwo(d), xc), Scalar::F32) : nullptr};
+  };
   const Expr* xs = s.chunks(em, a.x);
   const Expr* ts = s.chunks(em, a.targets);
   const Expr* gs = s.chunks(em, gf);
@@ -107,22 +115,17 @@ void tokenLogProbsVjp(Emitter& em, const TokenLogProbsTape& a, const Expr* g, co
   if (needX) vars.push_back(dX = em.let(em.zeros(s.dtype, {s.n, s.C, s.H}), "d_head_rows"));
   if (needW) vars.push_back(dW = em.let(em.zeros(Scalar::F32, {s.V, s.H}), "d_head_weight"));
   em.countedLoop(s.n, vars, [&](const Expr* i) {
-    const Expr* xc = em.sliceAt(xs, i);
-    const Expr* d = logitsCotangent(em, rowsOf(em, xc, a.weight, em.sliceAt(ts, i)), em.sliceAt(gs, i), s.dtype);
-    if (needX) em.assign(dX, em.writeAt(em.local(dX), em.reshape(em.matmul(d, a.weight), {1, s.C, s.H}), i));
-    if (needW)
-      em.assign(dW, em.binary(BinaryKind::Add, em.local(dW),
-                              em.cast(em.matmul(em.swapLastTwo(d), xc), Scalar::F32)));
+    auto [dx, dw] = chunk(em.sliceAt(xs, i), em.sliceAt(ts, i), em.sliceAt(gs, i));
+    if (needX) em.assign(dX, em.writeAt(em.local(dX), em.reshape(dx, {1, s.C, s.H}), i));
+    if (needW) em.assign(dW, em.binary(BinaryKind::Add, em.local(dW), dw));
   });
   std::vector<const Expr*> dxParts;
   const Expr* dWeight = needW ? em.local(dW) : nullptr;
   if (needX) dxParts.push_back(em.reshape(em.local(dX), {s.n * s.C, s.H}));
   if (s.tail) {
-    const Expr* xt = s.tailRows(em, a.x);
-    const Rows r = rowsOf(em, xt, a.weight, s.tailRows(em, a.targets));
-    const Expr* d = logitsCotangent(em, r, s.tailRows(em, gf), s.dtype);
-    if (needX) dxParts.push_back(em.matmul(d, a.weight));
-    if (needW) dWeight = em.binary(BinaryKind::Add, dWeight, em.cast(em.matmul(em.swapLastTwo(d), xt), Scalar::F32));
+    auto [dx, dw] = chunk(s.tailRows(em, a.x), s.tailRows(em, a.targets), s.tailRows(em, gf));
+    if (needX) dxParts.push_back(dx);
+    if (needW) dWeight = em.binary(BinaryKind::Add, dWeight, dw);
   }
   if (needX) out.give(0, em.concat(dxParts, 0));
   if (needW) out.give(1, dWeight);
