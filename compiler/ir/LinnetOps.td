@@ -93,6 +93,7 @@ def Linnet_PermuteOp : Linnet_Op<"permute", [Pure]> {
   let arguments = (ins AnyRankedTensor_:$x, DenseI64ArrayAttr:$perm);
   let results = (outs AnyRankedTensor_:$result);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasCanonicalizer = 1;
 }
 
 def Linnet_BroadcastOp : Linnet_Op<"broadcast", [Pure]> {

@@ -20,17 +20,37 @@ bool swapsLastTwo(llvm::ArrayRef<int64_t> perm) {
 
 // matmul(x, permute(w)) with that swap: read w's rows directly
 // (`transpose_b`) instead of forming its transpose on every call, as
-// Linear's `matmul(x, permute(weight, [1, 0]))` would.
+// Linear's `matmul(x, permute(weight, [1, 0]))` would. Already
+// `transpose_b` (a gradient's dX = dY (Wᵀ)ᵀ): w as it lies, [K, N].
 struct MatmulOfTransposed : mlir::OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
   mlir::LogicalResult matchAndRewrite(MatmulOp op, mlir::PatternRewriter& rewriter) const override {
-    if (op.getTransposeB()) return mlir::failure();
     auto permute = op.getB().getDefiningOp<PermuteOp>();
     if (!permute || !swapsLastTwo(permute.getPerm())) return mlir::failure();
     rewriter.modifyOpInPlace(op, [&] {
       op.getBMutable().assign(permute.getX());
-      op.setTransposeB(true);
+      op.setTransposeB(!op.getTransposeB());
     });
+    return mlir::success();
+  }
+};
+
+// permute(permute(x, inner), outer) is one permute of x, or x itself (a
+// gradient transposes back what its forward transposed).
+struct PermuteOfPermute : mlir::OpRewritePattern<PermuteOp> {
+  using OpRewritePattern::OpRewritePattern;
+  mlir::LogicalResult matchAndRewrite(PermuteOp op, mlir::PatternRewriter& rewriter) const override {
+    auto inner = op.getX().getDefiningOp<PermuteOp>();
+    llvm::ArrayRef<int64_t> outer = op.getPerm();
+    llvm::SmallVector<int64_t> composed;
+    for (int64_t axis : outer) composed.push_back(inner ? inner.getPerm()[axis] : axis);
+    mlir::Value x = inner ? inner.getX() : op.getX();
+    if (llvm::equal(composed, llvm::seq<int64_t>(0, static_cast<int64_t>(composed.size())))) {
+      rewriter.replaceOp(op, x);
+      return mlir::success();
+    }
+    if (!inner) return mlir::failure();
+    rewriter.replaceOpWithNewOp<PermuteOp>(op, op.getType(), x, composed);
     return mlir::success();
   }
 };
@@ -39,6 +59,10 @@ struct MatmulOfTransposed : mlir::OpRewritePattern<MatmulOp> {
 
 void MatmulOp::getCanonicalizationPatterns(mlir::RewritePatternSet& results, mlir::MLIRContext* context) {
   results.add<MatmulOfTransposed>(context);
+}
+
+void PermuteOp::getCanonicalizationPatterns(mlir::RewritePatternSet& results, mlir::MLIRContext* context) {
+  results.add<PermuteOfPermute>(context);
 }
 
 }  // namespace linnet::ir

@@ -331,6 +331,42 @@ TEST_CASE("matmul_f32_kn on W [K, N] equals matmul_f32 on its transpose", "[cpu_
       }
 }
 
+// x given as a transposed view (x[i][k] at k * ldx + i: a gradient's dYᵀ,
+// attention's Pᵀ) is read as it lies: the prefill path's sums in the same
+// order as on a contiguous copy, so the same bits where that copy takes the
+// prefill path too; small M against the reference.
+TEST_CASE("an f32 product reads a transposed x as it lies", "[cpu_kernels]") {
+  std::mt19937 rng(9);
+  const Format& f = kFormats[0];
+  for (const Kernels& ks : allKernels())
+    for (bool kn : {false, true})
+      for (const auto& mnk : {std::array<int64_t, 3>{1, 40, 300}, {3, 7, 17}, {20, 70, 520}, {40, 33, 1100}}) {
+        const int64_t m = mnk[0], n = mnk[1], k = mnk[2];
+        INFO(ks.name << " kn=" << kn << " M=" << m << " N=" << n << " K=" << k);
+        Matrix xt = makeMatrix(k, m, 1, 3), x = makeMatrix(m, k);
+        fillRandom(xt, rng);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < k; ++j) x.at(i, j) = xt.at(j, i);
+        Matrix wmat = kn ? makeMatrix(k, n) : makeMatrix(n, k);
+        fillRandom(wmat, rng);
+        Weights w = randomWeights(f, n, k, rng);
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < k; ++j)
+            std::memcpy(const_cast<uint8_t*>(w.row(i)) + 4 * j, kn ? &wmat.at(j, i) : &wmat.at(i, j), 4);
+        // The view: [M, K] with strides [1, ldx].
+        linnet_memref2 view = {xt.data.data(), xt.data.data(), xt.offset, {m, k}, {1, xt.rowStride}};
+        Matrix out = makeMatrix(m, n), want = makeMatrix(m, n);
+        linnet_memref2 xm = x.memref(), wm = wmat.memref(), om = out.memref(), wantm = want.memref();
+        (kn ? ks.matmulF32Kn : ks.matmulF32)(&view, &wm, &om);
+        checkProduct(f, x, w, out);
+        if (m > 15 || kn) {
+          (kn ? ks.matmulF32Kn : ks.matmulF32)(&xm, &wm, &wantm);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) REQUIRE(sameBits(out.at(i, j), want.at(i, j)));
+        }
+      }
+}
+
 TEST_CASE("empty products", "[cpu_kernels]") {
   for (const Kernels& ks : allKernels()) {
     INFO(ks.name);

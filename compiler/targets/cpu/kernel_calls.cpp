@@ -33,7 +33,7 @@ class KernelCalls {
     Storage storage = *storageNamed(op.getFormat().str());
     if (storage == Storage::F32) {
       call(loc, op.getWKn() ? "linnet_kernel_matmul_f32_kn" : "linnet_kernel_matmul_f32",
-           {buffer(x2), buffer(op.getW()), dynamic(out)}, {});
+           {xBuffer(x2), buffer(op.getW()), dynamic(out)}, {});
     } else {
       // `fast` numerics (linnetc --numerics fast): activations quantized to 8 bits.
       auto numerics = module_->getAttrOfType<StringAttr>("linnet.numerics");
@@ -56,7 +56,7 @@ class KernelCalls {
     auto outType = MemRefType::get({xs[0], xs[1], n}, b_.getF32Type());
     Value out = memref::AllocOp::create(b_, loc, outType, b_.getI64IntegerAttr(64));
     call(loc, op.getWKn() ? "linnet_kernel_batched_matmul_f32_kn" : "linnet_kernel_batched_matmul_f32",
-         {buffer(x), buffer(w), dynamic(out)}, {});
+         {xBuffer(x), buffer(w), dynamic(out)}, {});
     Value t = bufferization::ToTensorOp::create(b_, loc, RankedTensorType::get(outType.getShape(), b_.getF32Type()),
                                                 out, /*restrict=*/true, /*writable=*/true);
     if (result.getRank() != 3) t = tensor::ExpandShapeOp::create(b_, loc, result, t, stackGroups(result.getRank()));
@@ -228,6 +228,54 @@ class KernelCalls {
     return MemRefType::get(sizes, t.getElementType(),
                            StridedLayoutAttr::get(t.getContext(), ShapedType::kDynamic, strides));
   }
+  // An f32 product's x: where it is the transpose of the last two axes of a
+  // tensor (a gradient's dYᵀ, attention's Pᵀ), that tensor's buffer seen
+  // through a transposed view (strides [.., 1, M]), which the kernel reads
+  // as it lies; else the buffer of x itself. Forming the transpose in memory
+  // cost a strided pass over [.., K, M] per product.
+  Value xBuffer(Value x) {
+    Value source = swappedLastTwo(x);
+    if (!source) return buffer(x);
+    int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+    SmallVector<AffineExpr> order;
+    for (int64_t a = 0; a < rank; ++a) order.push_back(b_.getAffineDimExpr(a));
+    std::swap(order[rank - 2], order[rank - 1]);
+    auto perm = AffineMap::get(rank, 0, order, b_.getContext());
+    return dynamic(memref::TransposeOp::create(b_, x.getLoc(), buffer(source), AffineMapAttr::get(perm)));
+  }
+  // t's operand where t is a linalg.transpose that swaps only its last two
+  // axes (seen through the collapse of leading axes that stack() and
+  // matrix() add), rebuilt so its shape matches t with those axes swapped.
+  Value swappedLastTwo(Value t) {
+    auto collapse = t.getDefiningOp<tensor::CollapseShapeOp>();
+    Value inner = collapse ? collapse.getSrc() : t;
+    auto transpose = inner.getDefiningOp<linalg::TransposeOp>();
+    if (!transpose) return {};
+    ArrayRef<int64_t> perm = transpose.getPermutation();
+    int64_t rank = static_cast<int64_t>(perm.size());
+    if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2) return {};
+    for (int64_t a = 0; a + 2 < rank; ++a)
+      if (perm[a] != a) return {};
+    Value source = transpose.getInput();
+    if (!collapse) return source;
+    // The same collapse of the source's axes: [B, K, M] or [K, M]. It is
+    // that only where the swapped axes are not merged with axes of other
+    // than size 1 (matrix() merges M with the leading axes).
+    ArrayRef<int64_t> sizes = transpose.getInit().getType().getShape();
+    for (const ReassociationIndices& group : collapse.getReassociationIndices()) {
+      int64_t swapped = llvm::count_if(group, [&](int64_t a) { return a >= rank - 2; });
+      if (swapped > 1) return {};
+      for (int64_t a : group)
+        if (swapped == 1 && a < rank - 2 && sizes[a] != 1) return {};
+    }
+    auto type = cast<RankedTensorType>(t.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    if (shape.size() < 2) return {};
+    std::swap(shape[shape.size() - 2], shape[shape.size() - 1]);
+    return tensor::CollapseShapeOp::create(b_, t.getLoc(), RankedTensorType::get(shape, type.getElementType()), source,
+                                           collapse.getReassociationIndices());
+  }
+
   // A tensor operand's future buffer, read only.
   Value buffer(Value t) {
     auto type = cast<RankedTensorType>(t.getType());

@@ -40,3 +40,27 @@ func.func @shared(%x: tensor<3x16xf32>, %w: tensor<5x16xf32>) -> (tensor<3x5xf32
   %0 = linnet.matmul %x, %t : tensor<3x16xf32>, tensor<16x5xf32> -> tensor<3x5xf32>
   return %0, %t : tensor<3x5xf32>, tensor<16x5xf32>
 }
+
+// A gradient's dX = dY (Wᵀ)ᵀ: w read as it lies ([K, N], no transpose_b),
+// no transpose formed whichever pattern runs first.
+// CHECK-LABEL: func.func @transposed_back
+// CHECK-NOT: linnet.permute
+// CHECK: linnet.matmul %arg0, %arg1 : tensor<3x6xf32>, tensor<6x16xf32> -> tensor<3x16xf32>
+func.func @transposed_back(%dy: tensor<3x6xf32>, %w: tensor<6x16xf32>) -> tensor<3x16xf32> {
+  %t = linnet.permute %w {perm = array<i64: 1, 0>} : tensor<6x16xf32> -> tensor<16x6xf32>
+  %tt = linnet.permute %t {perm = array<i64: 1, 0>} : tensor<16x6xf32> -> tensor<6x16xf32>
+  %0 = linnet.matmul %dy, %tt : tensor<3x6xf32>, tensor<6x16xf32> -> tensor<3x16xf32>
+  return %0 : tensor<3x16xf32>
+}
+
+// Permutes in a row are one permute, or none where they undo each other.
+// CHECK-LABEL: func.func @permutes
+// CHECK: %[[P:.*]] = linnet.permute %arg0 {perm = array<i64: 2, 0, 1>} : tensor<2x3x4xf32> -> tensor<4x2x3xf32>
+// CHECK-NOT: linnet.permute
+// CHECK: return %[[P]], %arg0
+func.func @permutes(%x: tensor<2x3x4xf32>) -> (tensor<4x2x3xf32>, tensor<2x3x4xf32>) {
+  %a = linnet.permute %x {perm = array<i64: 1, 0, 2>} : tensor<2x3x4xf32> -> tensor<3x2x4xf32>
+  %b = linnet.permute %a {perm = array<i64: 2, 1, 0>} : tensor<3x2x4xf32> -> tensor<4x2x3xf32>
+  %c = linnet.permute %a {perm = array<i64: 1, 0, 2>} : tensor<3x2x4xf32> -> tensor<2x3x4xf32>
+  return %b, %c : tensor<4x2x3xf32>, tensor<2x3x4xf32>
+}

@@ -390,6 +390,7 @@ typedef struct {
   float* out;
   int64_t ldo; /* floats */
   int w_kn;    /* f32 W given as [K, N] (row k at w + k * ldw): its rows are packed as they lie */
+  int x_km;    /* x given as [K, M] (x[i][kk] at x + kk * ldx + i): a transposed view read as it lies */
 } product;
 
 /* ---- decode path: a dequantized chunk of one W row against mr rows of x */
@@ -779,16 +780,17 @@ static void pack_panel(const product* p, int64_t n0, int nr, int64_t k0, int64_t
 
 #ifdef __AVX512F__
 
-/* out[i][0..nr) (+)= sum_kk x[i][kk] * pack[kk][0..nr) for i < mr; `first`
- * stores, later K-slices add to what the first stored. */
-static ALWAYS_INLINE void micro_tile(const float* pack, int64_t kl, const float* x, int64_t ldx, float* out,
-                                     int64_t ldo, int mr, int nr, int first) {
+/* out[i][0..nr) (+)= sum_kk x[i][kk] * pack[kk][0..nr) for i < mr, with
+ * x[i][kk] at x[i * xi + kk * xk]; `first` stores, later K-slices add to
+ * what the first stored. */
+static ALWAYS_INLINE void micro_tile(const float* pack, int64_t kl, const float* x, int64_t xi, int64_t xk,
+                                     float* out, int64_t ldo, int mr, int nr, int first) {
   __m512 c[MR][2];
   for (int i = 0; i < MR; ++i) c[i][0] = c[i][1] = _mm512_setzero_ps();
   for (int64_t kk = 0; kk < kl; ++kk) {
     const __m512 b0 = _mm512_load_ps(pack + kk * NR), b1 = _mm512_load_ps(pack + kk * NR + 16);
     for (int i = 0; i < mr; ++i) {
-      const __m512 a = _mm512_set1_ps(x[i * ldx + kk]);
+      const __m512 a = _mm512_set1_ps(x[i * xi + kk * xk]);
       c[i][0] = _mm512_fmadd_ps(a, b0, c[i][0]);
       c[i][1] = _mm512_fmadd_ps(a, b1, c[i][1]);
     }
@@ -808,12 +810,12 @@ static ALWAYS_INLINE void micro_tile(const float* pack, int64_t kl, const float*
 
 #elif !defined(LINNET_KERNELS_AVX2) /* portable; AVX2's is in linnet_kernels_avx2_products.h */
 
-static ALWAYS_INLINE void micro_tile(const float* pack, int64_t kl, const float* x, int64_t ldx, float* out,
-                                     int64_t ldo, int mr, int nr, int first) {
+static ALWAYS_INLINE void micro_tile(const float* pack, int64_t kl, const float* x, int64_t xi, int64_t xk,
+                                     float* out, int64_t ldo, int mr, int nr, int first) {
   float c[MR][NR] = {{0}};
   for (int64_t kk = 0; kk < kl; ++kk)
     for (int i = 0; i < mr; ++i) {
-      const float a = x[i * ldx + kk];
+      const float a = x[i * xi + kk * xk];
       for (int j = 0; j < NR; ++j) c[i][j] += a * pack[kk * NR + j];
     }
   for (int i = 0; i < mr; ++i)
@@ -822,14 +824,23 @@ static ALWAYS_INLINE void micro_tile(const float* pack, int64_t kl, const float*
 
 #endif
 
-/* A full-height tile is the hot case; give it its own constant row count. */
+/* A full-height tile is the hot case; give it its own constant row count,
+ * and each of x's layouts (rows, or x_km's columns) its constant stride. */
 static void micro_tile_full(const float* pack, int64_t kl, const float* x, int64_t ldx, float* out, int64_t ldo,
                             int nr, int first) {
-  micro_tile(pack, kl, x, ldx, out, ldo, MR, nr, first);
+  micro_tile(pack, kl, x, ldx, 1, out, ldo, MR, nr, first);
 }
 static void micro_tile_part(const float* pack, int64_t kl, const float* x, int64_t ldx, float* out, int64_t ldo,
                             int mr, int nr, int first) {
-  micro_tile(pack, kl, x, ldx, out, ldo, mr, nr, first);
+  micro_tile(pack, kl, x, ldx, 1, out, ldo, mr, nr, first);
+}
+static void micro_tile_full_km(const float* pack, int64_t kl, const float* x, int64_t ldx, float* out, int64_t ldo,
+                               int nr, int first) {
+  micro_tile(pack, kl, x, 1, ldx, out, ldo, MR, nr, first);
+}
+static void micro_tile_part_km(const float* pack, int64_t kl, const float* x, int64_t ldx, float* out, int64_t ldo,
+                               int mr, int nr, int first) {
+  micro_tile(pack, kl, x, 1, ldx, out, ldo, mr, nr, first);
 }
 
 /* K in equal slices of at most KC, each a multiple of 256 (so of every
@@ -847,9 +858,17 @@ static void prefill_panel(const product* p, int64_t n0) {
     const int64_t kl = min64(kc, p->k - k0);
     pack_panel(p, n0, nr, k0, kl, pack);
     for (int64_t m0 = 0; m0 < p->m; m0 += MR) {
-      const float* x = p->x + m0 * p->ldx + k0;
       float* out = p->out + m0 * p->ldo + n0;
       const int mr = (int)min64(MR, p->m - m0);
+      if (p->x_km) {
+        const float* x = p->x + k0 * p->ldx + m0;
+        if (mr == MR)
+          micro_tile_full_km(pack, kl, x, p->ldx, out, p->ldo, nr, k0 == 0);
+        else
+          micro_tile_part_km(pack, kl, x, p->ldx, out, p->ldo, mr, nr, k0 == 0);
+        continue;
+      }
+      const float* x = p->x + m0 * p->ldx + k0;
       if (mr == MR)
         micro_tile_full(pack, kl, x, p->ldx, out, p->ldo, nr, k0 == 0);
       else
@@ -872,7 +891,7 @@ static void matmul(const product* p) {
       for (int64_t j = 0; j < p->n; ++j) p->out[i * p->ldo + j] = 0.0f;
     return;
   }
-  if (p->m <= LINNET_KERNELS_DECODE_MAX_M && !p->w_kn)
+  if (p->m <= LINNET_KERNELS_DECODE_MAX_M && !p->w_kn && !p->x_km)
     matmul_decode(p);
   else
     matmul_prefill(p);
@@ -883,9 +902,10 @@ static void matmul(const product* p) {
 static void* xmalloc(size_t bytes) { return malloc(bytes ? bytes : 1); }
 
 /* The matmul on descriptors: W row i at w_base + i*w_row bytes, byte j of
- * it at + j*w_col. Views with an inner stride other than 1 are copied to
- * contiguous scratch (the slow path; if that allocation fails, nothing is
- * written). */
+ * it at + j*w_col. An f32 x whose rows have stride 1 (a transposed view:
+ * a gradient's dW = dYᵀ X, attention's Pᵀ dO) is read as it lies (x_km);
+ * other views with an inner stride other than 1 are copied to contiguous
+ * scratch (the slow path; if that allocation fails, nothing is written). */
 static void matmul_descriptors(linnet_memref2* x, const uint8_t* w_base, int64_t w_row, int64_t w_col,
                                linnet_memref2* out, int64_t format, int64_t k, int w_kn) {
   if (!format_known(format)) return;
@@ -893,7 +913,7 @@ static void matmul_descriptors(linnet_memref2* x, const uint8_t* w_base, int64_t
   if (m <= 0 || n <= 0) return;
   /* W's rows: N of K elements, or (w_kn, f32) K of N. */
   const int64_t rows = w_kn ? k : n, rb = w_kn ? n * 4 : linnet_storage_row_bytes(format, k);
-  product p = {format, m, n, k, NULL, 0, NULL, 0, NULL, 0, w_kn};
+  product p = {format, m, n, k, NULL, 0, NULL, 0, NULL, 0, w_kn, 0};
   float* xcopy = NULL;
   uint8_t* wcopy = NULL;
   float* ocopy = NULL;
@@ -902,6 +922,10 @@ static void matmul_descriptors(linnet_memref2* x, const uint8_t* w_base, int64_t
   if (x->strides[1] == 1 || k <= 1) {
     p.x = xb;
     p.ldx = x->strides[0];
+  } else if (x->strides[0] == 1 && format == LINNET_STORAGE_F32) {
+    p.x = xb;
+    p.ldx = x->strides[1];
+    p.x_km = 1;
   } else {
     xcopy = (float*)xmalloc((size_t)(m * k) * sizeof(float));
     for (int64_t i = 0; xcopy && i < m; ++i)

@@ -163,17 +163,18 @@ static ALWAYS_INLINE void fused_q6_k(const uint8_t* w, int64_t nb, const float* 
 
 /* ---- prefill path ------------------------------------------------------ */
 
-/* out[i][0..nr) (+)= sum_kk x[i][kk] * pack[kk][0..nr) for i < mr, 16
- * columns at a time; `first` stores, later K-slices add to what it stored. */
-static ALWAYS_INLINE void micro_tile(const float* pack, int64_t kl, const float* x, int64_t ldx, float* out,
-                                     int64_t ldo, int mr, int nr, int first) {
+/* out[i][0..nr) (+)= sum_kk x[i][kk] * pack[kk][0..nr) for i < mr, with
+ * x[i][kk] at x[i * xi + kk * xk], 16 columns at a time; `first` stores,
+ * later K-slices add to what it stored. */
+static ALWAYS_INLINE void micro_tile(const float* pack, int64_t kl, const float* x, int64_t xi, int64_t xk,
+                                     float* out, int64_t ldo, int mr, int nr, int first) {
   for (int h = 0; h < nr; h += 16) {
     __m256 c[MR][2];
     for (int i = 0; i < MR; ++i) c[i][0] = c[i][1] = _mm256_setzero_ps();
     for (int64_t kk = 0; kk < kl; ++kk) {
       const __m256 b0 = _mm256_load_ps(pack + kk * NR + h), b1 = _mm256_load_ps(pack + kk * NR + h + 8);
       for (int i = 0; i < mr; ++i) {
-        const __m256 a = _mm256_broadcast_ss(x + i * ldx + kk);
+        const __m256 a = _mm256_broadcast_ss(x + i * xi + kk * xk);
         c[i][0] = _mm256_fmadd_ps(a, b0, c[i][0]);
         c[i][1] = _mm256_fmadd_ps(a, b1, c[i][1]);
       }
