@@ -752,11 +752,29 @@ static ALWAYS_INLINE void transpose16(const float (*rows)[KC], int64_t k0, float
  * (K-major, NR wide; columns j >= nr are zero), 16 rows at a time. */
 static void pack_panel(const product* p, int64_t n0, int nr, int64_t k0, int64_t kl, float* pack) {
   if (p->w_kn) {
+#ifdef __AVX512F__
+    /* Two vectors a row, inline: a memcpy call per 128 bytes was a sixth
+     * of a gradient's product time. */
+    const __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1);
+    const __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1);
     for (int64_t kk = 0; kk < kl; ++kk) {
       const float* row = (const float*)(p->w + (k0 + kk) * p->ldw) + n0;
+      _mm512_store_ps(pack + kk * NR, _mm512_maskz_loadu_ps(m0, row));
+      _mm512_store_ps(pack + kk * NR + 16, _mm512_maskz_loadu_ps(m1, row + 16));
+    }
+#else
+    for (int64_t kk = 0; kk < kl; ++kk) {
+      const float* row = (const float*)(p->w + (k0 + kk) * p->ldw) + n0;
+#ifdef LINNET_KERNELS_AVX2
+      if (nr == NR) {
+        for (int j = 0; j < NR; j += 8) _mm256_store_ps(pack + kk * NR + j, _mm256_loadu_ps(row + j));
+        continue;
+      }
+#endif
       memcpy(pack + kk * NR, row, (size_t)nr * sizeof(float));
       memset(pack + kk * NR + nr, 0, (size_t)(NR - nr) * sizeof(float));
     }
+#endif
     return;
   }
   const int64_t be = linnet_storage_block_elements[p->format], bb = linnet_storage_block_bytes[p->format];
