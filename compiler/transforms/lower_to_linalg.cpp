@@ -163,6 +163,7 @@ void registerPasses() {
   registerPackParamsPass();
   registerGemmProductsPass();
   registerUnshareSplatsPass();
+  registerFuseElementwisePass();
 }
 
 }  // namespace linnet::transforms

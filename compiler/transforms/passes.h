@@ -35,6 +35,12 @@ void registerGemmProductsPass();
 std::unique_ptr<mlir::Pass> createUnshareSplatsPass();
 void registerUnshareSplatsPass();
 
+// linnet-fuse-elementwise: an elementwise linalg.generic computed inside
+// its one consumer where that consumer reads it element for element
+// (fuse_elementwise.cpp); the CPU target runs it before bufferization.
+std::unique_ptr<mlir::Pass> createFuseElementwisePass();
+void registerFuseElementwisePass();
+
 // linnet-to-linalg: the `linnet` dialect to linalg/tensor/arith/math/scf,
 // a dialect conversion: an op or kind it cannot lower is an error
 // (lower_to_linalg.cpp and the lower_*.cpp patterns).

@@ -34,7 +34,10 @@ bool isSplat(Operation* op) {
   }
   auto yield = cast<linalg::YieldOp>(g.getBody()->getTerminator());
   if (g.getBody()->getOperations().size() != 1 || yield.getNumOperands() != 1) return false;
-  auto arg = dyn_cast<BlockArgument>(yield.getOperand(0));
+  Value v = yield.getOperand(0);
+  // A scalar from outside (linnet-fuse-elementwise folds a 0-d constant in).
+  if (v.getParentBlock() != g.getBody()) return true;
+  auto arg = dyn_cast<BlockArgument>(v);
   return arg && arg.getOwner() == g.getBody() && arg.getArgNumber() < g.getNumDpsInputs();
 }
 

@@ -26,3 +26,26 @@ func.func @sums(%x: tensor<4x8xf32>, %n: index) -> (tensor<4x8xf32>, tensor<4x8x
   %read = arith.addf %z, %x : tensor<4x8xf32>
   return %r#0, %r#1, %read : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// The splat as linnet-fuse-elementwise leaves it, its 0-d constant folded
+// into the body: the same.
+// CHECK-LABEL: func.func @folded(
+// CHECK-COUNT-2: linalg.generic
+// CHECK:       scf.for
+func.func @folded(%x: tensor<4x8xf32>, %n: index) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+       outs(%e : tensor<4x8xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  } -> tensor<4x8xf32>
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%a = %z, %b = %z) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+    %a2 = arith.addf %a, %x : tensor<4x8xf32>
+    %b2 = arith.subf %b, %x : tensor<4x8xf32>
+    scf.yield %a2, %b2 : tensor<4x8xf32>, tensor<4x8xf32>
+  }
+  return %r#0, %r#1 : tensor<4x8xf32>, tensor<4x8xf32>
+}
