@@ -43,6 +43,19 @@ const Expr* maskedScores(Emitter& em, const Dims& d, const Expr* raw, const Expr
   return em.select(mask, rows, em.constant(Scalar::F32, sema::kAttentionMasked));
 }
 
+// exp(scores - max), with a masked key's term 0 as exp(-3e38 - max) rounds
+// it, but without exp reading -3e38: a vector exp takes its slow path there
+// (a scalar call, and errno, per such lane: a tenth of a training step). A
+// row that sees no key (its max is the masked value) keeps exp(0) = 1 for
+// every key, as the primitive defines it.
+const Expr* maskedExp(Emitter& em, const Expr* scores, const Expr* max, const Expr* mask) {
+  const Expr* masked = em.constant(Scalar::F32, sema::kAttentionMasked);
+  const Expr* counted = em.binary(BinaryKind::Or, mask, em.binary(BinaryKind::Eq, max, masked));
+  const Expr* zero = em.constant(Scalar::F32, 0);
+  const Expr* e = em.unary(sema::UnaryKind::Exp, em.select(counted, em.binary(BinaryKind::Sub, scores, max), zero));
+  return em.select(counted, e, zero);
+}
+
 }  // namespace
 
 const Expr* writeAttention(Emitter& em, const Expr* q, const Expr* k, const Expr* v, const Expr* scale,
@@ -52,7 +65,7 @@ const Expr* writeAttention(Emitter& em, const Expr* q, const Expr* k, const Expr
   const Expr* scores = maskedScores(em, d, raw, scale, mask);
   const Expr* max = em.reduce(ReduceKind::Max, scores, d.axis, true);
   detached.insert(max->slot);
-  const Expr* e = em.unary(sema::UnaryKind::Exp, em.binary(BinaryKind::Sub, scores, max));
+  const Expr* e = maskedExp(em, scores, max, mask);
   const Expr* sum = em.reduce(ReduceKind::Sum, e, d.axis, true);
   const Expr* probs = em.binary(BinaryKind::Div, e, sum);
   record = {q, k, v, scale, mask, raw, probs, max, sum};
@@ -67,7 +80,7 @@ void attentionVjp(Emitter& em, const AttentionTape& a, bool fromRowStats, const 
   if (fromRowStats) {
     raw = rawScores(em, d, a.q, a.k);
     const Expr* scores = maskedScores(em, d, raw, a.scale, a.mask);
-    const Expr* e = em.unary(sema::UnaryKind::Exp, em.binary(BinaryKind::Sub, scores, a.max));
+    const Expr* e = maskedExp(em, scores, a.max, a.mask);
     probs = em.binary(BinaryKind::Div, e, a.sum);
   }
   const Expr* dO = em.reshape(em.cast(g, d.dt), d.with({d.G * d.Q, d.E}));
