@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The memory a gradient's tape takes: `linnet grad` of the card's
 # loss_packed (one 512-token batch, four prompts of 128) with each layer
-# recomputed from its saved input (the default), with the layer loop kept
-# and each layer's values stacked (LINNET_TAPE=saved) and with every value
-# kept (LINNET_TAPE=unrolled), against the forward pass alone (`linnet call`),
+# recomputed from its saved input (--tape recompute), with the layer loop
+# kept and each layer's values stacked (--tape saved, the default) and with
+# every value kept (--tape unrolled), against the forward pass alone (`linnet call`),
 # on compiled code. Activation memory is taken as a run's peak resident
 # memory less the forward pass's; prints both and their ratio.
 #
@@ -40,11 +40,11 @@ peak() {  # the command's peak resident memory in KB, after a run that compiles 
 }
 forward=$(peak "$linnet" call "$card" --random-weights "${sets[@]}" --entry loss_packed "${inputs[@]}" --backend cpu)
 recompute=$(peak "$linnet" grad "$card" --random-weights "${sets[@]}" --entry loss_packed "${inputs[@]}" \
-             -o g.safetensors --backend cpu)
-saved=$(LINNET_TAPE=saved peak "$linnet" grad "$card" --random-weights "${sets[@]}" --entry loss_packed "${inputs[@]}" \
-         -o g.safetensors --backend cpu)
-unrolled=$(LINNET_TAPE=unrolled peak "$linnet" grad "$card" --random-weights "${sets[@]}" --entry loss_packed \
-           "${inputs[@]}" -o g.safetensors --backend cpu)
+             -o g.safetensors --backend cpu --tape recompute)
+saved=$(peak "$linnet" grad "$card" --random-weights "${sets[@]}" --entry loss_packed "${inputs[@]}" \
+         -o g.safetensors --backend cpu --tape saved)
+unrolled=$(peak "$linnet" grad "$card" --random-weights "${sets[@]}" --entry loss_packed \
+           "${inputs[@]}" -o g.safetensors --backend cpu --tape unrolled)
 echo "Layers=$layers, 512 tokens: peak forward $((forward / 1024)) MB, gradient recomputing $((recompute / 1024)) MB," \
      "saved $((saved / 1024)) MB, unrolled $((unrolled / 1024)) MB"
 awk -v f="$forward" -v r="$recompute" -v s="$saved" -v u="$unrolled" 'BEGIN {

@@ -27,7 +27,7 @@ struct CacheSettings {
   bool progress = false;            // a line on stderr per entry compiled, with its time
   std::string numerics = "exact";   // linnetc --numerics
   std::string products = "own";     // linnetc --products (LINNET_PRODUCTS=library)
-  std::string tape = "recompute";   // linnetc --tape for gradients (LINNET_TAPE=unrolled)
+  std::string tape = "recompute";   // linnetc --tape for gradients (LoadOptions::tape)
 };
 
 // The params a gradient artifact differentiates, by path, in the model's

@@ -301,11 +301,7 @@ class CompiledBackend : public Backend {
     // instead of decode's warp kernels), to compare the two.
     if (const char* products = std::getenv("LINNET_PRODUCTS"); products && std::string_view(products) == "library")
       s.products = "library";
-    // A gradient's tape: every layer's values kept instead of each layer
-    // recomputed, to compare their memory and time (bench/train).
-    if (const char* tape = std::getenv("LINNET_TAPE"); tape && (std::string_view(tape) == "unrolled" ||
-                                                                std::string_view(tape) == "saved"))
-      s.tape = tape;
+    s.tape = options.tape;
     return s;
   }
 

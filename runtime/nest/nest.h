@@ -102,6 +102,10 @@ struct LoadOptions {
   // products, as llama.cpp does (error bound: linnet_fast_kernels.c). Part
   // of every compiled entry's cache key; the reference backend refuses it.
   std::string numerics = "exact";
+  // A compiled gradient's tape (docs/train.md, "The tape"): "saved" (each
+  // layer's values stacked in the forward loop), "recompute" (each layer
+  // recomputed from its input: the least memory) or "unrolled".
+  std::string tape = "saved";
   // A LoRA adapter folder (peft's layout, or `linnet finetune --lora`'s)
   // merged into the bound params (nest/adapter.h); empty: none.
   std::string adapter;

@@ -284,6 +284,16 @@ void addLoadOptions(CLI::App* cmd, linnet::nest::LoadOptions& load) {
   addBackendOption(cmd, load);
 }
 
+// --tape: what a compiled gradient keeps of its forward pass (docs/train.md).
+void addTapeOption(CLI::App* cmd, linnet::nest::LoadOptions& load) {
+  once(cmd->add_option("--tape", load.tape,
+                       "What a compiled gradient keeps: saved (each layer's values; the default, fastest), "
+                       "recompute (each layer's input, the layer recomputed: least memory) or unrolled (every "
+                       "layer copied)"))
+      ->check(CLI::IsMember({"saved", "recompute", "unrolled"}))
+      ->type_name("POLICY");
+}
+
 void addPackage(CLI::App* cmd, std::string& package) {
   cmd->add_option("PACKAGE", package, "A nest package (nest.toml, linnet.toml, bindings.json, src/)")
       ->required()
@@ -409,6 +419,7 @@ CLI::App* defineFinetune(CLI::App& app, linnet::tools::FinetuneArgs& f) {
               "params are trained as plain elements (a quantized checkpoint is dequantized); docs/train.md.\n");
   addPackage(cmd, f.package);
   addLoadOptions(cmd, f.load);
+  addTapeOption(cmd, f.load);
   addTokenizerOption(cmd, f.tokenizer);
   once(cmd->add_option("--data", f.data, "Training rows, one JSON object a line"))->type_name("FILE.jsonl");
   once(cmd->add_option("--valid", f.valid, "Validation rows: their mean loss at each report"))->type_name("FILE.jsonl");
@@ -463,6 +474,7 @@ Commands defineCommands(CLI::App& app, Args& a, linnet::bench::Options& bench) {
   addPackage(c.grad, a.package);
   addLoadOptions(c.grad, a.load);
   addEntryGroups(c.grad, a);
+  addTapeOption(c.grad, a.load);
   repeatable(c.grad->add_option("--wrt", a.wrt,
                                 "Only params whose path or checkpoint name matches (* and ?; repeatable)"))
       ->type_name("PATTERN");
