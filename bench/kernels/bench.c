@@ -344,9 +344,56 @@ static void bench_attention(void) {
   }
 }
 
+/* ---- a gradient's f32 products ------------------------------------------ */
+
+/* out [M, N] = x . W with x [M, K] in rows, or (x_km) a transposed view of
+ * x stored [K, M] (a gradient's dY^T X, attention's P^T dO), and W [N, K]
+ * read as rows or (kn) [K, N] as it lies: the best of `reps` calls. */
+static void train_row(const char* what, int x_km, int kn, int64_t m, int64_t n, int64_t k, int reps) {
+  float* x = alloc64((size_t)(m * k) * 4);
+  float* w = alloc64((size_t)(n * k) * 4);
+  float* o = alloc64((size_t)(m * n) * 4);
+  for (int64_t i = 0; i < m * k; ++i) x[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+  for (int64_t i = 0; i < n * k; ++i) w[i] = (float)((i * 40503u) % 1000) / 1000.0f - 0.5f;
+  linnet_memref2 xm = {x, x, 0, {m, k}, {x_km ? 1 : k, x_km ? m : 1}}, om = {o, o, 0, {m, n}, {n, 1}};
+  linnet_memref2 wm = kn ? (linnet_memref2){w, w, 0, {k, n}, {n, 1}} : (linnet_memref2){w, w, 0, {n, k}, {k, 1}};
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const double t = now();
+    if (kn)
+      _mlir_ciface_linnet_kernel_matmul_f32_kn(&xm, &wm, &om);
+    else
+      _mlir_ciface_linnet_kernel_matmul_f32(&xm, &wm, &om);
+    const double dt = now() - t;
+    if (dt < best) best = dt;
+  }
+  printf("%-28s %6lld %6lld %6lld %5s %3s | %9.1f %9.3f\n", what, (long long)m, (long long)n, (long long)k,
+         x_km ? "x_km" : "x", kn ? "kn" : "nk", 2.0 * m * n * k / best * 1e-9, best * 1e3);
+  free(x);
+  free(w);
+  free(o);
+}
+
+/* SmolLM2's products in a 512-token training step (docs/train.md). */
+static void bench_train(void) {
+  printf("%-28s %6s %6s %6s %5s %3s | %9s %9s\n", "product", "M", "N", "K", "x", "W", "GFLOP/s", "ms");
+  train_row("forward q, o", 0, 0, 512, 576, 576, 20);
+  train_row("forward gate, up", 0, 0, 512, 1536, 576, 20);
+  train_row("dX gate, up (dY W)", 0, 1, 512, 576, 1536, 20);
+  train_row("dW gate (dY^T X)", 1, 1, 1536, 576, 512, 10);
+  train_row("dW gate, x as rows", 0, 1, 1536, 576, 512, 10);
+  train_row("attention P V", 0, 1, 1536, 64, 512, 20);
+  train_row("attention dV (P^T dO)", 1, 1, 512, 64, 1536, 20);
+  train_row("attention dV, x as rows", 0, 1, 512, 64, 1536, 20);
+  train_row("head logits (chunk)", 0, 0, 128, 49152, 576, 3);
+  train_row("head dx (chunk)", 0, 1, 128, 576, 49152, 3);
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "threshold") == 0)
     bench_threshold();
+  else if (argc > 1 && strcmp(argv[1], "train") == 0)
+    bench_train();
   else if (argc > 1 && strcmp(argv[1], "attention") == 0)
     bench_attention();
   else

@@ -3,6 +3,7 @@
 #   bash bench/kernels/run.sh             the table: GFLOP/s, FMA peak and bandwidth ratios
 #   bash bench/kernels/run.sh threshold   decode vs prefill path for small M
 #   bash bench/kernels/run.sh attention   attention_f32: causal prefill and decode
+#   bash bench/kernels/run.sh train       a gradient's f32 products (transposed x, W as [K, N])
 #   bash bench/kernels/run.sh fast [m]    exact vs `fast` numerics (bench_fast.c)
 # Extra compiler flags via CFLAGS, e.g. CFLAGS=-DLINNET_KERNELS_DECODE_MAX_M=8.
 set -euo pipefail

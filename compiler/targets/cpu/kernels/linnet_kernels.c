@@ -26,6 +26,9 @@
 
 #include "linnet_kernels.h"
 #include "linnet_kernels_common.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -852,13 +855,14 @@ static void micro_tile_part(const float* pack, int64_t kl, const float* x, int64
                             int mr, int nr, int first) {
   micro_tile(pack, kl, x, ldx, 1, out, ldo, mr, nr, first);
 }
-static void micro_tile_full_km(const float* pack, int64_t kl, const float* x, int64_t ldx, float* out, int64_t ldo,
-                               int nr, int first) {
-  micro_tile(pack, kl, x, 1, ldx, out, ldo, MR, nr, first);
+/* x_km's tiles packed as [kk][MR]: MR floats a step, contiguous. */
+static void micro_tile_full_packed(const float* pack, int64_t kl, const float* x, float* out, int64_t ldo, int nr,
+                                   int first) {
+  micro_tile(pack, kl, x, 1, MR, out, ldo, MR, nr, first);
 }
-static void micro_tile_part_km(const float* pack, int64_t kl, const float* x, int64_t ldx, float* out, int64_t ldo,
-                               int mr, int nr, int first) {
-  micro_tile(pack, kl, x, 1, ldx, out, ldo, mr, nr, first);
+static void micro_tile_part_packed(const float* pack, int64_t kl, const float* x, float* out, int64_t ldo, int mr,
+                                   int nr, int first) {
+  micro_tile(pack, kl, x, 1, MR, out, ldo, mr, nr, first);
 }
 
 /* K in equal slices of at most KC, each a multiple of 256 (so of every
@@ -878,19 +882,63 @@ static void prefill_panel(const product* p, int64_t n0) {
     for (int64_t m0 = 0; m0 < p->m; m0 += MR) {
       float* out = p->out + m0 * p->ldo + n0;
       const int mr = (int)min64(MR, p->m - m0);
-      if (p->x_km) {
-        const float* x = p->x + k0 * p->ldx + m0;
-        if (mr == MR)
-          micro_tile_full_km(pack, kl, x, p->ldx, out, p->ldo, nr, k0 == 0);
-        else
-          micro_tile_part_km(pack, kl, x, p->ldx, out, p->ldo, mr, nr, k0 == 0);
-        continue;
-      }
       const float* x = p->x + m0 * p->ldx + k0;
       if (mr == MR)
         micro_tile_full(pack, kl, x, p->ldx, out, p->ldo, nr, k0 == 0);
       else
         micro_tile_part(pack, kl, x, p->ldx, out, p->ldo, mr, nr, k0 == 0);
+    }
+  }
+}
+
+/* x_km's K-slice [k0, k0 + kl) of row tiles [first, last) as
+ * xpack[tile][kk][MR], rows past M zero: each of x's rows read once, in
+ * order. Read from x in the product, a tile would take one cache line per
+ * kk at a stride of M floats (for M a power of two, lines that share two
+ * of L1's sets), and each line twice. */
+static void pack_x_tiles(const product* p, int64_t first, int64_t last, int64_t k0, int64_t kl, float* xpack) {
+  const int64_t full = min64(last, p->m / MR);
+  for (int64_t kk = 0; kk < kl; ++kk) {
+    const float* row = p->x + (k0 + kk) * p->ldx;
+    for (int64_t tile = first; tile < full; ++tile)
+      memcpy(xpack + (tile * kl + kk) * MR, row + tile * MR, MR * sizeof(float));
+    for (int64_t tile = full > first ? full : first; tile < last; ++tile)
+      for (int i = 0; i < MR; ++i) xpack[(tile * kl + kk) * MR + i] = tile * MR + i < p->m ? row[tile * MR + i] : 0.0f;
+  }
+}
+
+/* x_km: each thread takes a fixed share of x's row tiles and, per
+ * K-slice, packs them, then runs every panel against them (the same rows
+ * every slice, so out's K-slice sums stay in one thread, in order; a
+ * thread's packed tiles are its own, so no thread waits on another). */
+static void matmul_prefill_km(const product* p, float* xpack) {
+  const int64_t panels = (p->n + NR - 1) / NR, tiles = (p->m + MR - 1) / MR, kc = slice_length(p->k);
+#pragma omp parallel if (p->m * p->n * p->k >= PARALLEL_MIN_WORK)
+  {
+    int threads = 1, t = 0;
+#ifdef _OPENMP
+    threads = omp_get_num_threads();
+    t = omp_get_thread_num();
+#endif
+    const int64_t first = tiles * t / threads, last = tiles * (t + 1) / threads;
+    _Alignas(64) float pack[KC * NR];
+    for (int64_t k0 = 0; k0 < p->k; k0 += kc) {
+      const int64_t kl = min64(kc, p->k - k0);
+      pack_x_tiles(p, first, last, k0, kl, xpack);
+      for (int64_t panel = 0; panel < panels; ++panel) {
+        const int64_t n0 = panel * NR;
+        const int nr = (int)min64(NR, p->n - n0);
+        pack_panel(p, n0, nr, k0, kl, pack);
+        for (int64_t tile = first; tile < last; ++tile) {
+          const int64_t m0 = tile * MR;
+          const int mr = (int)min64(MR, p->m - m0);
+          float* out = p->out + m0 * p->ldo + n0;
+          if (mr == MR)
+            micro_tile_full_packed(pack, kl, xpack + tile * kl * MR, out, p->ldo, nr, k0 == 0);
+          else
+            micro_tile_part_packed(pack, kl, xpack + tile * kl * MR, out, p->ldo, mr, nr, k0 == 0);
+        }
+      }
     }
   }
 }
@@ -909,7 +957,9 @@ static void matmul(const product* p) {
       for (int64_t j = 0; j < p->n; ++j) p->out[i * p->ldo + j] = 0.0f;
     return;
   }
-  if (p->m <= LINNET_KERNELS_DECODE_MAX_M && !p->w_kn && !p->x_km)
+  if (p->x_km)
+    return; /* matmul_descriptors runs it with its scratch (matmul_prefill_km) */
+  if (p->m <= LINNET_KERNELS_DECODE_MAX_M && !p->w_kn)
     matmul_decode(p);
   else
     matmul_prefill(p);
@@ -940,10 +990,11 @@ static void matmul_descriptors(linnet_memref2* x, const uint8_t* w_base, int64_t
   if (x->strides[1] == 1 || k <= 1) {
     p.x = xb;
     p.ldx = x->strides[0];
-  } else if (x->strides[0] == 1 && format == LINNET_STORAGE_F32) {
+  } else if (x->strides[0] == 1 && format == LINNET_STORAGE_F32 &&
+             (xcopy = (float*)xmalloc((size_t)(((m + MR - 1) / MR * MR) * slice_length(k)) * sizeof(float)))) {
     p.x = xb;
     p.ldx = x->strides[1];
-    p.x_km = 1;
+    p.x_km = 1; /* xcopy is the packed tiles' scratch */
   } else {
     xcopy = (float*)xmalloc((size_t)(m * k) * sizeof(float));
     for (int64_t i = 0; xcopy && i < m; ++i)
@@ -971,7 +1022,10 @@ static void matmul_descriptors(linnet_memref2* x, const uint8_t* w_base, int64_t
     p.ldo = n;
   }
   if ((p.x == NULL) | (p.w == NULL) | (p.out == NULL)) goto done;
-  matmul(&p);
+  if (p.x_km)
+    matmul_prefill_km(&p, xcopy);
+  else
+    matmul(&p);
   if (ocopy)
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) ob[i * out->strides[0] + j * out->strides[1]] = ocopy[i * n + j];
