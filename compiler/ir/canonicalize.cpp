@@ -55,6 +55,41 @@ struct PermuteOfPermute : mlir::OpRewritePattern<PermuteOp> {
   }
 };
 
+// The transpose of a product, swapping its last two axes, is the product
+// the other way round: (a bᵀ)ᵀ = b aᵀ, (a b)ᵀ = bᵀ aᵀ. A gradient's
+// weight cotangent dW = (dYᵀ X)ᵀ so needs no transpose of its own (the
+// target reads bᵀ as it lies; each element's sum is the same).
+struct TransposedProduct : mlir::OpRewritePattern<PermuteOp> {
+  using OpRewritePattern::OpRewritePattern;
+  mlir::LogicalResult matchAndRewrite(PermuteOp op, mlir::PatternRewriter& rewriter) const override {
+    auto product = op.getX().getDefiningOp<MatmulOp>();
+    if (!product || !swapsLastTwo(op.getPerm()) || !product->hasOneUse() || product.getKeepColumns() ||
+        product.getSkipZeroTerms())
+      return mlir::failure();
+    auto a = mlir::cast<mlir::RankedTensorType>(product.getA().getType());
+    auto b = mlir::cast<mlir::RankedTensorType>(product.getB().getType());
+    if (a.getRank() < 2 || b.getRank() < 2) return mlir::failure();
+    mlir::Value first = product.getB(), second = product.getA();
+    if (!product.getTransposeB()) {
+      first = swapped(rewriter, op.getLoc(), product.getB());
+      second = swapped(rewriter, op.getLoc(), product.getA());
+    }
+    auto result = MatmulOp::create(rewriter, op.getLoc(), op.getType(), first, second, mlir::Value(),
+                                   product.getTransposeB(), false);
+    rewriter.replaceOp(op, result.getResult());
+    return mlir::success();
+  }
+
+  static mlir::Value swapped(mlir::PatternRewriter& rewriter, mlir::Location loc, mlir::Value x) {
+    auto type = mlir::cast<mlir::RankedTensorType>(x.getType());
+    llvm::SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+    std::swap(perm[perm.size() - 2], perm[perm.size() - 1]);
+    llvm::SmallVector<int64_t> shape(type.getShape());
+    std::swap(shape[shape.size() - 2], shape[shape.size() - 1]);
+    return PermuteOp::create(rewriter, loc, mlir::RankedTensorType::get(shape, type.getElementType()), x, perm);
+  }
+};
+
 }  // namespace
 
 void MatmulOp::getCanonicalizationPatterns(mlir::RewritePatternSet& results, mlir::MLIRContext* context) {
@@ -62,7 +97,7 @@ void MatmulOp::getCanonicalizationPatterns(mlir::RewritePatternSet& results, mli
 }
 
 void PermuteOp::getCanonicalizationPatterns(mlir::RewritePatternSet& results, mlir::MLIRContext* context) {
-  results.add<PermuteOfPermute>(context);
+  results.add<PermuteOfPermute, TransposedProduct>(context);
 }
 
 }  // namespace linnet::ir

@@ -64,3 +64,21 @@ func.func @permutes(%x: tensor<2x3x4xf32>) -> (tensor<4x2x3xf32>, tensor<2x3x4xf
   %c = linnet.permute %a {perm = array<i64: 1, 0, 2>} : tensor<3x2x4xf32> -> tensor<2x3x4xf32>
   return %b, %c : tensor<4x2x3xf32>, tensor<2x3x4xf32>
 }
+
+// The transpose of a product is the product the other way round: a weight's
+// cotangent (dYᵀ X)ᵀ = Xᵀ dY reads both as they lie (no permute of the
+// result), and (a bᵀ)ᵀ = b aᵀ keeps transpose_b.
+// CHECK-LABEL: func.func @transposed_products
+// CHECK: %[[XT:.*]] = linnet.permute %arg1 {perm = array<i64: 1, 0>} : tensor<12x16xf32> -> tensor<16x12xf32>
+// CHECK: %[[DW:.*]] = linnet.matmul %[[XT]], %arg0 : tensor<16x12xf32>, tensor<12x40xf32> -> tensor<16x40xf32>
+// CHECK: %[[BA:.*]] = linnet.matmul %arg2, %arg3 {transpose_b} : tensor<5x16xf32>, tensor<3x16xf32> -> tensor<5x3xf32>
+// CHECK: return %[[DW]], %[[BA]]
+func.func @transposed_products(%dy: tensor<12x40xf32>, %x: tensor<12x16xf32>, %b: tensor<5x16xf32>,
+                               %a: tensor<3x16xf32>) -> (tensor<16x40xf32>, tensor<5x3xf32>) {
+  %dyt = linnet.permute %dy {perm = array<i64: 1, 0>} : tensor<12x40xf32> -> tensor<40x12xf32>
+  %dwt = linnet.matmul %dyt, %x : tensor<40x12xf32>, tensor<12x16xf32> -> tensor<40x16xf32>
+  %dw = linnet.permute %dwt {perm = array<i64: 1, 0>} : tensor<40x16xf32> -> tensor<16x40xf32>
+  %ab = linnet.matmul %a, %b {transpose_b} : tensor<3x16xf32>, tensor<5x16xf32> -> tensor<3x5xf32>
+  %ba = linnet.permute %ab {perm = array<i64: 1, 0>} : tensor<3x5xf32> -> tensor<5x3xf32>
+  return %dw, %ba : tensor<16x40xf32>, tensor<5x3xf32>
+}
