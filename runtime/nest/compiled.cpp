@@ -301,7 +301,7 @@ class CompiledBackend : public Backend {
     // instead of decode's warp kernels), to compare the two.
     if (const char* products = std::getenv("LINNET_PRODUCTS"); products && std::string_view(products) == "library")
       s.products = "library";
-    s.tape = options.tape;
+    s.tape = !options.tape.empty() ? options.tape : driver.target == "cpu" ? "saved" : "recompute";
     return s;
   }
 

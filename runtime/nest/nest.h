@@ -104,8 +104,10 @@ struct LoadOptions {
   std::string numerics = "exact";
   // A compiled gradient's tape (docs/train.md, "The tape"): "saved" (each
   // layer's values stacked in the forward loop), "recompute" (each layer
-  // recomputed from its input: the least memory) or "unrolled".
-  std::string tape = "saved";
+  // recomputed from its input: the least memory) or "unrolled"; empty: saved
+  // on the cpu target, recompute on cuda (whose host code cannot yet index
+  // the saved stacks by the layer counter it keeps in device memory).
+  std::string tape;
   // A LoRA adapter folder (peft's layout, or `linnet finetune --lora`'s)
   // merged into the bound params (nest/adapter.h); empty: none.
   std::string adapter;

@@ -287,9 +287,9 @@ void addLoadOptions(CLI::App* cmd, linnet::nest::LoadOptions& load) {
 // --tape: what a compiled gradient keeps of its forward pass (docs/train.md).
 void addTapeOption(CLI::App* cmd, linnet::nest::LoadOptions& load) {
   once(cmd->add_option("--tape", load.tape,
-                       "What a compiled gradient keeps: saved (each layer's values; the default, fastest), "
-                       "recompute (each layer's input, the layer recomputed: least memory) or unrolled (every "
-                       "layer copied)"))
+                       "What a compiled gradient keeps: saved (each layer's values; the default on cpu, fastest), "
+                       "recompute (each layer's input, the layer recomputed: least memory; the default on cuda) or "
+                       "unrolled (every layer copied)"))
       ->check(CLI::IsMember({"saved", "recompute", "unrolled"}))
       ->type_name("POLICY");
 }
