@@ -68,7 +68,9 @@ struct TransposedProduct : mlir::OpRewritePattern<PermuteOp> {
       return mlir::failure();
     auto a = mlir::cast<mlir::RankedTensorType>(product.getA().getType());
     auto b = mlir::cast<mlir::RankedTensorType>(product.getB().getType());
-    if (a.getRank() < 2 || b.getRank() < 2) return mlir::failure();
+    // Operands of one rank only: bᵀ aᵀ with a stack against a matrix would
+    // be a broadcast product, which no target's GEMM takes.
+    if (a.getRank() < 2 || a.getRank() != b.getRank()) return mlir::failure();
     mlir::Value first = product.getB(), second = product.getA();
     if (!product.getTransposeB()) {
       first = swapped(rewriter, op.getLoc(), product.getB());

@@ -82,3 +82,15 @@ func.func @transposed_products(%dy: tensor<12x40xf32>, %x: tensor<12x16xf32>, %b
   %ba = linnet.permute %ab {perm = array<i64: 1, 0>} : tensor<3x5xf32> -> tensor<5x3xf32>
   return %dw, %ba : tensor<16x40xf32>, tensor<5x3xf32>
 }
+
+// A stack against a matrix stays as it is: the other way round would be a
+// broadcast product.
+// CHECK-LABEL: func.func @stack_product
+// CHECK: %[[P:.*]] = linnet.matmul %arg0, %arg1 {transpose_b}
+// CHECK: linnet.permute %[[P]] {perm = array<i64: 0, 2, 1>}
+func.func @stack_product(%x: tensor<2x3x16xf32>, %w: tensor<5x16xf32>) -> tensor<2x5x3xf32> {
+  %t = linnet.permute %w {perm = array<i64: 1, 0>} : tensor<5x16xf32> -> tensor<16x5xf32>
+  %y = linnet.matmul %x, %t : tensor<2x3x16xf32>, tensor<16x5xf32> -> tensor<2x3x5xf32>
+  %z = linnet.permute %y {perm = array<i64: 0, 2, 1>} : tensor<2x3x5xf32> -> tensor<2x5x3xf32>
+  return %z : tensor<2x5x3xf32>
+}
