@@ -393,7 +393,6 @@ typedef struct {
   float* out;
   int64_t ldo; /* floats */
   int w_kn;    /* f32 W given as [K, N] (row k at w + k * ldw): its rows are packed as they lie */
-  int x_km;    /* x given as [K, M] (x[i][kk] at x + kk * ldx + i): a transposed view read as it lies */
 } product;
 
 /* ---- decode path: a dequantized chunk of one W row against mr rows of x */
@@ -846,7 +845,7 @@ static ALWAYS_INLINE void micro_tile(const float* pack, int64_t kl, const float*
 #endif
 
 /* A full-height tile is the hot case; give it its own constant row count,
- * and each of x's layouts (rows, or x_km's columns) its constant stride. */
+ * and each of x's layouts (rows, or x_km's packed tiles) its constant stride. */
 static void micro_tile_full(const float* pack, int64_t kl, const float* x, int64_t ldx, float* out, int64_t ldo,
                             int nr, int first) {
   micro_tile(pack, kl, x, ldx, 1, out, ldo, MR, nr, first);
@@ -880,9 +879,9 @@ static void prefill_panel(const product* p, int64_t n0) {
     const int64_t kl = min64(kc, p->k - k0);
     pack_panel(p, n0, nr, k0, kl, pack);
     for (int64_t m0 = 0; m0 < p->m; m0 += MR) {
+      const float* x = p->x + m0 * p->ldx + k0;
       float* out = p->out + m0 * p->ldo + n0;
       const int mr = (int)min64(MR, p->m - m0);
-      const float* x = p->x + m0 * p->ldx + k0;
       if (mr == MR)
         micro_tile_full(pack, kl, x, p->ldx, out, p->ldo, nr, k0 == 0);
       else
@@ -907,7 +906,8 @@ static void pack_x_tiles(const product* p, int64_t first, int64_t last, int64_t 
   }
 }
 
-/* x_km: each thread takes a fixed share of x's row tiles and, per
+/* x given as [K, M] (x[i][kk] at x + kk * ldx + i: a transposed view), read
+ * as it lies (x_km): each thread takes a fixed share of x's row tiles and, per
  * K-slice, packs them, then runs every panel against them (the same rows
  * every slice, so out's K-slice sums stay in one thread, in order; a
  * thread's packed tiles are its own, so no thread waits on another). */
@@ -957,8 +957,6 @@ static void matmul(const product* p) {
       for (int64_t j = 0; j < p->n; ++j) p->out[i * p->ldo + j] = 0.0f;
     return;
   }
-  if (p->x_km)
-    return; /* matmul_descriptors runs it with its scratch (matmul_prefill_km) */
   if (p->m <= LINNET_KERNELS_DECODE_MAX_M && !p->w_kn)
     matmul_decode(p);
   else
@@ -981,7 +979,8 @@ static void matmul_descriptors(linnet_memref2* x, const uint8_t* w_base, int64_t
   if (m <= 0 || n <= 0) return;
   /* W's rows: N of K elements, or (w_kn, f32) K of N. */
   const int64_t rows = w_kn ? k : n, rb = w_kn ? n * 4 : linnet_storage_row_bytes(format, k);
-  product p = {format, m, n, k, NULL, 0, NULL, 0, NULL, 0, w_kn, 0};
+  product p = {format, m, n, k, NULL, 0, NULL, 0, NULL, 0, w_kn};
+  float* xpack = NULL; /* x_km: the packed row tiles of one K-slice */
   float* xcopy = NULL;
   uint8_t* wcopy = NULL;
   float* ocopy = NULL;
@@ -991,10 +990,9 @@ static void matmul_descriptors(linnet_memref2* x, const uint8_t* w_base, int64_t
     p.x = xb;
     p.ldx = x->strides[0];
   } else if (x->strides[0] == 1 && format == LINNET_STORAGE_F32 &&
-             (xcopy = (float*)xmalloc((size_t)(((m + MR - 1) / MR * MR) * slice_length(k)) * sizeof(float)))) {
+             (xpack = (float*)xmalloc((size_t)(((m + MR - 1) / MR * MR) * slice_length(k)) * sizeof(float)))) {
     p.x = xb;
     p.ldx = x->strides[1];
-    p.x_km = 1; /* xcopy is the packed tiles' scratch */
   } else {
     xcopy = (float*)xmalloc((size_t)(m * k) * sizeof(float));
     for (int64_t i = 0; xcopy && i < m; ++i)
@@ -1022,14 +1020,15 @@ static void matmul_descriptors(linnet_memref2* x, const uint8_t* w_base, int64_t
     p.ldo = n;
   }
   if ((p.x == NULL) | (p.w == NULL) | (p.out == NULL)) goto done;
-  if (p.x_km)
-    matmul_prefill_km(&p, xcopy);
+  if (xpack)
+    matmul_prefill_km(&p, xpack);
   else
     matmul(&p);
   if (ocopy)
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) ob[i * out->strides[0] + j * out->strides[1]] = ocopy[i * n + j];
 done:
+  free(xpack);
   free(xcopy);
   free(wcopy);
   free(ocopy);
