@@ -5,10 +5,6 @@
 
 namespace linnet::ir {
 
-namespace {
-
-// True when `perm` swaps the last two axes and keeps the others in place
-// (`[1, 0]`, or attention's `[0, 1, 3, 2]`).
 bool swapsLastTwo(llvm::ArrayRef<int64_t> perm) {
   size_t n = perm.size();
   if (n < 2 || perm[n - 2] != static_cast<int64_t>(n - 1) || perm[n - 1] != static_cast<int64_t>(n - 2))
@@ -17,6 +13,8 @@ bool swapsLastTwo(llvm::ArrayRef<int64_t> perm) {
     if (perm[i] != static_cast<int64_t>(i)) return false;
   return true;
 }
+
+namespace {
 
 // matmul(x, permute(w)) with that swap: read w's rows directly
 // (`transpose_b`) instead of forming its transpose on every call, as

@@ -13,3 +13,11 @@
 
 #define GET_OP_CLASSES
 #include "ir/LinnetOps.h.inc"
+
+namespace linnet::ir {
+
+// True when `perm` swaps the last two axes and keeps the others in place
+// (`[1, 0]`, or attention's `[0, 1, 3, 2]`): a matrix transpose.
+bool swapsLastTwo(llvm::ArrayRef<int64_t> perm);
+
+}  // namespace linnet::ir

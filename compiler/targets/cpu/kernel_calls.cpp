@@ -251,11 +251,8 @@ class KernelCalls {
     Value inner = collapse ? collapse.getSrc() : t;
     auto transpose = inner.getDefiningOp<linalg::TransposeOp>();
     if (!transpose) return {};
-    ArrayRef<int64_t> perm = transpose.getPermutation();
-    int64_t rank = static_cast<int64_t>(perm.size());
-    if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2) return {};
-    for (int64_t a = 0; a + 2 < rank; ++a)
-      if (perm[a] != a) return {};
+    if (!ir::swapsLastTwo(transpose.getPermutation())) return {};
+    int64_t rank = static_cast<int64_t>(transpose.getPermutation().size());
     Value source = transpose.getInput();
     if (!collapse) return source;
     // The same collapse of the source's axes: [B, K, M] or [K, M]. It is
