@@ -15,6 +15,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "targets/cpu/approximate_math.h"
+#include "targets/cpu/exp_underflow.h"
 #include "targets/cpu/kernel_calls.h"
 #include "targets/cpu/kernel_objects.h"
 #include "targets/cpu/parallel_loops.h"
@@ -59,6 +60,8 @@ void lowerLoopsToLLVM(mlir::ModuleOp module) {
   // Large outermost parallel loops run on threads (OpenMP); the rest, and
   // all of them in a build without libomp, become plain loops.
   keepLargeOuterParallelLoops(module, threaded() ? kMinParallelIterations : INT64_MAX);
+  // Before tanh becomes exp(2|x|) + ...: that exp never underflows.
+  guardExpUnderflow(module);
   approximateMath(module);
   {
     mlir::PassManager pm(ctx, mlir::ModuleOp::getOperationName());
