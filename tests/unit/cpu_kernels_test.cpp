@@ -367,6 +367,39 @@ TEST_CASE("an f32 product reads a transposed x as it lies", "[cpu_kernels]") {
       }
 }
 
+// An x past the caches (a training head's dx = g E, x [C, Vocab]) is read
+// slice by slice, every panel against a copy of the slice (linnet_kernels.c:
+// matmul_prefill_by_slices): each output gets its K-slices in the same
+// order, so its rows have the bits of a smaller product, which goes panel
+// by panel.
+TEST_CASE("an f32 product with x past the caches goes slice by slice, same bits", "[cpu_kernels]") {
+  std::mt19937 rng(10);
+  const Format& f = kFormats[0];
+  const int64_t m = 24, few = 16, n = 40, k = 90001;  // x 8.6 MB, past the 8 MB bound; its first 16 rows within
+  for (const Kernels& ks : allKernels())
+    for (bool kn : {false, true}) {
+      INFO(ks.name << " kn=" << kn);
+      Matrix x = makeMatrix(m, k), firstRows = makeMatrix(few, k);
+      fillRandom(x, rng);
+      for (int64_t i = 0; i < few; ++i)
+        for (int64_t j = 0; j < k; ++j) firstRows.at(i, j) = x.at(i, j);
+      Matrix wmat = kn ? makeMatrix(k, n) : makeMatrix(n, k);
+      fillRandom(wmat, rng);
+      Weights w = randomWeights(f, n, k, rng);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < k; ++j)
+          std::memcpy(const_cast<uint8_t*>(w.row(i)) + 4 * j, kn ? &wmat.at(j, i) : &wmat.at(i, j), 4);
+      Matrix out = makeMatrix(m, n), want = makeMatrix(few, n);
+      linnet_memref2 xm = x.memref(), fm = firstRows.memref(), wm = wmat.memref(), om = out.memref(),
+                     wantm = want.memref();
+      (kn ? ks.matmulF32Kn : ks.matmulF32)(&xm, &wm, &om);
+      (kn ? ks.matmulF32Kn : ks.matmulF32)(&fm, &wm, &wantm);
+      checkProduct(f, x, w, out);
+      for (int64_t i = 0; i < few; ++i)
+        for (int64_t j = 0; j < n; ++j) REQUIRE(sameBits(out.at(i, j), want.at(i, j)));
+    }
+}
+
 TEST_CASE("empty products", "[cpu_kernels]") {
   for (const Kernels& ks : allKernels()) {
     INFO(ks.name);

@@ -721,10 +721,10 @@ static void matmul_decode(const product* p) {
 #ifdef __AVX512F__
 
 /* pack[c * NR + 0..15] = column c of the 16 x 16 tile rows[0..15][k0 + c]. */
-static ALWAYS_INLINE void transpose16(const float (*rows)[KC], int64_t k0, float* pack) {
+static ALWAYS_INLINE void transpose16(const float* const* rows, int64_t k0, float* pack) {
   __m512 t[16], u[16];
   for (int i = 0; i < 8; ++i) {
-    const __m512 a = _mm512_load_ps(rows[2 * i] + k0), b = _mm512_load_ps(rows[2 * i + 1] + k0);
+    const __m512 a = _mm512_loadu_ps(rows[2 * i] + k0), b = _mm512_loadu_ps(rows[2 * i + 1] + k0);
     t[2 * i] = _mm512_unpacklo_ps(a, b);
     t[2 * i + 1] = _mm512_unpackhi_ps(a, b);
   }
@@ -787,14 +787,25 @@ static void pack_panel(const product* p, int64_t n0, int nr, int64_t k0, int64_t
       for (int64_t kk = 0; kk < kl; ++kk) memset(pack + kk * NR + g, 0, 16 * sizeof(float));
       continue;
     }
-    for (int j = 0; j < here; ++j) dequantize(p->format, p->w + (n0 + g + j) * p->ldw + k0 / be * bb, kl, rows[j]);
-    for (int j = here; j < 16; ++j) memset(rows[j], 0, (size_t)kl * sizeof(float));
+    /* f32 rows are read where they lie; other formats dequantized first
+     * (a copy of f32 rows was a sixth of a LoRA step's product time). */
+    const float* from[16];
+    for (int j = 0; j < 16; ++j) {
+      from[j] = rows[j];
+      if (j >= here) {
+        memset(rows[j], 0, (size_t)kl * sizeof(float));
+        continue;
+      }
+      const uint8_t* src = p->w + (n0 + g + j) * p->ldw + k0 / be * bb;
+      if (p->format == LINNET_STORAGE_F32) from[j] = (const float*)src;
+      else dequantize(p->format, src, kl, rows[j]);
+    }
     int64_t kk = 0;
 #ifdef __AVX512F__
-    for (; kk + 16 <= kl; kk += 16) transpose16((const float (*)[KC])rows, kk, pack + kk * NR + g);
+    for (; kk + 16 <= kl; kk += 16) transpose16(from, kk, pack + kk * NR + g);
 #endif
     for (; kk < kl; ++kk)
-      for (int j = 0; j < 16; ++j) pack[kk * NR + g + j] = rows[j][kk];
+      for (int j = 0; j < 16; ++j) pack[kk * NR + g + j] = from[j][kk];
   }
 }
 
@@ -871,22 +882,63 @@ static int64_t slice_length(int64_t k) {
   return min64(KC, ((k + slices - 1) / slices + 255) / 256 * 256);
 }
 
+/* out[:, n0 .. n0+NR) (+)= x times W's panel at n0 over the K-slice [k0,
+ * k0+kl), x[i][kk] at x + i * ldx + kk (the slice's first column): the
+ * first slice stores, later ones add, in order. */
+static void panel_slice(const product* p, const float* x, int64_t ldx, int64_t n0, int64_t k0, int64_t kl,
+                        float* pack) {
+  const int nr = (int)min64(NR, p->n - n0);
+  pack_panel(p, n0, nr, k0, kl, pack);
+  for (int64_t m0 = 0; m0 < p->m; m0 += MR) {
+    float* out = p->out + m0 * p->ldo + n0;
+    const int mr = (int)min64(MR, p->m - m0);
+    if (mr == MR)
+      micro_tile_full(pack, kl, x + m0 * ldx, ldx, out, p->ldo, nr, k0 == 0);
+    else
+      micro_tile_part(pack, kl, x + m0 * ldx, ldx, out, p->ldo, mr, nr, k0 == 0);
+  }
+}
+
 static void prefill_panel(const product* p, int64_t n0) {
   _Alignas(64) float pack[KC * NR];
-  const int nr = (int)min64(NR, p->n - n0);
   const int64_t kc = slice_length(p->k);
-  for (int64_t k0 = 0; k0 < p->k; k0 += kc) {
-    const int64_t kl = min64(kc, p->k - k0);
-    pack_panel(p, n0, nr, k0, kl, pack);
-    for (int64_t m0 = 0; m0 < p->m; m0 += MR) {
-      const float* x = p->x + m0 * p->ldx + k0;
-      float* out = p->out + m0 * p->ldo + n0;
-      const int mr = (int)min64(MR, p->m - m0);
-      if (mr == MR)
-        micro_tile_full(pack, kl, x, p->ldx, out, p->ldo, nr, k0 == 0);
-      else
-        micro_tile_part(pack, kl, x, p->ldx, out, p->ldo, mr, nr, k0 == 0);
+  for (int64_t k0 = 0; k0 < p->k; k0 += kc) panel_slice(p, p->x + k0, p->ldx, n0, k0, min64(kc, p->k - k0), pack);
+}
+
+/* Panel by panel, x is read once a panel: from the caches while it fits,
+ * from memory past them (a training head's dx = g E, x [C, Vocab] of 25
+ * MB, read 18 times over: 137 GFLOP/s where the layers' products run at
+ * 250; a 3 MB x runs as fast panel by panel as any other way, measured
+ * with bench/kernels `train`). Past that size (and while a thread's share
+ * of out stays in L2)
+ * each thread takes a fixed run of panels and goes slice by slice, every
+ * panel against a copy of x's slice with rows kl + 16 floats apart: x's
+ * own rows may be a power-of-two multiple apart (Vocab = 49152 floats is 3
+ * x 2^16 bytes), so that all of them share a few cache sets. Each out
+ * element gets its slices in the same order either way: the same bits. */
+#define PREFILL_X_CACHED_BYTES (8 << 20)
+#define PREFILL_OUT_IN_L2_BYTES (1 << 20)
+
+static void matmul_prefill_by_slices(const product* p) {
+  const int64_t panels = (p->n + NR - 1) / NR, kc = slice_length(p->k), ldc = kc + 16;
+#pragma omp parallel
+  {
+    int threads = 1, t = 0;
+#ifdef _OPENMP
+    threads = omp_get_num_threads();
+    t = omp_get_thread_num();
+#endif
+    _Alignas(64) float pack[KC * NR];
+    float* copy = (float*)malloc((size_t)(p->m * ldc) * sizeof(float)); /* NULL: x read where it lies */
+    const int64_t first = panels * t / threads, last = panels * (t + 1) / threads;
+    for (int64_t k0 = 0; k0 < p->k; k0 += kc) {
+      const int64_t kl = min64(kc, p->k - k0);
+      if (copy && first < last)
+        for (int64_t i = 0; i < p->m; ++i) memcpy(copy + i * ldc, p->x + i * p->ldx + k0, (size_t)kl * sizeof(float));
+      for (int64_t panel = first; panel < last; ++panel)
+        panel_slice(p, copy ? copy : p->x + k0, copy ? ldc : p->ldx, panel * NR, k0, kl, pack);
     }
+    free(copy);
   }
 }
 
@@ -946,7 +998,16 @@ static void matmul_prefill_km(const product* p, float* xpack) {
 static void matmul_prefill(const product* p) {
   const product q = *p;
   const int64_t panels = (q.n + NR - 1) / NR;
-#pragma omp parallel for schedule(static) if (q.m * q.n * q.k >= PARALLEL_MIN_WORK)
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_get_max_threads();
+#endif
+  const int big = q.m * q.n * q.k >= PARALLEL_MIN_WORK;
+  if (big && q.m * q.k * 4 > PREFILL_X_CACHED_BYTES && q.m * q.n * 4 / threads <= PREFILL_OUT_IN_L2_BYTES) {
+    matmul_prefill_by_slices(p);
+    return;
+  }
+#pragma omp parallel for schedule(static) if (big)
   for (int64_t t = 0; t < panels; ++t) prefill_panel(&q, t * NR);
 }
 
