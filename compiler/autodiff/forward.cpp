@@ -35,7 +35,8 @@ struct Frame {
 
 class Copier {
  public:
-  Copier(const elab::Program& program, Emitter& em, Policy policy) : program_(program), em_(em), policy_(policy) {
+  Copier(const elab::Program& program, Emitter& em, Policy policy, const ActiveSoFar& active)
+      : program_(program), em_(em), policy_(policy), active_(active) {
     refer(program.root(), nullptr);
   }
 
@@ -54,6 +55,7 @@ class Copier {
   const elab::Program& program_;
   Emitter& em_;
   Policy policy_;
+  const ActiveSoFar& active_;
   std::map<const Instance*, const Expr*> refs_;  // each instance as an expression from the root
   std::map<const void*, const Expr*> arrayRefs_;  // each array, by its elements' vector
   // While copying a Scan's layer: element 0's instances as expressions
@@ -245,7 +247,8 @@ class Copier {
     if (inLayer_) fail(call.range, "the output head's log-probabilities inside a layer loop", true);
     em_.at = call.range;
     TokenLogProbsTape record;
-    const Expr* out = writeTokenLogProbs(em_, args.at(0).t, args.at(1).t, args.at(2).t, record);
+    const bool weightActive = active_(tape, args.at(1).t);
+    const Expr* out = writeTokenLogProbs(em_, args.at(0).t, args.at(1).t, args.at(2).t, weightActive, record);
     tape.tokenLogProbs[out->slot] = record;
     return Val::tensor(out);
   }
@@ -321,8 +324,8 @@ std::string elementPath(const std::string& stacked, int64_t k) {
 }
 
 Tape copyForward(const elab::Program& program, const elab::FnInstance& entry, Emitter& em,
-                 const std::vector<elab::SlotId>& inputs, Policy policy) {
-  Copier copier(program, em, policy);
+                 const std::vector<elab::SlotId>& inputs, Policy policy, const ActiveSoFar& active) {
+  Copier copier(program, em, policy, active);
   std::vector<Val> args;
   for (elab::SlotId s : inputs) {
     Expr* local = em.raw(ExprKind::Local, em.fn().slots[static_cast<size_t>(s)].type);

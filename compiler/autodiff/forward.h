@@ -71,11 +71,16 @@ struct Tape {
   const Expr* result = nullptr;  // the entry's value, a Local or a Constant
 };
 
+// Whether a value written so far (with the tape so far) depends on a
+// differentiated param: the output head asks it of its weight, to leave
+// the reverse half less to do where the weight takes no cotangent.
+using ActiveSoFar = std::function<bool(const Tape&, const Expr*)>;
+
 // Copies `entry`'s body into `em`'s function, whose first slots are
 // `entry`'s parameters. Throws elab::Error naming the place of what cannot
 // be differentiated: a state write, a `while` loop.
 Tape copyForward(const elab::Program& program, const elab::FnInstance& entry, Emitter& em,
-                 const std::vector<elab::SlotId>& inputs, Policy policy);
+                 const std::vector<elab::SlotId>& inputs, Policy policy, const ActiveSoFar& active);
 
 // A stacked path (`layers.*.x`) for element k (`layers.k.x`).
 std::string elementPath(const std::string& stacked, int64_t k);

@@ -490,7 +490,14 @@ Gradient derive(elab::Program& program, const elab::EntryInstance& entry,
   em.at = source.decl->range;
   for (SlotId p : source.params) fn->params.push_back(em.newSlot(source.slots[static_cast<size_t>(p)].name,
                                                                  source.slots[static_cast<size_t>(p)].type));
-  Tape tape = copyForward(program, source, em, fn->params, policy);
+  std::vector<SlotId> activeInputs;
+  for (size_t k = 0; inputs && k < source.params.size(); ++k)
+    if (sema::isFloat(fn->slots[static_cast<size_t>(fn->params[k])].type.tensor.dtype))
+      activeInputs.push_back(fn->params[k]);
+  const ActiveSoFar activeSoFar = [&](const Tape& t, const Expr* e) {
+    return e->kind == ExprKind::Local && Activity(*fn, t, wrt, activeInputs).active[static_cast<size_t>(e->slot)];
+  };
+  Tape tape = copyForward(program, source, em, fn->params, policy, activeSoFar);
   requireFloat(program, source, tape.result);
   const elab::TensorType& valueType = Emitter::typeOf(tape.result);
   const Expr* seed = em.broadcast(em.constant(valueType.dtype, 1), valueType.shape);
@@ -506,10 +513,6 @@ Gradient derive(elab::Program& program, const elab::EntryInstance& entry,
   out.lowRank = lowRank;
   Factors factors;
   if (lowRank > 0) factors = addFactors(program, entry, *fn, em, wrt, lowRank, out.factors);
-  std::vector<SlotId> activeInputs;
-  for (size_t k = 0; inputs && k < source.params.size(); ++k)
-    if (sema::isFloat(fn->slots[static_cast<size_t>(fn->params[k])].type.tensor.dtype))
-      activeInputs.push_back(fn->params[k]);
   Reverse reverse(program, em, tape, Activity(*fn, tape, wrt, activeInputs).active, wrt, policy, factors);
   std::map<std::string, const Expr*> grads = reverse.run(seed);
 

@@ -57,12 +57,20 @@ const Expr* logProbsOf(Emitter& em, const Rows& r) {
   return em.binary(BinaryKind::Sub, own, em.reshape(r.norm, {Emitter::typeOf(own).shape[0]}));
 }
 
-// The logits' cotangent g (onehot(target) - softmax), in the product's dtype.
+// The logits' cotangent g (onehot(target) - softmax), in the product's
+// dtype; a null g is ones.
 const Expr* logitsCotangent(Emitter& em, const Rows& r, const Expr* gc, Scalar dtype) {
   const Expr* probs = em.unary(UnaryKind::Exp, em.binary(BinaryKind::Sub, r.logits, r.norm));
   const Expr* d = em.binary(BinaryKind::Sub, em.cast(r.hit, Scalar::F32), probs);
-  d = em.binary(BinaryKind::Mul, d, em.reshape(gc, {Emitter::typeOf(gc).shape[0], 1}));
+  if (gc) d = em.binary(BinaryKind::Mul, d, em.reshape(gc, {Emitter::typeOf(gc).shape[0], 1}));
   return em.cast(d, dtype);
+}
+
+// A chunk's log-probabilities [C], and its unit dx [C, H] where `unit`.
+std::pair<const Expr*, const Expr*> forwardRows(Emitter& em, const Split& s, const Expr* xc, const Expr* weight,
+                                                const Expr* tc, bool unit) {
+  const Rows r = rowsOf(em, xc, weight, tc);
+  return {logProbsOf(em, r), unit ? em.matmul(logitsCotangent(em, r, nullptr, s.dtype), weight) : nullptr};
 }
 
 }  // namespace
@@ -80,18 +88,26 @@ int64_t tokenChunkRows(int64_t P, int64_t V) {
 }
 
 const Expr* writeTokenLogProbs(Emitter& em, const Expr* x, const Expr* weight, const Expr* targets,
-                               TokenLogProbsTape& record) {
+                               bool weightActive, TokenLogProbsTape& record) {
   const Split s(x, weight);
+  const bool unit = !weightActive;
   const Expr* xs = s.chunks(em, x);
   const Expr* ts = s.chunks(em, targets);
-  elab::SlotId out = em.let(em.zeros(Scalar::F32, {s.n, s.C}), "token_log_probs");
-  em.countedLoop(s.n, {out}, [&](const Expr* i) {
-    const Expr* chunk = logProbsOf(em, rowsOf(em, em.sliceAt(xs, i), weight, em.sliceAt(ts, i)));
-    em.assign(out, em.writeAt(em.local(out), em.reshape(chunk, {1, s.C}), i));
+  std::vector<elab::SlotId> vars = {em.let(em.zeros(Scalar::F32, {s.n, s.C}), "token_log_probs")};
+  if (unit) vars.push_back(em.let(em.zeros(s.dtype, {s.n, s.C, s.H}), "head_unit_dx"));
+  em.countedLoop(s.n, vars, [&](const Expr* i) {
+    auto [chunk, dx] = forwardRows(em, s, em.sliceAt(xs, i), weight, em.sliceAt(ts, i), unit);
+    em.assign(vars[0], em.writeAt(em.local(vars[0]), em.reshape(chunk, {1, s.C}), i));
+    if (unit) em.assign(vars[1], em.writeAt(em.local(vars[1]), em.reshape(dx, {1, s.C, s.H}), i));
   });
-  std::vector<const Expr*> parts = {em.reshape(em.local(out), {s.n * s.C})};
-  if (s.tail) parts.push_back(logProbsOf(em, rowsOf(em, s.tailRows(em, x), weight, s.tailRows(em, targets))));
-  record = {x, weight, targets};
+  std::vector<const Expr*> parts = {em.reshape(em.local(vars[0]), {s.n * s.C})}, dxParts;
+  if (unit) dxParts.push_back(em.reshape(em.local(vars[1]), {s.n * s.C, s.H}));
+  if (s.tail) {
+    auto [chunk, dx] = forwardRows(em, s, s.tailRows(em, x), weight, s.tailRows(em, targets), unit);
+    parts.push_back(chunk);
+    if (unit) dxParts.push_back(dx);
+  }
+  record = {x, weight, targets, unit ? em.concat(dxParts, 0) : nullptr};
   return em.concat(parts, 0);
 }
 
@@ -99,6 +115,10 @@ void tokenLogProbsVjp(Emitter& em, const TokenLogProbsTape& a, const Expr* g, co
   const bool needX = out.needs(0), needW = out.needs(1);
   if (!needX && !needW) return;
   const Split s(a.x, a.weight);
+  if (a.unitDx && !needW) {
+    out.give(0, em.binary(BinaryKind::Mul, em.reshape(em.cast(g, s.dtype), {s.P, 1}), a.unitDx));
+    return;
+  }
   const Expr* gf = em.cast(g, Scalar::F32);
   // One chunk's (or the tail's) rows' cotangent, and its term of the
   // weight's (f32); each null where not needed.

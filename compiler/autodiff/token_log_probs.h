@@ -18,6 +18,12 @@ namespace linnet::autodiff {
 
 struct TokenLogProbsTape {
   const Expr *x = nullptr, *weight = nullptr, *targets = nullptr;  // [P, H], [V, H], [P]
+  // Where the weight takes no cotangent (LoRA, or a frozen head): x's
+  // cotangent for a g of ones, (onehot(target) - softmax) weight [P, H] in
+  // x's dtype, formed in the forward's chunks while their logits are at
+  // hand; x's cotangent for any g is g times it, row by row, so the
+  // reverse half computes no logits. Null otherwise.
+  const Expr* unitDx = nullptr;
 };
 
 // Whether a call of `callee` is taken this way: the standard library's
@@ -27,9 +33,10 @@ bool isTokenLogProbs(const elab::FnInstance& callee);
 // The rows of a chunk for P positions over a vocabulary of V.
 int64_t tokenChunkRows(int64_t P, int64_t V);
 
-// Emits the log-probabilities [P] (f32) by chunks; fills `record`.
+// Emits the log-probabilities [P] (f32) by chunks, and the unit dx where
+// the weight is not `weightActive`; fills `record`.
 const Expr* writeTokenLogProbs(Emitter& em, const Expr* x, const Expr* weight, const Expr* targets,
-                               TokenLogProbsTape& record);
+                               bool weightActive, TokenLogProbsTape& record);
 
 // The cotangents of x (0) and the weight (1) from `g` [P], the
 // log-probabilities'.
