@@ -12,14 +12,18 @@ SmolLM2-135M from its GGUF dequantized to f32 (`linnet export hf --set
 T=f32`, the folder both load). Full and LoRA (r 8 on all seven
 projections), on a synthetic text set; prints tokens per second of training
 steps, each side's peak memory, and the ratio Linnet / torch. Linnet's
-entries are compiled by a one-step run first, so its rate is the steps'
-(its own report, over the whole run); torch's is after one untimed step, in
-a process of its own so that its peak is its own.
+entries are compiled by a one-step run first; then each side runs one
+untimed step and --steps timed ones, Linnet's from its own report (the
+difference of two lines' totals), torch's in a process of its own so that
+its peak is its own. The two alternate for --rounds rounds, each round's
+ratio of runs side by side, and the median and range of the ratios close
+the table: this machine's speed drifts by tens of percent within minutes.
 """
 import argparse
 import os
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,7 +48,8 @@ def rows(path, count=64):
 
 
 def linnet_speed(args, model, data, kind, out, steps):
-    command = [args.linnet, "finetune", *model, "--data", data, f"--{kind}", "--steps", str(steps),
+    """Tokens/s of steps 2 .. steps+1 (step 1 untimed, as torch's is) and the peak memory in MB."""
+    command = [args.linnet, "finetune", *model, "--data", data, f"--{kind}", "--steps", str(steps + 1),
                "--batch-tokens", str(args.batch_tokens), "--report-every", "1", "--lr", "1e-4",
                "--backend", args.backend, "-o", out]
     if kind == "lora":
@@ -52,9 +57,13 @@ def linnet_speed(args, model, data, kind, out, steps):
     run = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": str(args.threads)})
     if run.returncode != 0:
         sys.exit(run.stderr)
-    # The last line's tokens/s covers the whole run.
-    last = re.findall(r"^step (\d+):.* ([0-9.]+) tokens/s, peak memory (\d+) MB", run.stdout, re.M)[-1]
-    return float(last[1]), int(last[2])
+    # Each line's tokens/s covers steps 1 .. its own: the seconds of the
+    # later steps are the difference of two lines' totals.
+    lines = re.findall(r"^step (\d+):.* ([0-9.]+) tokens/s, peak memory (\d+) MB", run.stdout, re.M)
+    if steps == 0:
+        return None, int(lines[-1][2])
+    seconds = [int(step) * args.batch_tokens / float(rate) for step, rate, _ in lines]
+    return steps * args.batch_tokens / (seconds[-1] - seconds[0]), int(lines[-1][2])
 
 
 def torch_child(folder, kind, threads, steps, batch_tokens, vocab):
@@ -104,6 +113,9 @@ def main():
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--batch-tokens", type=int, default=128)
     p.add_argument("--kind", choices=("full", "lora"), action="append", help="only these (default: both)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="Linnet then torch, this many times over: this machine's speed drifts by tens of percent "
+                        "within minutes, so each round's ratio is of runs side by side")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "train.jsonl")
@@ -125,11 +137,16 @@ def main():
         print(f"model: {what}; {args.batch_tokens} tokens a step, {args.threads} threads, backend {args.backend}")
         for kind in args.kind or ("full", "lora"):
             out = os.path.join(tmp, f"out-{kind}" + (".safetensors" if kind == "full" else ""))
-            linnet_speed(args, model, data, kind, out, 1)  # compiles the gradient
-            ours, peak = linnet_speed(args, model, data, kind, out, args.steps)
-            theirs, theirs_peak = torch_speed(args, folder, kind, vocab)
-            print(f"{kind:5s} linnet {ours:9.1f} tokens/s (peak {peak} MB)   "
-                  f"torch {theirs:9.1f} tokens/s (peak {theirs_peak} MB)   ratio {ours / theirs:.3f}")
+            linnet_speed(args, model, data, kind, out, 0)  # compiles the gradient (one step)
+            ratios = []
+            for round in range(1, args.rounds + 1):
+                ours, peak = linnet_speed(args, model, data, kind, out, args.steps)
+                theirs, theirs_peak = torch_speed(args, folder, kind, vocab)
+                ratios.append(ours / theirs)
+                print(f"{kind:5s} round {round}: linnet {ours:7.1f} tokens/s (peak {peak} MB)   "
+                      f"torch {theirs:7.1f} tokens/s (peak {theirs_peak} MB)   ratio {ours / theirs:.3f}", flush=True)
+            print(f"{kind:5s} ratio median {statistics.median(ratios):.3f} (range {min(ratios):.3f} .. {max(ratios):.3f} "
+                  f"over {len(ratios)} rounds)", flush=True)
 
 
 if __name__ == "__main__":
