@@ -52,6 +52,9 @@ class Device {
   // How many threads the code this device loads may use; 0, the default:
   // all cores. A device that runs code elsewhere ignores it.
   virtual void setThreads(int threads) { (void)threads; }
+  // Whether a buffer's address() is host memory the runtime may read and
+  // write directly (the host device), not only through write() and read().
+  virtual bool hostAddressable() const { return false; }
   // The device memory's bandwidth as a device-to-device copy of `bytes`
   // measures it, now: bytes read plus bytes written per second, the best of
   // `reps` copies. nullopt for a device whose memory is the host's (the

@@ -36,6 +36,11 @@ class Backend {
     (void)path, (void)value;
     throw Error("training runs on the reference backend only so far: pass --backend reference");
   }
+  // As Model::hostParam: empty where params are not in host memory.
+  virtual std::span<std::byte> hostParam(const std::string& path) {
+    (void)path;
+    return {};
+  }
   // The root block's entries, in declaration order.
   virtual std::vector<std::string> entries() const = 0;
   // An entry's parameter names; nullptr when there is no such entry.

@@ -188,19 +188,15 @@ class CompiledBackend : public Backend {
     if (value.shape != at.info->shape || value.dtype != at.info->dtype)
       throw Error(fmt::format("param `{}` is {}, but the new values are {}", path,
                               artifact::describe(at.info->dtype, at.info->shape), value.describe()));
-    DeviceParam& held = deviceParams_.at(at.spec->name);
-    if (!held.owned) {
-      std::vector<std::byte> bytes(held.buffer->size());
-      device_->read(*held.buffer, bytes);
-      device::BufferPtr copy = device_->allocate(bytes.size());
-      device_->write(*copy, 0, bytes);
-      for (auto& [dir, art] : loaded_)
-        for (device::BufferPtr& b : art->params)
-          if (b == held.buffer) b = copy;
-      held.buffer = copy;
-      held.owned = true;
-    }
-    device_->write(*held.buffer, at.offset, value.bytes());
+    device_->write(owned(at), at.offset, value.bytes());
+  }
+
+  std::span<std::byte> hostParam(const std::string& path) override {
+    if (!device_->hostAddressable()) return {};
+    Located at = locate(path);
+    if (at.info->storage) return {};  // rows in a storage format, not elements of its dtype
+    device::Buffer& buffer = owned(at);
+    return {static_cast<std::byte*>(buffer.address()) + at.offset, static_cast<size_t>(at.info->heldBytes())};
   }
 
   std::vector<std::string> entries() const override {
@@ -472,6 +468,24 @@ class CompiledBackend : public Backend {
     device::BufferPtr buffer;
     size_t offset = 0;
   };
+  // The buffer `at` lies in, made ours first where it was imported (it
+  // may be the checkpoint's read-only mapping): written in place after.
+  device::Buffer& owned(const Located& at) {
+    DeviceParam& held = deviceParams_.at(at.spec->name);
+    if (!held.owned) {
+      std::vector<std::byte> bytes(held.buffer->size());
+      device_->read(*held.buffer, bytes);
+      device::BufferPtr copy = device_->allocate(bytes.size());
+      device_->write(*copy, 0, bytes);
+      for (auto& [dir, art] : loaded_)
+        for (device::BufferPtr& b : art->params)
+          if (b == held.buffer) b = copy;
+      held.buffer = copy;
+      held.owned = true;
+    }
+    return *held.buffer;
+  }
+
   Located locate(const std::string& path) {
     if (compileOnly_) throw Error("the model was loaded to compile only: it holds no params");
     Located at;

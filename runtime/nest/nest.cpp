@@ -78,6 +78,7 @@ Gradient Model::gradient(const std::string& entry, const std::vector<Tensor>& ar
 
 Tensor Model::param(const std::string& path) { return impl_->backend->param(path); }
 void Model::setParam(const std::string& path, const Tensor& value) { impl_->backend->setParam(path, value); }
+std::span<std::byte> Model::hostParam(const std::string& path) { return impl_->backend->hostParam(path); }
 
 std::vector<std::string> Model::entries() const { return impl_->backend->entries(); }
 

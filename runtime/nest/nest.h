@@ -172,6 +172,11 @@ class Model {
   // The reference backend only so far; others throw Error saying so.
   Tensor param(const std::string& path);
   void setParam(const std::string& path, const Tensor& value);
+  // A param's bytes where the model's entries read them, to be written in
+  // place (a training step's new values without a copy through setParam);
+  // valid until the model is released. Empty where the backend keeps its
+  // params off the host (a GPU's) or has no such view: use setParam then.
+  std::span<std::byte> hostParam(const std::string& path);
   std::vector<std::string> entries() const;
   // An entry's parameter names, in order (for passing inputs by name).
   std::vector<std::string> parameterNames(const std::string& entry) const;

@@ -65,7 +65,9 @@ class LoraTrainer {
   double scale_;
   std::vector<std::vector<int64_t>> shapes_;  // each W's [out, in]
   std::vector<std::vector<float>> base_, a_, b_;
-  std::vector<nest::Tensor> merged_;  // W0 + s B A, written into the model each step
+  // W0 + s B A, written into the model each step through setParam where
+  // the model has no host view of the param (Model::hostParam); else empty.
+  std::vector<nest::Tensor> merged_;
   std::vector<std::string> names_;
   AdamW adamw_;
 

@@ -94,6 +94,7 @@ class HostDevice : public Device {
     }();
     (void)tuned;
   }
+  bool hostAddressable() const override { return true; }
   BufferPtr allocate(std::size_t bytes) override { return allocateHost(bytes); }
 
   BufferPtr import(std::span<const std::byte> bytes, std::shared_ptr<const void> owner,
