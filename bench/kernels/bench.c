@@ -387,6 +387,9 @@ static void bench_train(void) {
   train_row("attention dV, x as rows", 0, 1, 512, 64, 1536, 20);
   train_row("head logits (chunk)", 0, 0, 128, 49152, 576, 3);
   train_row("head dx (chunk)", 0, 1, 128, 576, 49152, 3);
+  /* LoRA r = 8 on gate/up: dB = dY^T (X A^T), dA = (dY B)^T X. */
+  train_row("LoRA dB gate (dY^T XA)", 1, 1, 1536, 8, 512, 50);
+  train_row("LoRA dA gate ((dY B)^T X)", 1, 1, 8, 576, 512, 50);
 }
 
 int main(int argc, char** argv) {

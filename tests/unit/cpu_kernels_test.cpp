@@ -338,9 +338,13 @@ TEST_CASE("matmul_f32_kn on W [K, N] equals matmul_f32 on its transpose", "[cpu_
 TEST_CASE("an f32 product reads a transposed x as it lies", "[cpu_kernels]") {
   std::mt19937 rng(9);
   const Format& f = kFormats[0];
+  // Few row tiles (by panels), many (each thread packing its own), at most
+  // 16 columns (by rows of out, x unpacked; 8 and 16 at a time, over two
+  // K-slices): linnet_kernels.c, matmul_km.
   for (const Kernels& ks : allKernels())
     for (bool kn : {false, true})
-      for (const auto& mnk : {std::array<int64_t, 3>{1, 40, 300}, {3, 7, 17}, {20, 70, 520}, {40, 33, 1100}}) {
+      for (const auto& mnk : {std::array<int64_t, 3>{1, 40, 300}, {3, 7, 17}, {20, 70, 520}, {40, 33, 1100},
+                              {100, 40, 300}, {70, 8, 1100}, {33, 13, 41}, {1040, 5, 9}}) {
         const int64_t m = mnk[0], n = mnk[1], k = mnk[2];
         INFO(ks.name << " kn=" << kn << " M=" << m << " N=" << n << " K=" << k);
         Matrix xt = makeMatrix(k, m, 1, 3), x = makeMatrix(m, k);

@@ -995,6 +995,129 @@ static void matmul_prefill_km(const product* p, float* xpack) {
   }
 }
 
+/* x_km with few row tiles (a LoRA factor's dA = (dY B)^T X: M = r): the
+ * row-tile split would leave threads idle, so the panels are split
+ * instead, and each micro-tile reads x where it lies (MR rows of x are
+ * MR consecutive floats a step). The same K-slices in the same order as
+ * matmul_prefill_km: the same bits. */
+static void matmul_km_by_panels(const product* p) {
+  const int64_t panels = (p->n + NR - 1) / NR, kc = slice_length(p->k);
+#pragma omp parallel for schedule(static) if (p->m * p->n * p->k >= PARALLEL_MIN_WORK)
+  for (int64_t panel = 0; panel < panels; ++panel) {
+    _Alignas(64) float pack[KC * NR];
+    const int64_t n0 = panel * NR;
+    const int nr = (int)min64(NR, p->n - n0);
+    for (int64_t k0 = 0; k0 < p->k; k0 += kc) {
+      const int64_t kl = min64(kc, p->k - k0);
+      pack_panel(p, n0, nr, k0, kl, pack);
+      for (int64_t m0 = 0; m0 < p->m; m0 += MR)
+        micro_tile(pack, kl, p->x + k0 * p->ldx + m0, 1, p->ldx, p->out + m0 * p->ldo + n0, p->ldo,
+                   (int)min64(MR, p->m - m0), nr, k0 == 0);
+    }
+  }
+}
+
+#ifdef __AVX512F__
+
+#define NARROW_ROWS 1024
+
+/* Rows [i0, i0 + rows) of out (rows <= NARROW_ROWS) for N <= NN: x's rows
+ * read in order, each a run of `rows` floats, against the NN weights of
+ * its k; the sums in sum[j][i] (64 KB at most, in L1 and L2). Per K-slice
+ * a sum from 0 in order of k, then added to what earlier slices stored,
+ * as the packed paths do it: the same bits. */
+static ALWAYS_INLINE void narrow_rows(const product* p, int64_t i0, int64_t rows, const int NN) {
+  /* Rows of sum 16 floats longer than a power of two: 4 KB apart, all
+   * would share one L1 set. */
+  _Alignas(64) float sum[16][NARROW_ROWS + 16];
+  const int64_t kc = slice_length(p->k), vectors = (rows + 15) / 16;
+  const __mmask16 tail = rows % 16 == 0 ? (__mmask16)0xFFFF : (__mmask16)((1u << (rows % 16)) - 1);
+#define NARROW_WEIGHT(k, j) \
+  _mm512_set1_ps((j) >= p->n ? 0.0f \
+                 : p->w_kn  ? ((const float*)(p->w + (k) * p->ldw))[j] \
+                            : ((const float*)(p->w + (j) * p->ldw))[k])
+  for (int64_t k0 = 0; k0 < p->k; k0 += kc) {
+    const int64_t k1 = min64(p->k, k0 + kc);
+    for (int j = 0; j < NN; ++j) memset(sum[j], 0, (size_t)vectors * 16 * sizeof(float));
+    int64_t k = k0;
+    if (NN == 8) /* two rows of x a pass over sum: half the loads and stores of sum */
+      for (; k + 2 <= k1; k += 2) {
+        const float* xa = p->x + k * p->ldx + i0;
+        const float* xb = xa + p->ldx;
+        __m512 wa[8], wb[8];
+        for (int j = 0; j < 8; ++j) wa[j] = NARROW_WEIGHT(k, j), wb[j] = NARROW_WEIGHT(k + 1, j);
+        for (int64_t v = 0; v < vectors; ++v) {
+          const __mmask16 m = v + 1 < vectors ? (__mmask16)0xFFFF : tail;
+          const __m512 va = _mm512_maskz_loadu_ps(m, xa + v * 16), vb = _mm512_maskz_loadu_ps(m, xb + v * 16);
+          for (int j = 0; j < 8; ++j) {
+            const __m512 t = _mm512_fmadd_ps(va, wa[j], _mm512_load_ps(sum[j] + v * 16));
+            _mm512_store_ps(sum[j] + v * 16, _mm512_fmadd_ps(vb, wb[j], t));
+          }
+        }
+      }
+    for (; k < k1; ++k) {
+      const float* xk = p->x + k * p->ldx + i0;
+      __m512 w[16];
+      for (int j = 0; j < NN; ++j) w[j] = NARROW_WEIGHT(k, j);
+      for (int64_t v = 0; v < vectors; ++v) {
+        const __m512 xv = _mm512_maskz_loadu_ps(v + 1 < vectors ? (__mmask16)0xFFFF : tail, xk + v * 16);
+        for (int j = 0; j < NN; ++j)
+          _mm512_store_ps(sum[j] + v * 16, _mm512_fmadd_ps(xv, w[j], _mm512_load_ps(sum[j] + v * 16)));
+      }
+    }
+#undef NARROW_WEIGHT
+    for (int64_t i = 0; i < rows; ++i) {
+      float* o = p->out + (i0 + i) * p->ldo;
+      for (int j = 0; j < p->n; ++j) o[j] = k0 == 0 ? sum[j][i] : sum[j][i] + o[j];
+    }
+  }
+}
+
+/* x_km with N <= 16 (a LoRA factor's dB = dY^T (X A^T), N = r): packing x
+ * for so few columns cost many times the product (28 GFLOP/s for M =
+ * 1536, N = 8, K = 512); here each thread reads its rows of x once, in
+ * place and in order. */
+static void matmul_km_narrow(const product* p) {
+  const int64_t chunks = (p->m + NARROW_ROWS - 1) / NARROW_ROWS;
+  int64_t pieces = chunks;
+#ifdef _OPENMP
+  if (pieces < omp_get_max_threads()) pieces = omp_get_max_threads();
+#endif
+  /* Row pieces of whole vectors, at most NARROW_ROWS each. */
+  const int64_t per = min64(NARROW_ROWS, ((p->m + pieces - 1) / pieces + 15) / 16 * 16);
+  const int64_t count = (p->m + per - 1) / per;
+#pragma omp parallel for schedule(static) if (p->m * p->n * p->k >= PARALLEL_MIN_WORK)
+  for (int64_t c = 0; c < count; ++c) {
+    const int64_t rows = min64(per, p->m - c * per);
+    if (p->n <= 8)
+      narrow_rows(p, c * per, rows, 8);
+    else
+      narrow_rows(p, c * per, rows, 16);
+  }
+}
+
+#endif
+
+/* x given as [K, M] (x_km): where there are row tiles for every thread,
+ * each packs its own; few rows go panel by panel; at most 16 columns
+ * (AVX-512) go by rows of out, x unpacked. */
+static void matmul_km(const product* p, float* xpack) {
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_get_max_threads();
+#endif
+#ifdef __AVX512F__
+  if (p->n <= 16) {
+    matmul_km_narrow(p);
+    return;
+  }
+#endif
+  if ((p->m + MR - 1) / MR < 4 * threads)
+    matmul_km_by_panels(p);
+  else
+    matmul_prefill_km(p, xpack);
+}
+
 static void matmul_prefill(const product* p) {
   const product q = *p;
   const int64_t panels = (q.n + NR - 1) / NR;
@@ -1082,7 +1205,7 @@ static void matmul_descriptors(linnet_memref2* x, const uint8_t* w_base, int64_t
   }
   if ((p.x == NULL) | (p.w == NULL) | (p.out == NULL)) goto done;
   if (xpack)
-    matmul_prefill_km(&p, xpack);
+    matmul_km(&p, xpack);
   else
     matmul(&p);
   if (ocopy)
