@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
@@ -83,7 +84,14 @@ FullTrainer::FullTrainer(nest::Model& model, TrainSettings settings, TieKey tie)
       values_(floatParams(model, tie, tied_, shapes_)),
       adamw_(settings.adamw, sizesOf(values_), model.threads()) {
   paths_ = firstOf(tied_);
+  for (size_t k = 0; k < tied_.size(); ++k) {
+    std::span<std::byte> held = tied_[k].size() == 1 ? model_.hostParam(paths_[k]) : std::span<std::byte>();
+    inPlace_.emplace_back(reinterpret_cast<float*>(held.data()), held.size() / sizeof(float));
+    if (!held.empty()) values_[k] = nest::Tensor{};  // the model's memory holds them
+  }
 }
+
+std::span<float> FullTrainer::values(size_t k) { return inPlace_[k].empty() ? floats(values_[k]) : inPlace_[k]; }
 
 double learningRate(const TrainSettings& settings, int64_t step) {
   if (settings.warmup > 0 && step < settings.warmup)
@@ -147,7 +155,7 @@ StepReport FullTrainer::step(const PackedBatch& batch) {
     factor = clipFactor(static_cast<float>(report.gradNorm), settings_.maxGradNorm);
   }
   std::vector<ParamGrad> pg;
-  for (size_t k = 0; k < paths_.size(); ++k) pg.push_back({floats(values_[k]), read[k], factor});
+  for (size_t k = 0; k < paths_.size(); ++k) pg.push_back({values(k), read[k], factor});
   adamw_.step(report.lr, pg);
   giveValues();
   return report;
@@ -165,20 +173,25 @@ double meanLoss(nest::Model& model, const std::vector<PackedBatch>& batches) {
   return total / static_cast<double>(tokens);
 }
 
-nest::Tensor FullTrainer::value(size_t k) const { return values_.at(k); }
+nest::Tensor FullTrainer::value(size_t k) const {
+  if (inPlace_.at(k).empty()) return values_.at(k);
+  return nest::Tensor::fromBytes(DType::F32, shapes_[k], std::as_bytes(inPlace_[k]));
+}
 
-void FullTrainer::restoreValue(size_t k, std::vector<float> values) {
-  if (values.size() != static_cast<size_t>(values_.at(k).size()))
-    throw nest::Error(fmt::format("param `{}`: {} values saved, the model has {}", paths_[k], values.size(),
-                                  values_[k].size()));
-  values_[k] = f32Tensor(values, shapes_[k]);
+void FullTrainer::restoreValue(size_t k, std::vector<float> saved) {
+  std::span<float> to = values(k);
+  if (saved.size() != to.size())
+    throw nest::Error(fmt::format("param `{}`: {} values saved, the model has {}", paths_[k], saved.size(),
+                                  to.size()));
+  std::copy(saved.begin(), saved.end(), to.begin());
 }
 
 void FullTrainer::restoreDone() { giveValues(); }
 
 void FullTrainer::giveValues() {
   for (size_t k = 0; k < tied_.size(); ++k)
-    for (const std::string& path : tied_[k]) model_.setParam(path, values_[k]);
+    if (inPlace_[k].empty())
+      for (const std::string& path : tied_[k]) model_.setParam(path, values_[k]);
 }
 
 }  // namespace linnet::train

@@ -57,13 +57,19 @@ class FullTrainer {
   void restoreDone();
 
  private:
-  void giveValues();  // every param its tensor's values
+  void giveValues();  // every param of a tensor kept here its values
+  std::span<float> values(size_t k);  // tensor k's, where the model reads them or here
   nest::Model& model_;
   TrainSettings settings_;
   std::vector<std::string> paths_;
   std::vector<std::vector<std::string>> tied_;  // every param of tensor k (paths_[k] first)
   std::vector<std::vector<int64_t>> shapes_;
-  std::vector<nest::Tensor> values_;  // f32, of shapes_
+  // Tensor k's values: the model's own memory where it lets them be
+  // written in place (Model::hostParam) and the tensor is one param; else
+  // a copy here (values_[k], f32 of shapes_[k]) given to the model by
+  // setParam after each step.
+  std::vector<std::span<float>> inPlace_;
+  std::vector<nest::Tensor> values_;
   AdamW adamw_;
 };
 
