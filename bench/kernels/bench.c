@@ -382,6 +382,7 @@ static void bench_train(void) {
   train_row("dX gate, up (dY W)", 0, 1, 512, 576, 1536, 20);
   train_row("dW gate (dY^T X)", 1, 1, 1536, 576, 512, 10);
   train_row("dW gate, x as rows", 0, 1, 1536, 576, 512, 10);
+  train_row("attention q k^T", 0, 0, 1536, 512, 64, 20);
   train_row("attention P V", 0, 1, 1536, 64, 512, 20);
   train_row("attention dV (P^T dO)", 1, 1, 512, 64, 1536, 20);
   train_row("attention dV, x as rows", 0, 1, 512, 64, 1536, 20);
