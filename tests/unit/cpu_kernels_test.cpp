@@ -110,6 +110,27 @@ std::vector<int64_t> testKs(const Format& f) {
   return {256, 768, 1280};
 }
 
+// A random f32 W as a matrix, [N, K] or (kn) [K, N], and the same values
+// as f32 weight rows for checkProduct.
+struct F32Weights {
+  Matrix mat;
+  Weights rows;
+};
+F32Weights randomF32Weights(int64_t n, int64_t k, bool kn, std::mt19937& rng) {
+  F32Weights w{kn ? makeMatrix(k, n) : makeMatrix(n, k), randomWeights(kFormats[0], n, k, rng)};
+  fillRandom(w.mat, rng);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < k; ++j)
+      std::memcpy(const_cast<uint8_t*>(w.rows.row(i)) + 4 * j, kn ? &w.mat.at(j, i) : &w.mat.at(i, j), 4);
+  return w;
+}
+
+// Every element of `got`'s first rows has the bits of `want`'s.
+void requireSameBits(Matrix& got, Matrix& want) {
+  for (int64_t i = 0; i < want.rows; ++i)
+    for (int64_t j = 0; j < want.cols; ++j) REQUIRE(sameBits(got.at(i, j), want.at(i, j)));
+}
+
 }  // namespace
 
 TEST_CASE("unpack equals gguf::dequantize bit for bit", "[cpu_kernels]") {
@@ -351,22 +372,16 @@ TEST_CASE("an f32 product reads a transposed x as it lies", "[cpu_kernels]") {
         fillRandom(xt, rng);
         for (int64_t i = 0; i < m; ++i)
           for (int64_t j = 0; j < k; ++j) x.at(i, j) = xt.at(j, i);
-        Matrix wmat = kn ? makeMatrix(k, n) : makeMatrix(n, k);
-        fillRandom(wmat, rng);
-        Weights w = randomWeights(f, n, k, rng);
-        for (int64_t i = 0; i < n; ++i)
-          for (int64_t j = 0; j < k; ++j)
-            std::memcpy(const_cast<uint8_t*>(w.row(i)) + 4 * j, kn ? &wmat.at(j, i) : &wmat.at(i, j), 4);
+        F32Weights w = randomF32Weights(n, k, kn, rng);
         // The view: [M, K] with strides [1, ldx].
         linnet_memref2 view = {xt.data.data(), xt.data.data(), xt.offset, {m, k}, {1, xt.rowStride}};
         Matrix out = makeMatrix(m, n), want = makeMatrix(m, n);
-        linnet_memref2 xm = x.memref(), wm = wmat.memref(), om = out.memref(), wantm = want.memref();
+        linnet_memref2 xm = x.memref(), wm = w.mat.memref(), om = out.memref(), wantm = want.memref();
         (kn ? ks.matmulF32Kn : ks.matmulF32)(&view, &wm, &om);
-        checkProduct(f, x, w, out);
+        checkProduct(f, x, w.rows, out);
         if (m > 15 || kn) {
           (kn ? ks.matmulF32Kn : ks.matmulF32)(&xm, &wm, &wantm);
-          for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) REQUIRE(sameBits(out.at(i, j), want.at(i, j)));
+          requireSameBits(out, want);
         }
       }
 }
@@ -387,20 +402,14 @@ TEST_CASE("an f32 product with x past the caches goes slice by slice, same bits"
       fillRandom(x, rng);
       for (int64_t i = 0; i < few; ++i)
         for (int64_t j = 0; j < k; ++j) firstRows.at(i, j) = x.at(i, j);
-      Matrix wmat = kn ? makeMatrix(k, n) : makeMatrix(n, k);
-      fillRandom(wmat, rng);
-      Weights w = randomWeights(f, n, k, rng);
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < k; ++j)
-          std::memcpy(const_cast<uint8_t*>(w.row(i)) + 4 * j, kn ? &wmat.at(j, i) : &wmat.at(i, j), 4);
+      F32Weights w = randomF32Weights(n, k, kn, rng);
       Matrix out = makeMatrix(m, n), want = makeMatrix(few, n);
-      linnet_memref2 xm = x.memref(), fm = firstRows.memref(), wm = wmat.memref(), om = out.memref(),
+      linnet_memref2 xm = x.memref(), fm = firstRows.memref(), wm = w.mat.memref(), om = out.memref(),
                      wantm = want.memref();
       (kn ? ks.matmulF32Kn : ks.matmulF32)(&xm, &wm, &om);
       (kn ? ks.matmulF32Kn : ks.matmulF32)(&fm, &wm, &wantm);
-      checkProduct(f, x, w, out);
-      for (int64_t i = 0; i < few; ++i)
-        for (int64_t j = 0; j < n; ++j) REQUIRE(sameBits(out.at(i, j), want.at(i, j)));
+      checkProduct(f, x, w.rows, out);
+      requireSameBits(out, want);
     }
 }
 
