@@ -115,8 +115,10 @@ void tokenLogProbsVjp(Emitter& em, const TokenLogProbsTape& a, const Expr* g, co
   const bool needX = out.needs(0), needW = out.needs(1);
   if (!needX && !needW) return;
   const Split s(a.x, a.weight);
-  if (a.unitDx && !needW) {
-    out.give(0, em.binary(BinaryKind::Mul, em.reshape(em.cast(g, s.dtype), {s.P, 1}), a.unitDx));
+  if (a.unitDx && !needW) {  // scaled in f32, rounded once to x's dtype
+    const Expr* scaled = em.binary(BinaryKind::Mul, em.reshape(em.cast(g, Scalar::F32), {s.P, 1}),
+                                   em.cast(a.unitDx, Scalar::F32));
+    out.give(0, em.cast(scaled, s.dtype));
     return;
   }
   const Expr* gf = em.cast(g, Scalar::F32);
