@@ -787,8 +787,8 @@ static void pack_panel(const product* p, int64_t n0, int nr, int64_t k0, int64_t
       for (int64_t kk = 0; kk < kl; ++kk) memset(pack + kk * NR + g, 0, 16 * sizeof(float));
       continue;
     }
-    /* f32 rows are read where they lie; other formats dequantized first
-     * (a copy of f32 rows was a sixth of a LoRA step's product time). */
+    /* f32 rows (at whole floats) are read where they lie; other formats
+     * dequantized first. */
     const float* from[16];
     for (int j = 0; j < 16; ++j) {
       from[j] = rows[j];
@@ -797,8 +797,8 @@ static void pack_panel(const product* p, int64_t n0, int nr, int64_t k0, int64_t
         continue;
       }
       const uint8_t* src = p->w + (n0 + g + j) * p->ldw + k0 / be * bb;
-      if (p->format == LINNET_STORAGE_F32) from[j] = (const float*)src;
-      else dequantize(p->format, src, kl, rows[j]);
+      if (p->format == LINNET_STORAGE_F32 && ((uintptr_t)src & 3) == 0) from[j] = (const float*)src;
+      else dequantize(p->format, src, kl, rows[j]); /* f32 rows at an odd byte offset are copied */
     }
     int64_t kk = 0;
 #ifdef __AVX512F__
@@ -1107,7 +1107,7 @@ static void matmul_km(const product* p, float* xpack) {
   threads = omp_get_max_threads();
 #endif
 #ifdef __AVX512F__
-  if (p->n <= 16) {
+  if (p->n <= 16 && ((uintptr_t)p->w & 3) == 0 && (p->ldw & 3) == 0) { /* W read as floats */
     matmul_km_narrow(p);
     return;
   }
