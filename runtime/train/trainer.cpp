@@ -18,18 +18,21 @@ nest::Tensor vectorTensor(DType dtype, const std::vector<T>& v) {
   return nest::Tensor::fromBytes(dtype, {static_cast<int64_t>(v.size())}, std::as_bytes(std::span<const T>(v)));
 }
 
-std::vector<size_t> sizesOf(const std::vector<nest::Tensor>& values) {
+std::vector<size_t> elementCounts(const std::vector<std::vector<int64_t>>& shapes) {
   std::vector<size_t> out;
-  for (const auto& v : values) out.push_back(static_cast<size_t>(v.size()));
+  for (const auto& shape : shapes) {
+    size_t count = 1;
+    for (int64_t d : shape) count *= static_cast<size_t>(d);
+    out.push_back(count);
+  }
   return out;
 }
 
 // The float params, grouped by tie key (in the model's order of each
-// group's first); their values, one copy per group.
-std::vector<nest::Tensor> floatParams(nest::Model& model, const TieKey& tie,
-                                            std::vector<std::vector<std::string>>& groups,
-                                            std::vector<std::vector<int64_t>>& shapes) {
-  std::vector<nest::Tensor> values;
+// group's first), and each group's shape; returns the shapes.
+const std::vector<std::vector<int64_t>>& groupFloatParams(nest::Model& model, const TieKey& tie,
+                                                          std::vector<std::vector<std::string>>& groups,
+                                                          std::vector<std::vector<int64_t>>& shapes) {
   std::map<std::string, size_t> byKey;
   for (const nest::ParamInfo& p : model.params()) {
     if (!isFloat(p.dtype)) continue;
@@ -47,9 +50,8 @@ std::vector<nest::Tensor> floatParams(nest::Model& model, const TieKey& tie,
     byKey.emplace(key, groups.size());
     groups.push_back({p.path});
     shapes.push_back(p.shape);
-    values.push_back(model.param(p.path));
   }
-  return values;
+  return shapes;
 }
 
 std::vector<std::string> firstOf(const std::vector<std::vector<std::string>>& groups) {
@@ -81,13 +83,12 @@ std::vector<nest::Tensor> lossInputs(const PackedBatch& batch) {
 FullTrainer::FullTrainer(nest::Model& model, TrainSettings settings, TieKey tie)
     : model_(model),
       settings_(settings),
-      values_(floatParams(model, tie, tied_, shapes_)),
-      adamw_(settings.adamw, sizesOf(values_), model.threads()) {
+      adamw_(settings.adamw, elementCounts(groupFloatParams(model, tie, tied_, shapes_)), model.threads()) {
   paths_ = firstOf(tied_);
   for (size_t k = 0; k < tied_.size(); ++k) {
     std::span<std::byte> held = tied_[k].size() == 1 ? model_.hostParam(paths_[k]) : std::span<std::byte>();
     inPlace_.emplace_back(reinterpret_cast<float*>(held.data()), held.size() / sizeof(float));
-    if (!held.empty()) values_[k] = nest::Tensor{};  // the model's memory holds them
+    values_.push_back(held.empty() ? model_.param(paths_[k]) : nest::Tensor{});  // a copy only where needed
   }
 }
 
