@@ -877,45 +877,32 @@ static void micro_tile_part_packed(const float* pack, int64_t kl, const float* x
 
 /* K in equal slices of at most KC, each a multiple of 256 (so of every
  * block) but the last: fewer passes over out than fixed KC-slices. */
-/* The threads a parallel region here gets (1 without OpenMP). */
-static int max_threads(void) {
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
-
 static int64_t slice_length(int64_t k) {
   const int64_t slices = (k + KC - 1) / KC;
   return min64(KC, ((k + slices - 1) / slices + 255) / 256 * 256);
 }
 
 /* out[:, n0 .. n0+NR) (+)= x times W's panel at n0 over the K-slice [k0,
- * k0+kl), x[i][kk] at x + i * xi + kk * xk (x: the slice's first column):
- * the first slice stores, later ones add, in order. x in rows (xk = 1)
- * takes the micro-tiles of constant stride; a transposed x (xi = 1) with
- * few rows, the general one. */
-static void panel_slice(const product* p, const float* x, int64_t xi, int64_t xk, int64_t n0, int64_t k0,
-                        int64_t kl, float* pack) {
+ * k0+kl), x[i][kk] at x + i * ldx + kk (the slice's first column): the
+ * first slice stores, later ones add, in order. */
+static void panel_slice(const product* p, const float* x, int64_t ldx, int64_t n0, int64_t k0, int64_t kl,
+                        float* pack) {
   const int nr = (int)min64(NR, p->n - n0);
   pack_panel(p, n0, nr, k0, kl, pack);
   for (int64_t m0 = 0; m0 < p->m; m0 += MR) {
     float* out = p->out + m0 * p->ldo + n0;
     const int mr = (int)min64(MR, p->m - m0);
-    if (xk != 1)
-      micro_tile(pack, kl, x + m0 * xi, xi, xk, out, p->ldo, mr, nr, k0 == 0);
-    else if (mr == MR)
-      micro_tile_full(pack, kl, x + m0 * xi, xi, out, p->ldo, nr, k0 == 0);
+    if (mr == MR)
+      micro_tile_full(pack, kl, x + m0 * ldx, ldx, out, p->ldo, nr, k0 == 0);
     else
-      micro_tile_part(pack, kl, x + m0 * xi, xi, out, p->ldo, mr, nr, k0 == 0);
+      micro_tile_part(pack, kl, x + m0 * ldx, ldx, out, p->ldo, mr, nr, k0 == 0);
   }
 }
 
 static void prefill_panel(const product* p, int64_t n0) {
   _Alignas(64) float pack[KC * NR];
   const int64_t kc = slice_length(p->k);
-  for (int64_t k0 = 0; k0 < p->k; k0 += kc) panel_slice(p, p->x + k0, p->ldx, 1, n0, k0, min64(kc, p->k - k0), pack);
+  for (int64_t k0 = 0; k0 < p->k; k0 += kc) panel_slice(p, p->x + k0, p->ldx, n0, k0, min64(kc, p->k - k0), pack);
 }
 
 /* Panel by panel, x is read once a panel: from the caches while it fits,
@@ -923,7 +910,8 @@ static void prefill_panel(const product* p, int64_t n0) {
  * MB, read 18 times over: 137 GFLOP/s where the layers' products run at
  * 250; a 3 MB x runs as fast panel by panel as any other way, measured
  * with bench/kernels `train`). Past that size (and while a thread's share
- * of out stays in L2) each thread takes a fixed run of panels and goes slice by slice, every
+ * of out stays in L2)
+ * each thread takes a fixed run of panels and goes slice by slice, every
  * panel against a copy of x's slice with rows kl + 16 floats apart: x's
  * own rows may be a power-of-two multiple apart (Vocab = 49152 floats is 3
  * x 2^16 bytes), so that all of them share a few cache sets. Each out
@@ -948,7 +936,7 @@ static void matmul_prefill_by_slices(const product* p) {
       if (copy && first < last)
         for (int64_t i = 0; i < p->m; ++i) memcpy(copy + i * ldc, p->x + i * p->ldx + k0, (size_t)kl * sizeof(float));
       for (int64_t panel = first; panel < last; ++panel)
-        panel_slice(p, copy ? copy : p->x + k0, copy ? ldc : p->ldx, 1, panel * NR, k0, kl, pack);
+        panel_slice(p, copy ? copy : p->x + k0, copy ? ldc : p->ldx, panel * NR, k0, kl, pack);
     }
     free(copy);
   }
@@ -1017,8 +1005,15 @@ static void matmul_km_by_panels(const product* p) {
 #pragma omp parallel for schedule(static) if (p->m * p->n * p->k >= PARALLEL_MIN_WORK)
   for (int64_t panel = 0; panel < panels; ++panel) {
     _Alignas(64) float pack[KC * NR];
-    for (int64_t k0 = 0; k0 < p->k; k0 += kc)
-      panel_slice(p, p->x + k0 * p->ldx, 1, p->ldx, panel * NR, k0, min64(kc, p->k - k0), pack);
+    const int64_t n0 = panel * NR;
+    const int nr = (int)min64(NR, p->n - n0);
+    for (int64_t k0 = 0; k0 < p->k; k0 += kc) {
+      const int64_t kl = min64(kc, p->k - k0);
+      pack_panel(p, n0, nr, k0, kl, pack);
+      for (int64_t m0 = 0; m0 < p->m; m0 += MR)
+        micro_tile(pack, kl, p->x + k0 * p->ldx + m0, 1, p->ldx, p->out + m0 * p->ldo + n0, p->ldo,
+                   (int)min64(MR, p->m - m0), nr, k0 == 0);
+    }
   }
 }
 
@@ -1084,7 +1079,10 @@ static ALWAYS_INLINE void narrow_rows(const product* p, int64_t i0, int64_t rows
  * place and in order. */
 static void matmul_km_narrow(const product* p) {
   const int64_t chunks = (p->m + NARROW_ROWS - 1) / NARROW_ROWS;
-  const int64_t pieces = chunks > max_threads() ? chunks : max_threads();
+  int64_t pieces = chunks;
+#ifdef _OPENMP
+  if (pieces < omp_get_max_threads()) pieces = omp_get_max_threads();
+#endif
   /* Row pieces of whole vectors, at most NARROW_ROWS each. */
   const int64_t per = min64(NARROW_ROWS, ((p->m + pieces - 1) / pieces + 15) / 16 * 16);
   const int64_t count = (p->m + per - 1) / per;
@@ -1104,13 +1102,17 @@ static void matmul_km_narrow(const product* p) {
  * each packs its own; few rows go panel by panel; at most 16 columns
  * (AVX-512) go by rows of out, x unpacked. */
 static void matmul_km(const product* p, float* xpack) {
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_get_max_threads();
+#endif
 #ifdef __AVX512F__
   if (p->n <= 16 && ((uintptr_t)p->w & 3) == 0 && (p->ldw & 3) == 0) { /* W read as floats */
     matmul_km_narrow(p);
     return;
   }
 #endif
-  if ((p->m + MR - 1) / MR < 4 * max_threads())
+  if ((p->m + MR - 1) / MR < 4 * threads)
     matmul_km_by_panels(p);
   else
     matmul_prefill_km(p, xpack);
@@ -1119,8 +1121,12 @@ static void matmul_km(const product* p, float* xpack) {
 static void matmul_prefill(const product* p) {
   const product q = *p;
   const int64_t panels = (q.n + NR - 1) / NR;
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_get_max_threads();
+#endif
   const int big = q.m * q.n * q.k >= PARALLEL_MIN_WORK;
-  if (big && q.m * q.k * 4 > PREFILL_X_CACHED_BYTES && q.m * q.n * 4 / max_threads() <= PREFILL_OUT_IN_L2_BYTES) {
+  if (big && q.m * q.k * 4 > PREFILL_X_CACHED_BYTES && q.m * q.n * 4 / threads <= PREFILL_OUT_IN_L2_BYTES) {
     matmul_prefill_by_slices(p);
     return;
   }
@@ -1872,7 +1878,10 @@ void KERNEL(_mlir_ciface_linnet_kernel_attention_f32)(linnet_memref5* q, linnet_
   const int lanes = rows >= 8;
   (void)lanes;
   if (fast) {
-    const int threads = max_threads();
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
     block = min64(ATTN_ROWS, rows);
     while (block > 1 && a.l0 * a.l1 * ((rows + block - 1) / block) < threads) block = (block + 1) / 2;
   }
