@@ -73,8 +73,30 @@ const Expr* writeAttention(Emitter& em, const Expr* q, const Expr* k, const Expr
   return em.reshape(mixed, d.with({d.G, d.Q, d.E}));
 }
 
-void attentionVjp(Emitter& em, const AttentionTape& a, bool fromRowStats, const Expr* g, const Cotangents& out) {
+namespace {
+
+bool kernelTakes(const AttentionTape& a, const Dims& d, const Cotangents& out) {
+  const auto f32 = [](const Expr* x) { return Emitter::typeOf(x).dtype == Scalar::F32; };
+  return f32(a.q) && f32(a.k) && f32(a.v) && d.lead.size() <= 2 && !out.needs(3);
+}
+
+// dq, dk and dv by linnet.attention_grad.
+void kernelVjp(Emitter& em, const AttentionTape& a, const Expr* g, const Cotangents& out) {
+  std::vector<const Expr*> operands{a.q, a.k, a.v, a.scale, a.mask, a.max, a.sum, em.cast(g, Scalar::F32)};
+  elab::Type grads;
+  grads.kind = elab::Type::Tuple;
+  for (const Expr* x : {a.q, a.k, a.v}) grads.elems.push_back(x->type);
+  const auto d = em.letTuple(em.raw(ExprKind::AttentionGrad, grads, operands), {"dq", "dk", "dv"});
+  for (int k = 0; k < 3; ++k)
+    if (out.needs(k)) out.give(k, d[static_cast<size_t>(k)]);
+}
+
+}  // namespace
+
+void attentionVjp(Emitter& em, const AttentionTape& a, bool fromRowStats, bool kernel, const Expr* g,
+                  const Cotangents& out) {
   const Dims d(a.q, a.k, a.v);
+  if (kernel && kernelTakes(a, d, out)) return kernelVjp(em, a, g, out);
   const Expr* raw = a.raw;
   const Expr* probs = a.probs;
   if (fromRowStats) {

@@ -37,6 +37,12 @@ const Expr* writeAttention(Emitter& em, const Expr* q, const Expr* k, const Expr
 
 // The cotangents of the operands (0 q, 1 k, 2 v, 3 scale) from `g`, the
 // output's. `fromRowStats`: P recomputed from q, k and the row statistics.
-void attentionVjp(Emitter& em, const AttentionTape& a, bool fromRowStats, const Expr* g, const Cotangents& out);
+// `kernel`: the target runs f32 attention's reverse as one op
+// (linnet.attention_grad, SharedOptions::targetAttentionF32), so an f32
+// attention with at most two leading axes whose scale takes no cotangent
+// becomes one AttentionGrad of q, k, v, the mask, the row statistics and
+// g: its squares are never formed, and only the keys a row sees cost.
+void attentionVjp(Emitter& em, const AttentionTape& a, bool fromRowStats, bool kernel, const Expr* g,
+                  const Cotangents& out);
 
 }  // namespace linnet::autodiff

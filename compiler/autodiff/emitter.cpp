@@ -48,6 +48,18 @@ elab::SlotId Emitter::let(const Expr* value, const std::string& name) {
   return slot;
 }
 
+std::vector<const Expr*> Emitter::letTuple(const Expr* value, const std::vector<std::string>& names) {
+  elab::Stmt* s = newStmt(elab::StmtKind::LetTuple);
+  s->value = value;
+  std::vector<const Expr*> elements;
+  for (size_t k = 0; k < names.size(); ++k) {
+    s->slots.push_back(newSlot(names[k], value->type.elems.at(k)));
+    s->bindsEach.push_back(nullptr);
+    elements.push_back(local(s->slots.back()));
+  }
+  return elements;
+}
+
 const Expr* Emitter::definition(const Expr* x) const {
   if (x->kind != ExprKind::Local) return x;
   auto it = lets_.find(x->slot);

@@ -39,6 +39,8 @@ class Emitter {
   // slot even of a Local or a Constant (a variable a loop carries), an
   // assignment to a slot, and a local reading a slot.
   elab::SlotId let(const Expr* value, const std::string& name);
+  // The elements of a tuple `value` bound by one statement; Locals reading them.
+  std::vector<const Expr*> letTuple(const Expr* value, const std::vector<std::string>& names);
   void assign(elab::SlotId slot, const Expr* value);
   // The value a local was bound to by its one `let` (a slot never assigned
   // again), or `x` itself: what a rule reads to recognize an operand's form.

@@ -296,7 +296,7 @@ class Copier {
       case ExprKind::Cast: case ExprKind::Broadcast: case ExprKind::Reshape: case ExprKind::Permute:
       case ExprKind::Concat: case ExprKind::Iota: case ExprKind::Matmul: case ExprKind::Reduce:
       case ExprKind::GatherRows: case ExprKind::ScatterRows: case ExprKind::Slice: case ExprKind::Gather:
-      case ExprKind::WritePoints: case ExprKind::WriteSlice:
+      case ExprKind::WritePoints: case ExprKind::WriteSlice: case ExprKind::AttentionGrad:
         break;
     }
     std::vector<const Expr*> operands;

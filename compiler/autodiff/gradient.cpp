@@ -98,13 +98,15 @@ class Activity {
 class Reverse {
  public:
   Reverse(const elab::Program& program, Emitter& em, const Tape& tape, std::vector<bool> active,
-          const std::function<bool(const std::string&)>& wrt, Policy policy, const Factors& factors)
+          const std::function<bool(const std::string&)>& wrt, Policy policy, bool attentionKernel,
+          const Factors& factors)
       : program_(program),
         em_(em),
         tape_(tape),
         active_(std::move(active)),
         wrt_(wrt),
         policy_(policy),
+        attentionKernel_(attentionKernel),
         factors_(factors) {}
 
   // Cotangents of every param read, by path, from the value's cotangent
@@ -134,6 +136,7 @@ class Reverse {
   std::vector<bool> active_;
   const std::function<bool(const std::string&)>& wrt_;
   Policy policy_;
+  bool attentionKernel_;    // f32 attention's reverse as one op (attention.h)
   const Factors& factors_;  // empty unless the gradient is low-rank
   std::map<SlotId, const Expr*> outer_;
   std::map<SlotId, const Expr*>* cot_ = &outer_;  // the loop's own inside a reverse loop
@@ -176,7 +179,8 @@ class Reverse {
     }
     if (auto att = tape_.attentions.find(s.slot); att != tape_.attentions.end()) {
       const AttentionTape& a = att->second;
-      attentionVjp(em_, a, policy_ == Policy::Saved, g->second, cotangentsOf({a.q, a.k, a.v, a.scale}));
+      attentionVjp(em_, a, policy_ == Policy::Saved, attentionKernel_, g->second,
+                   cotangentsOf({a.q, a.k, a.v, a.scale}));
       return;
     }
     const Expr& def = *s.value;
@@ -479,7 +483,7 @@ std::vector<const Expr*> paramResults(Emitter& em, std::map<std::string, const E
 
 Gradient derive(elab::Program& program, const elab::EntryInstance& entry,
                 const std::function<bool(const std::string&)>& wrt, bool inputs, Policy policy,
-                int64_t lowRank) {
+                int64_t lowRank, bool attentionKernel) {
   const elab::FnInstance& source = *entry.fn;
   auto fn = std::make_unique<elab::FnInstance>();
   fn->decl = source.decl;
@@ -513,7 +517,8 @@ Gradient derive(elab::Program& program, const elab::EntryInstance& entry,
   out.lowRank = lowRank;
   Factors factors;
   if (lowRank > 0) factors = addFactors(program, entry, *fn, em, wrt, lowRank, out.factors);
-  Reverse reverse(program, em, tape, Activity(*fn, tape, wrt, activeInputs).active, wrt, policy, factors);
+  Reverse reverse(program, em, tape, Activity(*fn, tape, wrt, activeInputs).active, wrt, policy, attentionKernel,
+                  factors);
   std::map<std::string, const Expr*> grads = reverse.run(seed);
 
   em.at = source.decl->range;
@@ -541,8 +546,8 @@ Gradient derive(elab::Program& program, const elab::EntryInstance& entry,
   em.ret(em.raw(ExprKind::Tuple, tuple, results));
   fn->result = tuple;
   // Exact, not a hash: adopt() keeps the first function of a key.
-  fn->key = fmt::format("{}#gradient{}+{}+rank{}|{}", source.key, inputs ? "+inputs" : "", policyName(policy),
-                        lowRank, fmt::join(out.params, "|"));
+  fn->key = fmt::format("{}#gradient{}+{}+rank{}{}|{}", source.key, inputs ? "+inputs" : "", policyName(policy),
+                        lowRank, attentionKernel ? "+attention-kernel" : "", fmt::join(out.params, "|"));
   out.fn = &program.adopt(std::move(fn));
   out.policy = policy;
   return out;
@@ -552,15 +557,15 @@ Gradient derive(elab::Program& program, const elab::EntryInstance& entry,
 
 Gradient deriveGradient(elab::Program& program, const elab::EntryInstance& entry,
                         const std::function<bool(const std::string&)>& wrt, bool inputs, Policy policy,
-                        int64_t lowRank) {
+                        int64_t lowRank, bool attentionKernel) {
   if (policy != Policy::Unrolled) {
     try {
-      return derive(program, entry, wrt, inputs, policy, lowRank);
+      return derive(program, entry, wrt, inputs, policy, lowRank, attentionKernel);
     } catch (const ScanUnsupported&) {
       // A loop the scan does not take: every layer copied instead.
     }
   }
-  return derive(program, entry, wrt, inputs, Policy::Unrolled, lowRank);
+  return derive(program, entry, wrt, inputs, Policy::Unrolled, lowRank, attentionKernel);
 }
 
 }  // namespace linnet::autodiff

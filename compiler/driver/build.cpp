@@ -130,7 +130,7 @@ int runBuild(const BuildArgs& args) {
   try {
     ir::MLIRGen gen(context, program);
     Generated generated;
-    if (!args.manifestOnly) generated = generate(gen, program, args);
+    if (!args.manifestOnly) generated = generate(gen, program, args, target->sharedOptions().targetAttentionF32);
     std::map<std::string, Storage> storage = parseParamStorage(args.paramStorage, gen.params());
     mlir::ModuleOp module = gen.module();
     if (mlir::failed(mlir::verify(module))) {

@@ -70,7 +70,7 @@ std::vector<artifact::Signature> signatures(const sema::Program& program) {
   return out;
 }
 
-Generated generate(ir::MLIRGen& gen, const sema::Program& program, const BuildArgs& args) {
+Generated generate(ir::MLIRGen& gen, const sema::Program& program, const BuildArgs& args, bool attentionKernel) {
   // Entry generics: --generic, then nest.toml's [check].
   // With --arg the argument shapes bind them instead of [check].
   std::map<std::string, int64_t> generics;
@@ -106,7 +106,8 @@ Generated generate(ir::MLIRGen& gen, const sema::Program& program, const BuildAr
         specs = gen.entryParams(name, generics);
       }
       autodiff::Policy tape = autodiff::policyNamed(args.tape);
-      out.entries.push_back(args.gradient ? gen.addGradient(name, specs, generics, args.wrt, tape, args.lowRank)
+      out.entries.push_back(args.gradient ? gen.addGradient(name, specs, generics, args.wrt, tape, args.lowRank,
+                                                            attentionKernel)
                                           : gen.addEntry(name, specs, generics));
     } catch (const ir::GenError& e) {
       if (!args.entries.empty()) throw;

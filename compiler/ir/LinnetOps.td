@@ -159,6 +159,32 @@ def Linnet_AttentionOp : Linnet_Op<"attention", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Linnet_AttentionGradOp : Linnet_Op<"attention_grad", [Pure]> {
+  let summary = "the cotangents of f32 attention's q, k and v from its row statistics";
+  let description = [{
+    The reverse of `linnet.attention` (f32, at most two leading axes) in a
+    derived gradient, made only for a target that keeps it
+    (`SharedOptions::targetAttentionF32`; compiler/autodiff/attention.h):
+    q `[..L, G, Q, D]`, k `[..L, K, D]`, v `[..L, K, E]`, `scale` a rank-0
+    f32 tensor, `mask` (i1) broadcasting to `[..L, G, Q, K]`, the forward's
+    row statistics `max` and `sum` `[..L, G, Q, 1]` (the masked scores'
+    maximum and the sum of their exp(s - max)), `dout` the output's
+    cotangent `[..L, G, Q, E]`. With P = exp(s - max) / sum (0 where
+    masked; 1 / sum for every key of a row that sees none) and
+    dS = P (dP - rowsum(dP P)) scale, 0 where masked, dP = dout vᵀ, the
+    results are dq = dS k, dk = dSᵀ q and dv = Pᵀ dout. The CPU lowers it
+    to one kernel call that never forms a `[Q, K]` square.
+  }];
+  let arguments = (ins AnyRankedTensor_:$q, AnyRankedTensor_:$k, AnyRankedTensor_:$v, AnyRankedTensor_:$scale,
+                       AnyRankedTensor_:$mask, AnyRankedTensor_:$max, AnyRankedTensor_:$sum,
+                       AnyRankedTensor_:$dout);
+  let results = (outs AnyRankedTensor_:$dq, AnyRankedTensor_:$dk, AnyRankedTensor_:$dv);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $scale `,` $mask `,` $max `,` $sum `,` $dout attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Linnet_WritePointsOp : Linnet_Op<"write_points", [Pure]> {
   let summary = "dest with x's points written at a run-time row and position each";
   let description = [{

@@ -80,6 +80,37 @@ mlir::LogicalResult AttentionOp::verify() {
   return mlir::success();
 }
 
+mlir::LogicalResult AttentionGradOp::verify() {
+  auto q = getQ().getType(), k = getK().getType(), v = getV().getType(), mask = getMask().getType();
+  int64_t r = k.getRank();
+  if (r < 2 || r > 4 || q.getRank() != r + 1 || v.getRank() != r)
+    return emitOpError("needs q [..L, G, Q, D], k [..L, K, D], v [..L, K, E] with at most two axes in ..L");
+  for (auto t : {q, k, v})
+    if (!t.getElementType().isF32()) return emitOpError("q, k and v must be f32");
+  for (int64_t i = 0; i < r - 2; ++i)
+    if (q.getShape()[i] != k.getShape()[i] || v.getShape()[i] != k.getShape()[i])
+      return emitOpError("leading dimension ") << i << " differs";
+  if (q.getShape()[r] != k.getShape()[r - 1] || v.getShape()[r - 2] != k.getShape()[r - 2])
+    return emitOpError("head or key dimensions differ");
+  auto scale = getScale().getType();
+  if (scale.getRank() != 0 || !scale.getElementType().isF32()) return emitOpError("scale must be a rank-0 f32 tensor");
+  llvm::SmallVector<int64_t> scores(q.getShape().begin(), q.getShape().end() - 1);
+  scores.push_back(k.getShape()[r - 2]);
+  if (!mask.getElementType().isInteger(1) || !broadcastsTo(mask.getShape(), scores))
+    return emitOpError("mask must be i1 and broadcast to the scores");
+  llvm::SmallVector<int64_t> rows(q.getShape().begin(), q.getShape().end() - 1);
+  rows.push_back(1);
+  auto f32 = mlir::Float32Type::get(getContext());
+  if (getMax().getType() != mlir::RankedTensorType::get(rows, f32) || getSum().getType() != getMax().getType())
+    return emitOpError("max and sum must be [..L, G, Q, 1] of f32");
+  llvm::SmallVector<int64_t> out(q.getShape().begin(), q.getShape().end() - 1);
+  out.push_back(v.getShape()[r - 1]);
+  if (getDout().getType() != mlir::RankedTensorType::get(out, f32)) return emitOpError("dout must be [..L, G, Q, E] of f32");
+  if (getDq().getType() != q || getDk().getType() != k || getDv().getType() != v)
+    return emitOpError("dq, dk and dv must have q's, k's and v's types");
+  return mlir::success();
+}
+
 mlir::LogicalResult WritePointsOp::verify() {
   auto dest = getDest().getType(), x = getX().getType();
   if (getResult().getType() != dest) return emitOpError("result type differs from the destination's");

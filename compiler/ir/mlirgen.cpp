@@ -492,13 +492,13 @@ EntryInstance MLIRGen::Impl::addEntry(const std::string& name, const std::vector
 EntryInstance MLIRGen::Impl::addGradient(const std::string& name, const std::vector<TensorSpec>& argSpecs,
                                          const std::map<std::string, int64_t>& given,
                                          const std::vector<std::string>& wrt, autodiff::Policy tape,
-                                         int64_t lowRank) {
+                                         int64_t lowRank, bool attentionKernel) {
   elab::EntryInstance inst = instantiate(name, argSpecs, given);
   std::set<std::string> chosen(wrt.begin(), wrt.end());
   autodiff::Gradient g;
   const auto wanted = [&](const std::string& path) { return wrt.empty() || chosen.count(path) > 0; };
   try {
-    g = autodiff::deriveGradient(program, inst, wanted, false, tape, lowRank);
+    g = autodiff::deriveGradient(program, inst, wanted, false, tape, lowRank, attentionKernel);
   } catch (const elab::Error& e) {
     throw GenError(e.what());
   }
@@ -637,8 +637,9 @@ EntryInstance MLIRGen::addEntry(const std::string& name, const std::vector<Tenso
 
 EntryInstance MLIRGen::addGradient(const std::string& name, const std::vector<TensorSpec>& args,
                                    const std::map<std::string, int64_t>& generics,
-                                   const std::vector<std::string>& wrt, autodiff::Policy tape, int64_t lowRank) {
-  return atomically([&] { return impl_->addGradient(name, args, generics, wrt, tape, lowRank); });
+                                   const std::vector<std::string>& wrt, autodiff::Policy tape, int64_t lowRank,
+                                   bool attentionKernel) {
+  return atomically([&] { return impl_->addGradient(name, args, generics, wrt, tape, lowRank, attentionKernel); });
 }
 
 std::vector<TensorSpec> MLIRGen::entryParams(const std::string& name,

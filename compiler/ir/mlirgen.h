@@ -77,9 +77,12 @@ class MLIRGen {
   // input, or every value of every layer kept. `lowRank` > 0: the
   // low-rank (LoRA) gradient of each param, which takes inputs and gives
   // outputs `PATH.lora_A` and `PATH.lora_B` (autodiff/low_rank.h).
+  // `attentionKernel`: f32 attention's reverse as one linnet.attention_grad,
+  // for a target that keeps it (SharedOptions::targetAttentionF32).
   EntryInstance addGradient(const std::string& name, const std::vector<TensorSpec>& args,
                             const std::map<std::string, int64_t>& generics, const std::vector<std::string>& wrt,
-                            autodiff::Policy tape = autodiff::Policy::Scan, int64_t lowRank = 0);
+                            autodiff::Policy tape = autodiff::Policy::Scan, int64_t lowRank = 0,
+                            bool attentionKernel = false);
 
   // The entry's parameter types with its generics bound from `generics`
   // and the root's: what `addEntry` needs when no sample arguments exist.

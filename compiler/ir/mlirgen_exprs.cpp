@@ -265,6 +265,16 @@ Val MLIRGen::Impl::eval(Frame& f, const elab::Expr& e) {
       at();
       return Val::of(AttentionOp::create(b, loc, type(), q, k, v, scale, mask));
     }
+    case ExprKind::AttentionGrad: {
+      std::vector<mlir::Value> xs;
+      for (size_t k = 0; k < 8; ++k) xs.push_back(tensor(f, e, k));
+      at();
+      auto grad = AttentionGradOp::create(b, loc, xs[0].getType(), xs[1].getType(), xs[2].getType(), xs[0], xs[1],
+                                          xs[2], xs[3], xs[4], xs[5], xs[6], xs[7]);
+      Val out = Val::ofKind(Val::Tuple);
+      for (mlir::Value r : grad.getResults()) out.elems.push_back(Val::of(r));
+      return out;
+    }
     case ExprKind::WritePoints: {
       mlir::Value dest = tensor(f, e, 0), x = tensor(f, e, 1), rows = tensor(f, e, 2), positions = tensor(f, e, 3);
       at();

@@ -153,7 +153,7 @@ struct MLIRGen::Impl {
                          const std::map<std::string, int64_t>& given);
   EntryInstance addGradient(const std::string& name, const std::vector<TensorSpec>& args,
                             const std::map<std::string, int64_t>& given, const std::vector<std::string>& wrt,
-                            autodiff::Policy tape, int64_t lowRank);
+                            autodiff::Policy tape, int64_t lowRank, bool attentionKernel);
   elab::EntryInstance instantiate(const std::string& name, const std::vector<TensorSpec>& args,
                                   const std::map<std::string, int64_t>& given);
   // The C-callable function of `fn` (an entry, or a gradient derived from

@@ -68,8 +68,11 @@ std::string translateToLLVMIR(mlir::ModuleOp module) {
 }
 
 bool targetKeepsAttention(mlir::Operation* op, const SharedOptions& options) {
+  if (!options.targetAttentionF32) return false;
+  // Made only for such a target; its verifier holds it to f32 and ..L of at most two axes.
+  if (mlir::isa<ir::AttentionGradOp>(op)) return true;
   auto attention = mlir::dyn_cast<ir::AttentionOp>(op);
-  if (!attention || !options.targetAttentionF32) return false;
+  if (!attention) return false;
   auto k = attention.getK().getType();
   return k.getElementType().isF32() && k.getRank() <= 4;  // [..L, K, D], ..L at most two axes
 }

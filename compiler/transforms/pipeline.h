@@ -77,7 +77,8 @@ struct SharedOptions {
 // takes to it (targetLibraryProducts), decode's too (linnetc --products).
 inline constexpr char kProductsAttr[] = "linnet.products";
 
-// True when `options` leave this attention op to the target.
+// True when `options` leave this attention op (or a gradient's
+// linnet.attention_grad) to the target.
 bool targetKeepsAttention(mlir::Operation* attention, const SharedOptions& options);
 // True when `options` leave this product to the target (targetDecodeProducts).
 bool targetKeepsDecodeProduct(mlir::Operation* matmul, const SharedOptions& options);

@@ -116,6 +116,40 @@ class KernelCalls {
     op.erase();
   }
 
+  // A gradient's reverse of f32 attention: the operands as attention's,
+  // with the row statistics and dout [..L, G, Q, .] padded alike, and
+  // dq, dk and dv written by one call.
+  void lower(ir::AttentionGradOp op) {
+    b_.setInsertionPoint(op);
+    Location loc = op.getLoc();
+    int64_t lead = op.getK().getType().getRank() - 2;  // ..L
+    SmallVector<Value> in;
+    for (Value t : {op.getQ(), op.getK(), op.getV(), op.getMax(), op.getSum(), op.getDout()})
+      in.push_back(withTwoLeading(t, lead));
+    auto qShape = cast<RankedTensorType>(in[0].getType()).getShape();
+    int64_t keys = op.getK().getType().getShape()[lead];
+    SmallVector<int64_t> scores{qShape[0], qShape[1], qShape[2], qShape[3], keys};
+    SmallVector<Value> outs;
+    for (int k = 0; k < 3; ++k)
+      outs.push_back(memref::AllocOp::create(
+          b_, loc, MemRefType::get(cast<RankedTensorType>(in[k].getType()).getShape(), b_.getF32Type()),
+          b_.getI64IntegerAttr(64)));
+    SmallVector<Value> operands{buffer(in[0]), buffer(in[1]), buffer(in[2]), broadcastMask(op.getMask(), scores),
+                                buffer(in[3]), buffer(in[4]), buffer(in[5])};
+    for (Value o : outs) operands.push_back(dynamic(o));
+    operands.push_back(tensor::ExtractOp::create(b_, loc, op.getScale(), ValueRange{}));
+    func::CallOp::create(b_, loc, declaration("linnet_kernel_attention_grad_f32", ValueRange(operands).getTypes()),
+                         operands);
+    for (int k = 0; k < 3; ++k) {
+      auto memref = cast<MemRefType>(outs[k].getType());
+      Value t = bufferization::ToTensorOp::create(b_, loc, RankedTensorType::get(memref.getShape(), b_.getF32Type()),
+                                                  outs[k], /*restrict=*/true, /*writable=*/true);
+      Value result = op->getResult(k);
+      result.replaceAllUsesWith(fromTwoLeading(t, cast<RankedTensorType>(result.getType()), lead));
+    }
+    op.erase();
+  }
+
  private:
   // [..L, rest] with `lead` axes in ..L (0, 1 or 2) as [L0, L1, rest].
   Value withTwoLeading(Value t, int64_t lead) {
@@ -330,12 +364,14 @@ void lowerToKernelCalls(ModuleOp module) {
   KernelCalls calls(module);
   SmallVector<Operation*> ops;
   module.walk([&](Operation* op) {
-    if (isa<ir::PackedMatmulOp, ir::PackedGatherOp, ir::UnpackOp, ir::AttentionOp>(op)) ops.push_back(op);
+    if (isa<ir::PackedMatmulOp, ir::PackedGatherOp, ir::UnpackOp, ir::AttentionOp, ir::AttentionGradOp>(op))
+      ops.push_back(op);
   });
   for (Operation* op : ops) {
     if (auto m = dyn_cast<ir::PackedMatmulOp>(op)) calls.lower(m);
     else if (auto g = dyn_cast<ir::PackedGatherOp>(op)) calls.lower(g);
     else if (auto a = dyn_cast<ir::AttentionOp>(op)) calls.lower(a);
+    else if (auto g = dyn_cast<ir::AttentionGradOp>(op)) calls.lower(g);
     else calls.lower(cast<ir::UnpackOp>(op));
   }
 }

@@ -1359,6 +1359,8 @@ void KERNEL(_mlir_ciface_linnet_kernel_gather_rows)(linnet_memref2* w, linnet_me
 #include <omp.h>
 #endif
 
+#include "linnet_kernels_mask.h"
+
 #define ATTN_MASKED (-3.0e38f) /* sema::kAttentionMasked */
 #define ATTN_ROWS 16
 #define ATTN_PV_ROWS 6
@@ -1377,55 +1379,7 @@ typedef struct {
   float scale;
 } attn_args;
 
-typedef struct {
-  int64_t lo, hi, count; /* visible keys: count of them, all in [lo, hi) */
-} key_range;
-
 MAYBE_UNUSED static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-
-/* Visible keys of the mask row m (byte j at m[j * stride]). */
-static key_range scan_mask(const uint8_t* m, int64_t stride, int64_t n) {
-  key_range r = {0, 0, 0};
-  if (n <= 0) return r;
-  if (stride == 0) {
-    if (m[0]) r.hi = r.count = n;
-    return r;
-  }
-  int64_t lo = 0, hi = n, count = 0;
-  if (stride == 1) {
-    uint64_t w;
-#ifdef __AVX512BW__
-    while (lo + 64 <= n && !_mm512_test_epi8_mask(_mm512_loadu_si512(m + lo), _mm512_loadu_si512(m + lo))) lo += 64;
-#endif
-    while (lo + 8 <= n && (memcpy(&w, m + lo, 8), w == 0)) lo += 8;
-    while (lo < n && !m[lo]) ++lo;
-    if (lo == n) return r;
-#ifdef __AVX512BW__
-    while (hi - 64 >= lo &&
-           !_mm512_test_epi8_mask(_mm512_loadu_si512(m + hi - 64), _mm512_loadu_si512(m + hi - 64)))
-      hi -= 64;
-#endif
-    while (hi - 8 >= lo && (memcpy(&w, m + hi - 8, 8), w == 0)) hi -= 8;
-    while (!m[hi - 1]) --hi;
-    int64_t j = lo;
-#ifdef __AVX512BW__
-    for (; j + 64 <= hi; j += 64) {
-      const __m512i b = _mm512_loadu_si512(m + j);
-      count += __builtin_popcountll(_mm512_test_epi8_mask(b, b));
-    }
-#endif
-    for (; j < hi; ++j) count += m[j] != 0;
-  } else {
-    while (lo < n && !m[lo * stride]) ++lo;
-    if (lo == n) return r;
-    while (!m[(hi - 1) * stride]) --hi;
-    for (int64_t j = lo; j < hi; ++j) count += m[j * stride] != 0;
-  }
-  r.lo = lo;
-  r.hi = hi;
-  r.count = count;
-  return r;
-}
 
 static ALWAYS_INLINE const float* attn_q(const attn_args* a, int64_t l0, int64_t l1, int64_t g, int64_t i) {
   return a->q + l0 * a->qs[0] + l1 * a->qs[1] + g * a->qs[2] + i * a->qs[3];

@@ -143,6 +143,23 @@ typedef struct {
  * path). If scratch cannot be allocated, nothing is written. */
 void _mlir_ciface_linnet_kernel_attention_f32(linnet_memref5* q, linnet_memref4* k, linnet_memref4* v,
                                               linnet_memref5* mask, linnet_memref5* out, float scale);
+/* The reverse of that attention in a training step (linnet_attention_grad.c):
+ * with the forward's row statistics max and sum [L0, L1, G, Q, 1] (the
+ * maximum of the row's masked scores and the sum of its exp(s - max)) and
+ * dO f32 [L0, L1, G, Q, E], the output's cotangent, writes
+ *   P = exp(s - max) / sum (0 where masked; a row that sees no key: 1/sum
+ *   for every key), dP = dO vᵀ, dS = P (dP - rowsum(dP P)) scale, 0 where
+ *   masked, and dq = dS k [L0, L1, G, Q, D], dk = dSᵀ q [L0, L1, K, D],
+ *   dv = Pᵀ dO [L0, L1, K, E]
+ * for s_j = dot(q, k_j) * scale, exp within 2 ulp, sums in f32 in an order
+ * that depends on the shape only (not the thread count). A row costs its
+ * visible keys; no [Q, K] square is formed. K, G or Q = 0 writes zeros.
+ * Any strides (the mask's may be 0). Scratch it cannot allocate ends the
+ * process (abort, after a line on stderr): a partial gradient is wrong. */
+void _mlir_ciface_linnet_kernel_attention_grad_f32(linnet_memref5* q, linnet_memref4* k, linnet_memref4* v,
+                                                   linnet_memref5* mask, linnet_memref5* max, linnet_memref5* sum,
+                                                   linnet_memref5* dout, linnet_memref5* dq, linnet_memref4* dk,
+                                                   linnet_memref4* dv, float scale);
 
 /* RowBytes of a row of k elements in `format` (0 for an unknown format). */
 static inline int64_t linnet_storage_row_bytes(int64_t format, int64_t k) {
