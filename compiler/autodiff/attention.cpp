@@ -56,11 +56,34 @@ const Expr* maskedExp(Emitter& em, const Expr* scores, const Expr* max, const Ex
   return em.select(counted, e, zero);
 }
 
+// The kernel's forward: [..., G, Q, E + 2] sliced into the output and the
+// row statistics.
+const Expr* kernelAttention(Emitter& em, const Dims& d, const Expr* q, const Expr* k, const Expr* v,
+                            const Expr* scale, const Expr* mask, AttentionTape& record,
+                            std::set<elab::SlotId>& detached) {
+  const Expr* rows = em.bind(em.raw(ExprKind::AttentionRows, elab::Type::of({Scalar::F32, d.with({d.G, d.Q, d.E + 2})}),
+                                    {q, k, v, scale, mask}),
+                             "attention_rows");
+  const Expr* out = em.bind(em.slice(rows, d.axis, 0, d.E), "attention");
+  const Expr* max = em.bind(em.slice(rows, d.axis, d.E, d.E + 1), "row_max");
+  const Expr* sum = em.bind(em.slice(rows, d.axis, d.E + 1, d.E + 2), "row_sum");
+  detached.insert(max->slot);
+  detached.insert(sum->slot);
+  record = {q, k, v, scale, mask, nullptr, nullptr, max, sum, true};
+  return out;
+}
+
 }  // namespace
 
+bool attentionKernelTakes(const Expr* q, const Expr* k, const Expr* v) {
+  const auto f32 = [](const Expr* x) { return Emitter::typeOf(x).dtype == Scalar::F32; };
+  return f32(q) && f32(k) && f32(v) && Emitter::typeOf(k).shape.size() <= 4;
+}
+
 const Expr* writeAttention(Emitter& em, const Expr* q, const Expr* k, const Expr* v, const Expr* scale,
-                           const Expr* mask, AttentionTape& record, std::set<elab::SlotId>& detached) {
+                           const Expr* mask, bool kernel, AttentionTape& record, std::set<elab::SlotId>& detached) {
   const Dims d(q, k, v);
+  if (kernel) return kernelAttention(em, d, q, k, v, scale, mask, record, detached);
   const Expr* raw = rawScores(em, d, q, k);
   const Expr* scores = maskedScores(em, d, raw, scale, mask);
   const Expr* max = em.reduce(ReduceKind::Max, scores, d.axis, true);
@@ -68,17 +91,12 @@ const Expr* writeAttention(Emitter& em, const Expr* q, const Expr* k, const Expr
   const Expr* e = maskedExp(em, scores, max, mask);
   const Expr* sum = em.reduce(ReduceKind::Sum, e, d.axis, true);
   const Expr* probs = em.binary(BinaryKind::Div, e, sum);
-  record = {q, k, v, scale, mask, raw, probs, max, sum};
+  record = {q, k, v, scale, mask, raw, probs, max, sum, false};
   const Expr* mixed = em.matmul(em.reshape(em.cast(probs, d.dt), d.with({d.G * d.Q, d.K})), v);
   return em.reshape(mixed, d.with({d.G, d.Q, d.E}));
 }
 
 namespace {
-
-bool kernelTakes(const AttentionTape& a, const Dims& d, const Cotangents& out) {
-  const auto f32 = [](const Expr* x) { return Emitter::typeOf(x).dtype == Scalar::F32; };
-  return f32(a.q) && f32(a.k) && f32(a.v) && d.lead.size() <= 2 && !out.needs(3);
-}
 
 // dq, dk and dv by linnet.attention_grad.
 void kernelVjp(Emitter& em, const AttentionTape& a, const Expr* g, const Cotangents& out) {
@@ -93,10 +111,9 @@ void kernelVjp(Emitter& em, const AttentionTape& a, const Expr* g, const Cotange
 
 }  // namespace
 
-void attentionVjp(Emitter& em, const AttentionTape& a, bool fromRowStats, bool kernel, const Expr* g,
-                  const Cotangents& out) {
+void attentionVjp(Emitter& em, const AttentionTape& a, bool fromRowStats, const Expr* g, const Cotangents& out) {
+  if (a.kernel) return kernelVjp(em, a, g, out);
   const Dims d(a.q, a.k, a.v);
-  if (kernel && kernelTakes(a, d, out)) return kernelVjp(em, a, g, out);
   const Expr* raw = a.raw;
   const Expr* probs = a.probs;
   if (fromRowStats) {

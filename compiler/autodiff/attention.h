@@ -20,29 +20,36 @@
 
 namespace linnet::autodiff {
 
-// One attention written out: its operands and the values its rule reads
+// One attention on the tape: its operands and the values its rule reads
 // (Locals of the derived function).
 struct AttentionTape {
   const Expr *q = nullptr, *k = nullptr, *v = nullptr, *scale = nullptr, *mask = nullptr;
-  const Expr* raw = nullptr;    // q k^T [..., G * Q, K], before the scale
-  const Expr* probs = nullptr;  // [..., G, Q, K], f32
+  const Expr* raw = nullptr;    // q k^T [..., G * Q, K], before the scale (written out only)
+  const Expr* probs = nullptr;  // [..., G, Q, K], f32 (written out only)
   const Expr *max = nullptr, *sum = nullptr;  // the softmax's row statistics [..., G, Q, 1], f32
+  bool kernel = false;  // both halves as ops of their own (attentionKernelTakes)
 };
 
-// Emits attention(q, k, v, scale, mask) as primitives; returns its output
-// [..., G, Q, E] and fills `record`. The maximum subtracted before `exp`
-// is added to `detached`: no cotangent flows through it.
+// Whether the target's attention kernels take these operands, when it has
+// them (SharedOptions::targetAttentionF32): f32 q, k and v with at most
+// two leading axes (..L). The caller also asks that the scale take no
+// cotangent.
+bool attentionKernelTakes(const Expr* q, const Expr* k, const Expr* v);
+
+// Emits attention(q, k, v, scale, mask); returns its output [..., G, Q, E]
+// and fills `record`. Written out as primitives, or with `kernel` as one
+// AttentionRows (linnet.attention_rows: the output and each row's
+// statistics, with no [Q, K] square stored) whose columns are sliced
+// apart. The row statistics are added to `detached`: no cotangent flows
+// through them (the rule below reads them).
 const Expr* writeAttention(Emitter& em, const Expr* q, const Expr* k, const Expr* v, const Expr* scale,
-                           const Expr* mask, AttentionTape& record, std::set<elab::SlotId>& detached);
+                           const Expr* mask, bool kernel, AttentionTape& record, std::set<elab::SlotId>& detached);
 
 // The cotangents of the operands (0 q, 1 k, 2 v, 3 scale) from `g`, the
 // output's. `fromRowStats`: P recomputed from q, k and the row statistics.
-// `kernel`: the target runs f32 attention's reverse as one op
-// (linnet.attention_grad, SharedOptions::targetAttentionF32), so an f32
-// attention with at most two leading axes whose scale takes no cotangent
-// becomes one AttentionGrad of q, k, v, the mask, the row statistics and
-// g: its squares are never formed, and only the keys a row sees cost.
-void attentionVjp(Emitter& em, const AttentionTape& a, bool fromRowStats, bool kernel, const Expr* g,
-                  const Cotangents& out);
+// A kernel attention's (record.kernel) are one AttentionGrad
+// (linnet.attention_grad) of q, k, v, the mask, the row statistics and g,
+// which recomputes P over the keys each row sees.
+void attentionVjp(Emitter& em, const AttentionTape& a, bool fromRowStats, const Expr* g, const Cotangents& out);
 
 }  // namespace linnet::autodiff

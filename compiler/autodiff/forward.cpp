@@ -35,8 +35,8 @@ struct Frame {
 
 class Copier {
  public:
-  Copier(const elab::Program& program, Emitter& em, Policy policy, const ActiveSoFar& active)
-      : program_(program), em_(em), policy_(policy), active_(active) {
+  Copier(const elab::Program& program, Emitter& em, Policy policy, const ActiveSoFar& active, bool attentionKernel)
+      : program_(program), em_(em), policy_(policy), active_(active), attentionKernel_(attentionKernel) {
     refer(program.root(), nullptr);
   }
 
@@ -56,6 +56,7 @@ class Copier {
   Emitter& em_;
   Policy policy_;
   const ActiveSoFar& active_;
+  bool attentionKernel_;
   std::map<const Instance*, const Expr*> refs_;  // each instance as an expression from the root
   std::map<const void*, const Expr*> arrayRefs_;  // each array, by its elements' vector
   // While copying a Scan's layer: element 0's instances as expressions
@@ -287,8 +288,10 @@ class Copier {
       case ExprKind::Attention: {
         em_.at = e.range;
         AttentionTape record;
-        const Expr* out = writeAttention(em_, tensor(f, e, 0), tensor(f, e, 1), tensor(f, e, 2), tensor(f, e, 3),
-                                         tensor(f, e, 4), record, tape.detached);
+        const Expr* q = tensor(f, e, 0), *k = tensor(f, e, 1), *v = tensor(f, e, 2), *scale = tensor(f, e, 3);
+        // The kernels take f32 with at most two leading axes, and give the scale no cotangent.
+        const bool kernel = attentionKernel_ && attentionKernelTakes(q, k, v) && !active_(tape, scale);
+        const Expr* out = writeAttention(em_, q, k, v, scale, tensor(f, e, 4), kernel, record, tape.detached);
         tape.attentions[out->slot] = record;
         return Val::tensor(out);
       }
@@ -296,7 +299,8 @@ class Copier {
       case ExprKind::Cast: case ExprKind::Broadcast: case ExprKind::Reshape: case ExprKind::Permute:
       case ExprKind::Concat: case ExprKind::Iota: case ExprKind::Matmul: case ExprKind::Reduce:
       case ExprKind::GatherRows: case ExprKind::ScatterRows: case ExprKind::Slice: case ExprKind::Gather:
-      case ExprKind::WritePoints: case ExprKind::WriteSlice: case ExprKind::AttentionGrad:
+      case ExprKind::WritePoints: case ExprKind::WriteSlice: case ExprKind::AttentionRows:
+      case ExprKind::AttentionGrad:
         break;
     }
     std::vector<const Expr*> operands;
@@ -324,8 +328,9 @@ std::string elementPath(const std::string& stacked, int64_t k) {
 }
 
 Tape copyForward(const elab::Program& program, const elab::FnInstance& entry, Emitter& em,
-                 const std::vector<elab::SlotId>& inputs, Policy policy, const ActiveSoFar& active) {
-  Copier copier(program, em, policy, active);
+                 const std::vector<elab::SlotId>& inputs, Policy policy, const ActiveSoFar& active,
+                 bool attentionKernel) {
+  Copier copier(program, em, policy, active, attentionKernel);
   std::vector<Val> args;
   for (elab::SlotId s : inputs) {
     Expr* local = em.raw(ExprKind::Local, em.fn().slots[static_cast<size_t>(s)].type);

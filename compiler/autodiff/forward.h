@@ -78,9 +78,12 @@ using ActiveSoFar = std::function<bool(const Tape&, const Expr*)>;
 
 // Copies `entry`'s body into `em`'s function, whose first slots are
 // `entry`'s parameters. Throws elab::Error naming the place of what cannot
-// be differentiated: a state write, a `while` loop.
+// be differentiated: a state write, a `while` loop. `attentionKernel`:
+// the target runs f32 attention's two halves as ops of their own
+// (attention.h).
 Tape copyForward(const elab::Program& program, const elab::FnInstance& entry, Emitter& em,
-                 const std::vector<elab::SlotId>& inputs, Policy policy, const ActiveSoFar& active);
+                 const std::vector<elab::SlotId>& inputs, Policy policy, const ActiveSoFar& active,
+                 bool attentionKernel = false);
 
 // A stacked path (`layers.*.x`) for element k (`layers.k.x`).
 std::string elementPath(const std::string& stacked, int64_t k);

@@ -98,15 +98,13 @@ class Activity {
 class Reverse {
  public:
   Reverse(const elab::Program& program, Emitter& em, const Tape& tape, std::vector<bool> active,
-          const std::function<bool(const std::string&)>& wrt, Policy policy, bool attentionKernel,
-          const Factors& factors)
+          const std::function<bool(const std::string&)>& wrt, Policy policy, const Factors& factors)
       : program_(program),
         em_(em),
         tape_(tape),
         active_(std::move(active)),
         wrt_(wrt),
         policy_(policy),
-        attentionKernel_(attentionKernel),
         factors_(factors) {}
 
   // Cotangents of every param read, by path, from the value's cotangent
@@ -136,7 +134,6 @@ class Reverse {
   std::vector<bool> active_;
   const std::function<bool(const std::string&)>& wrt_;
   Policy policy_;
-  bool attentionKernel_;    // f32 attention's reverse as one op (attention.h)
   const Factors& factors_;  // empty unless the gradient is low-rank
   std::map<SlotId, const Expr*> outer_;
   std::map<SlotId, const Expr*>* cot_ = &outer_;  // the loop's own inside a reverse loop
@@ -179,8 +176,7 @@ class Reverse {
     }
     if (auto att = tape_.attentions.find(s.slot); att != tape_.attentions.end()) {
       const AttentionTape& a = att->second;
-      attentionVjp(em_, a, policy_ == Policy::Saved, attentionKernel_, g->second,
-                   cotangentsOf({a.q, a.k, a.v, a.scale}));
+      attentionVjp(em_, a, policy_ == Policy::Saved, g->second, cotangentsOf({a.q, a.k, a.v, a.scale}));
       return;
     }
     const Expr& def = *s.value;
@@ -501,7 +497,7 @@ Gradient derive(elab::Program& program, const elab::EntryInstance& entry,
   const ActiveSoFar activeSoFar = [&](const Tape& t, const Expr* e) {
     return e->kind == ExprKind::Local && Activity(*fn, t, wrt, activeInputs).active[static_cast<size_t>(e->slot)];
   };
-  Tape tape = copyForward(program, source, em, fn->params, policy, activeSoFar);
+  Tape tape = copyForward(program, source, em, fn->params, policy, activeSoFar, attentionKernel);
   requireFloat(program, source, tape.result);
   const elab::TensorType& valueType = Emitter::typeOf(tape.result);
   const Expr* seed = em.broadcast(em.constant(valueType.dtype, 1), valueType.shape);
@@ -517,8 +513,7 @@ Gradient derive(elab::Program& program, const elab::EntryInstance& entry,
   out.lowRank = lowRank;
   Factors factors;
   if (lowRank > 0) factors = addFactors(program, entry, *fn, em, wrt, lowRank, out.factors);
-  Reverse reverse(program, em, tape, Activity(*fn, tape, wrt, activeInputs).active, wrt, policy, attentionKernel,
-                  factors);
+  Reverse reverse(program, em, tape, Activity(*fn, tape, wrt, activeInputs).active, wrt, policy, factors);
   std::map<std::string, const Expr*> grads = reverse.run(seed);
 
   em.at = source.decl->range;

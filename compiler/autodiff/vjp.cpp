@@ -336,7 +336,8 @@ struct Rule {
       case ExprKind::Constant: case ExprKind::Local: case ExprKind::Param: case ExprKind::Iota: return;
       // Copied away by the forward half: never on the tape.
       case ExprKind::Self: case ExprKind::Sub: case ExprKind::Element: case ExprKind::State:
-      case ExprKind::Attention: case ExprKind::AttentionGrad: case ExprKind::Call: case ExprKind::Tuple:
+      case ExprKind::Attention: case ExprKind::AttentionRows: case ExprKind::AttentionGrad: case ExprKind::Call:
+      case ExprKind::Tuple:
       case ExprKind::Some:
       case ExprKind::None: case ExprKind::Unwrap:
         throw elab::Error(fmt::format("{}: internal: a structural expression on the gradient tape", where));

@@ -159,6 +159,25 @@ def Linnet_AttentionOp : Linnet_Op<"attention", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Linnet_AttentionRowsOp : Linnet_Op<"attention_rows", [Pure]> {
+  let summary = "f32 attention with each query row's statistics, for a gradient's forward";
+  let description = [{
+    `linnet.attention` of f32 q, k, v (at most two leading axes) in a
+    derived gradient, made only for a target that keeps it
+    (`SharedOptions::targetAttentionF32`; compiler/autodiff/attention.h):
+    the result `[..L, G, Q, E + 2]` holds each row's output (its first E
+    values), then the maximum of its masked scores (-3e38 for a row that
+    sees no key) and the sum of exp(s - max) over the keys it counts, which
+    `linnet.attention_grad` reads. The CPU lowers it to one kernel call
+    that never forms a `[Q, K]` square.
+  }];
+  let arguments = (ins AnyRankedTensor_:$q, AnyRankedTensor_:$k, AnyRankedTensor_:$v, AnyRankedTensor_:$scale,
+                       AnyRankedTensor_:$mask);
+  let results = (outs AnyRankedTensor_:$result);
+  let assemblyFormat = "$q `,` $k `,` $v `,` $scale `,` $mask attr-dict `:` functional-type(operands, $result)";
+  let hasVerifier = 1;
+}
+
 def Linnet_AttentionGradOp : Linnet_Op<"attention_grad", [Pure]> {
   let summary = "the cotangents of f32 attention's q, k and v from its row statistics";
   let description = [{

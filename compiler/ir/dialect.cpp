@@ -80,31 +80,56 @@ mlir::LogicalResult AttentionOp::verify() {
   return mlir::success();
 }
 
-mlir::LogicalResult AttentionGradOp::verify() {
-  auto q = getQ().getType(), k = getK().getType(), v = getV().getType(), mask = getMask().getType();
+namespace {
+
+// q [..L, G, Q, D], k [..L, K, D], v [..L, K, E] of f32 with at most two
+// axes in ..L, a rank-0 f32 scale and an i1 mask broadcasting to the scores.
+mlir::LogicalResult verifyTrainingAttention(mlir::Operation* op, mlir::RankedTensorType q, mlir::RankedTensorType k,
+                                           mlir::RankedTensorType v, mlir::RankedTensorType scale,
+                                           mlir::RankedTensorType mask) {
   int64_t r = k.getRank();
   if (r < 2 || r > 4 || q.getRank() != r + 1 || v.getRank() != r)
-    return emitOpError("needs q [..L, G, Q, D], k [..L, K, D], v [..L, K, E] with at most two axes in ..L");
+    return op->emitOpError("needs q [..L, G, Q, D], k [..L, K, D], v [..L, K, E] with at most two axes in ..L");
   for (auto t : {q, k, v})
-    if (!t.getElementType().isF32()) return emitOpError("q, k and v must be f32");
+    if (!t.getElementType().isF32()) return op->emitOpError("q, k and v must be f32");
   for (int64_t i = 0; i < r - 2; ++i)
     if (q.getShape()[i] != k.getShape()[i] || v.getShape()[i] != k.getShape()[i])
-      return emitOpError("leading dimension ") << i << " differs";
+      return op->emitOpError("leading dimension ") << i << " differs";
   if (q.getShape()[r] != k.getShape()[r - 1] || v.getShape()[r - 2] != k.getShape()[r - 2])
-    return emitOpError("head or key dimensions differ");
-  auto scale = getScale().getType();
-  if (scale.getRank() != 0 || !scale.getElementType().isF32()) return emitOpError("scale must be a rank-0 f32 tensor");
+    return op->emitOpError("head or key dimensions differ");
+  if (scale.getRank() != 0 || !scale.getElementType().isF32())
+    return op->emitOpError("scale must be a rank-0 f32 tensor");
   llvm::SmallVector<int64_t> scores(q.getShape().begin(), q.getShape().end() - 1);
   scores.push_back(k.getShape()[r - 2]);
   if (!mask.getElementType().isInteger(1) || !broadcastsTo(mask.getShape(), scores))
-    return emitOpError("mask must be i1 and broadcast to the scores");
+    return op->emitOpError("mask must be i1 and broadcast to the scores");
+  return mlir::success();
+}
+
+}  // namespace
+
+mlir::LogicalResult AttentionRowsOp::verify() {
+  auto q = getQ().getType(), v = getV().getType();
+  if (failed(verifyTrainingAttention(*this, q, getK().getType(), v, getScale().getType(), getMask().getType())))
+    return mlir::failure();
+  llvm::SmallVector<int64_t> out(q.getShape().begin(), q.getShape().end() - 1);
+  out.push_back(v.getShape().back() + 2);
+  if (getResult().getType() != mlir::RankedTensorType::get(out, q.getElementType()))
+    return emitOpError("result type must be [..L, G, Q, E + 2] of f32");
+  return mlir::success();
+}
+
+mlir::LogicalResult AttentionGradOp::verify() {
+  auto q = getQ().getType(), k = getK().getType(), v = getV().getType();
+  if (failed(verifyTrainingAttention(*this, q, k, v, getScale().getType(), getMask().getType())))
+    return mlir::failure();
   llvm::SmallVector<int64_t> rows(q.getShape().begin(), q.getShape().end() - 1);
   rows.push_back(1);
   auto f32 = mlir::Float32Type::get(getContext());
   if (getMax().getType() != mlir::RankedTensorType::get(rows, f32) || getSum().getType() != getMax().getType())
     return emitOpError("max and sum must be [..L, G, Q, 1] of f32");
   llvm::SmallVector<int64_t> out(q.getShape().begin(), q.getShape().end() - 1);
-  out.push_back(v.getShape()[r - 1]);
+  out.push_back(v.getShape().back());
   if (getDout().getType() != mlir::RankedTensorType::get(out, f32)) return emitOpError("dout must be [..L, G, Q, E] of f32");
   if (getDq().getType() != q || getDk().getType() != k || getDv().getType() != v)
     return emitOpError("dq, dk and dv must have q's, k's and v's types");

@@ -265,6 +265,12 @@ Val MLIRGen::Impl::eval(Frame& f, const elab::Expr& e) {
       at();
       return Val::of(AttentionOp::create(b, loc, type(), q, k, v, scale, mask));
     }
+    case ExprKind::AttentionRows: {
+      mlir::Value q = tensor(f, e, 0), k = tensor(f, e, 1), v = tensor(f, e, 2), scale = tensor(f, e, 3),
+                  mask = tensor(f, e, 4);
+      at();
+      return Val::of(AttentionRowsOp::create(b, loc, type(), q, k, v, scale, mask));
+    }
     case ExprKind::AttentionGrad: {
       std::vector<mlir::Value> xs;
       for (size_t k = 0; k < 8; ++k) xs.push_back(tensor(f, e, k));

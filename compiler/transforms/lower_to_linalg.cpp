@@ -133,7 +133,7 @@ struct LowerToLinalgPass : PassWrapper<LowerToLinalgPass, OperationPass<ModuleOp
     target.addIllegalDialect<ir::LinnetDialect>();
     // A param in a storage format is read by the target's own kernels.
     target.addLegalOp<ir::PackedMatmulOp, ir::PackedGatherOp, ir::UnpackOp>();
-    target.addDynamicallyLegalOp<ir::AttentionOp, ir::AttentionGradOp>(
+    target.addDynamicallyLegalOp<ir::AttentionOp, ir::AttentionRowsOp, ir::AttentionGradOp>(
         [this](Operation* op) { return targetKeepsAttention(op, options); });
     target.addDynamicallyLegalOp<ir::MatmulOp>([this](Operation* op) {
       return targetKeepsDecodeProduct(op, options) || targetKeepsLibraryProduct(op, options);

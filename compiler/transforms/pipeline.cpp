@@ -70,7 +70,7 @@ std::string translateToLLVMIR(mlir::ModuleOp module) {
 bool targetKeepsAttention(mlir::Operation* op, const SharedOptions& options) {
   if (!options.targetAttentionF32) return false;
   // Made only for such a target; its verifier holds it to f32 and ..L of at most two axes.
-  if (mlir::isa<ir::AttentionGradOp>(op)) return true;
+  if (mlir::isa<ir::AttentionRowsOp, ir::AttentionGradOp>(op)) return true;
   auto attention = mlir::dyn_cast<ir::AttentionOp>(op);
   if (!attention) return false;
   auto k = attention.getK().getType();

@@ -116,6 +116,36 @@ class KernelCalls {
     op.erase();
   }
 
+  // A gradient's forward f32 attention: one [L0, L1, G, Q, E + 2] buffer,
+  // whose first E columns the kernel writes as the output and the last
+  // two as each row's max and sum.
+  void lower(ir::AttentionRowsOp op) {
+    b_.setInsertionPoint(op);
+    Location loc = op.getLoc();
+    auto result = op.getType();
+    int64_t lead = op.getK().getType().getRank() - 2;  // ..L
+    Value q = withTwoLeading(op.getQ(), lead), k = withTwoLeading(op.getK(), lead), v = withTwoLeading(op.getV(), lead);
+    auto qShape = cast<RankedTensorType>(q.getType()).getShape();
+    int64_t keys = op.getK().getType().getShape()[lead], e = result.getShape().back() - 2;
+    SmallVector<int64_t> scores{qShape[0], qShape[1], qShape[2], qShape[3], keys};
+    SmallVector<int64_t> packed{qShape[0], qShape[1], qShape[2], qShape[3], e + 2};
+    Value rows = memref::AllocOp::create(b_, loc, MemRefType::get(packed, b_.getF32Type()), b_.getI64IntegerAttr(64));
+    auto columns = [&](int64_t from, int64_t count) {
+      SmallVector<int64_t> offsets{0, 0, 0, 0, from}, sizes(packed), strides(5, 1);
+      sizes[4] = count;
+      return dynamic(memref::SubViewOp::create(b_, loc, rows, offsets, sizes, strides));
+    };
+    SmallVector<Value> operands{buffer(q), buffer(k), buffer(v), broadcastMask(op.getMask(), scores),
+                                columns(0, e), columns(e, 1), columns(e + 1, 1),
+                                tensor::ExtractOp::create(b_, loc, op.getScale(), ValueRange{})};
+    func::CallOp::create(b_, loc, declaration("linnet_kernel_attention_rows_f32", ValueRange(operands).getTypes()),
+                         operands);
+    Value t = bufferization::ToTensorOp::create(b_, loc, RankedTensorType::get(packed, b_.getF32Type()), rows,
+                                                /*restrict=*/true, /*writable=*/true);
+    op.getResult().replaceAllUsesWith(fromTwoLeading(t, result, lead));
+    op.erase();
+  }
+
   // A gradient's reverse of f32 attention: the operands as attention's,
   // with the row statistics and dout [..L, G, Q, .] padded alike, and
   // dq, dk and dv written by one call.
@@ -364,13 +394,15 @@ void lowerToKernelCalls(ModuleOp module) {
   KernelCalls calls(module);
   SmallVector<Operation*> ops;
   module.walk([&](Operation* op) {
-    if (isa<ir::PackedMatmulOp, ir::PackedGatherOp, ir::UnpackOp, ir::AttentionOp, ir::AttentionGradOp>(op))
+    if (isa<ir::PackedMatmulOp, ir::PackedGatherOp, ir::UnpackOp, ir::AttentionOp, ir::AttentionRowsOp,
+            ir::AttentionGradOp>(op))
       ops.push_back(op);
   });
   for (Operation* op : ops) {
     if (auto m = dyn_cast<ir::PackedMatmulOp>(op)) calls.lower(m);
     else if (auto g = dyn_cast<ir::PackedGatherOp>(op)) calls.lower(g);
     else if (auto a = dyn_cast<ir::AttentionOp>(op)) calls.lower(a);
+    else if (auto r = dyn_cast<ir::AttentionRowsOp>(op)) calls.lower(r);
     else if (auto g = dyn_cast<ir::AttentionGradOp>(op)) calls.lower(g);
     else calls.lower(cast<ir::UnpackOp>(op));
   }

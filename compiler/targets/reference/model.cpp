@@ -186,6 +186,7 @@ struct Model::Impl {
         return RValue::of(scatterRows(tensor(f, e, 0), tensor(f, e, 1), e.type.tensor.shape));
       case ExprKind::Attention:
         return RValue::of(attention(tensor(f, e, 0), tensor(f, e, 1), tensor(f, e, 2), tensor(f, e, 3), tensor(f, e, 4)));
+      case ExprKind::AttentionRows:
       case ExprKind::AttentionGrad:  // derived only for a target with its own kernel (autodiff/attention.h)
         fail(e.range, "internal: a gradient derived for the cpu target's attention kernel reached the reference "
                       "backend");

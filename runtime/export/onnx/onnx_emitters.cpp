@@ -297,6 +297,7 @@ std::string primitiveName(const Expr& e) {
     case ExprKind::Matmul: return "matmul";
     case ExprKind::GatherRows: return "gather";
     case ExprKind::ScatterRows: return "a row lookup's cotangent";
+    case ExprKind::AttentionRows: return "attention with its row statistics";
     case ExprKind::AttentionGrad: return "attention's cotangents";
     case ExprKind::Slice: return "an index";
     case ExprKind::Gather: return "an index by tensors";
@@ -331,7 +332,8 @@ std::optional<std::string> refusal(const Expr& e) {
       return "`write_points` (a scatter into rows and positions that drops points outside) is not exported to "
              "ONNX yet";
     case ExprKind::ScatterRows: return "a derived gradient's scatter of rows is not exported to ONNX";
-    case ExprKind::AttentionGrad: return "a derived gradient's attention reverse is not exported to ONNX";
+    case ExprKind::AttentionRows: case ExprKind::AttentionGrad:
+      return "a derived gradient's attention kernels are not exported to ONNX";
     default: return std::nullopt;
   }
 }
@@ -369,7 +371,7 @@ std::string emit(GraphBuilder& g, const Expr& e, const std::vector<std::string>&
     case ExprKind::Gather: return emitGather(g, e, o);
     case ExprKind::Attention: return emitAttention(g, e, o);
     case ExprKind::WriteSlice: return emitWriteSlice(g, e, o);
-    case ExprKind::WritePoints: case ExprKind::ScatterRows: case ExprKind::AttentionGrad:
+    case ExprKind::WritePoints: case ExprKind::ScatterRows: case ExprKind::AttentionRows: case ExprKind::AttentionGrad:
     case ExprKind::Local: case ExprKind::Self: case ExprKind::Sub: case ExprKind::Element: case ExprKind::Param:
     case ExprKind::State:
     case ExprKind::Call: case ExprKind::Tuple: case ExprKind::Some: case ExprKind::None: case ExprKind::Unwrap:

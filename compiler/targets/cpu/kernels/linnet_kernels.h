@@ -143,7 +143,17 @@ typedef struct {
  * path). If scratch cannot be allocated, nothing is written. */
 void _mlir_ciface_linnet_kernel_attention_f32(linnet_memref5* q, linnet_memref4* k, linnet_memref4* v,
                                               linnet_memref5* mask, linnet_memref5* out, float scale);
-/* The reverse of that attention in a training step (linnet_attention_grad.c):
+/* That attention in a training step's forward (linnet_attention_train.c):
+ * out as attention_f32 defines it, and each row's statistics max and sum
+ * [L0, L1, G, Q, 1] (the maximum of its masked scores, -3e38 for a row
+ * that sees no key, and the sum of its exp(s - max) over the keys it
+ * counts), with an exp within 2 ulp instead of libm's and out = (sum_j
+ * p_j v_j) / sum: the reverse below reads the statistics. K = 0 writes
+ * zeros (max -3e38). Same strides, costs and scratch rule as the reverse. */
+void _mlir_ciface_linnet_kernel_attention_rows_f32(linnet_memref5* q, linnet_memref4* k, linnet_memref4* v,
+                                                   linnet_memref5* mask, linnet_memref5* out, linnet_memref5* max,
+                                                   linnet_memref5* sum, float scale);
+/* The reverse of that attention in a training step (linnet_attention_train.c):
  * with the forward's row statistics max and sum [L0, L1, G, Q, 1] (the
  * maximum of the row's masked scores and the sum of its exp(s - max)) and
  * dO f32 [L0, L1, G, Q, E], the output's cotangent, writes

@@ -1,7 +1,7 @@
 /* The keys a row of an attention mask lets its query see, found by
  * scanning the row from both ends (64 bytes at a time with AVX-512BW):
  * shared by the forward kernel (linnet_kernels.c) and the backward
- * (linnet_attention_grad.c). Internal: static inline. */
+ * (linnet_attention_train.c). Internal: static inline. */
 #ifndef LINNET_KERNELS_MASK_H
 #define LINNET_KERNELS_MASK_H
 

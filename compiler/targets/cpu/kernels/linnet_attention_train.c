@@ -1,22 +1,24 @@
-/* The reverse of f32 attention for a training step, one call per layer
- * (the gradient's attention rule, compiler/autodiff/attention.h, where the
- * target keeps it whole): from the forward's row statistics it recomputes
- * each query row's probabilities over the keys its mask lets it see and
- * gives q, k and v their cotangents, without ever storing a [Q, K] square
- * per head, as flash attention's backward does. Its contract is beside its
- * declaration in linnet_kernels.h.
+/* f32 attention for a training step, one call per layer each way (the
+ * gradient's attention, compiler/autodiff/attention.h, where the target
+ * keeps it whole), without ever storing a [Q, K] square per head, as flash
+ * attention does it. The forward writes the output and each query row's
+ * statistics (its scores' maximum and the sum of exp(s - max)); the
+ * reverse recomputes each row's probabilities from them over the keys its
+ * mask lets it see and gives q, k and v their cotangents. Contracts beside
+ * the declarations in linnet_kernels.h.
  *
  * Method. Rows (g, i) of one (l0, l1) are taken in the order (i, g), in
  * blocks of 16 held in the 16 lanes of a vector; a block reads only the
  * union of its rows' visible keys [lo, hi), so a causal mask costs about
- * half the square. For each key j of the block: s = (q . k_j) scale,
- * P = exp(s - max) / sum (0 where masked), dP = dO . v_j, then per row
- * rowDot = sum_j dP P and dS = P (dP - rowDot) scale; dq = dS k is the
- * block's own, dk += dSᵀ q and dv += Pᵀ dO are summed over blocks. Each
- * (l0, l1)'s blocks are dealt round-robin to a fixed number of parts, each
- * summing its own dk and dv, then added in part order: the result does not
- * depend on the thread count. Vectors are GCC/clang vector types of 16
- * floats: one zmm with AVX-512, two ymm with AVX2, plain code elsewhere. */
+ * half the square. Forward: s = (q . k_j) scale for each key, the row's
+ * maximum, P = exp(s - max), sum, out = (P v) / sum. Reverse: P from the
+ * statistics, dP = dO . v_j, rowDot = sum_j dP P, dS = P (dP - rowDot)
+ * scale; dq = dS k is the block's own, dk += dSᵀ q and dv += Pᵀ dO are
+ * summed over blocks. Each (l0, l1)'s blocks are dealt round-robin to a
+ * fixed number of parts, each summing its own dk and dv, then added in
+ * part order: results do not depend on the thread count. Vectors are
+ * GCC/clang vector types of 16 floats: one zmm with AVX-512, two ymm with
+ * AVX2, plain code elsewhere. */
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -82,12 +84,14 @@ static ALWAYS_INLINE v16 exp_nonpositive(v16 x) {
   return where(kept, p * (v16)bits);
 }
 
+/* One call's operands. The forward writes `rows` (out), max and sum; the
+ * reverse reads max, sum and dout and writes `rows` (dq), dk and dv. */
 typedef struct {
-  const float *q, *k, *v, *max, *sum, *dout;
+  const float *q, *k, *v, *dout;
   const uint8_t* mask;
-  float *dq, *dk, *dv;
+  float *max, *sum, *rows, *dk, *dv;
   int64_t l0, l1, g, nq, d, nk, e;
-  int64_t qs[5], ks[4], vs[4], ms[5], xs[5], ss[5], os[5], dqs[5], dks[4], dvs[4];
+  int64_t qs[5], ks[4], vs[4], ms[5], xs[5], ss[5], os[5], rs[5], dks[4], dvs[4];
   float scale;
   int64_t dp, ep; /* d and e rounded up to 16 */
 } grad_args;
@@ -97,7 +101,8 @@ typedef struct {
   int nr;
   int64_t lo, hi;
   const uint8_t* m[GRAD_LANES];
-  float* dq[GRAD_LANES];
+  float* row[GRAD_LANES]; /* each row's output: out, or dq */
+  float *max[GRAD_LANES], *sum[GRAD_LANES];
   v16 mx, inv_sum;
   v16i seen;      /* rows that see some key */
   v16i from, to;  /* each row's visible keys [from, to), where they are a run */
@@ -123,8 +128,9 @@ static ALWAYS_INLINE const float* v_at(const grad_args* a, int64_t l0, int64_t l
  * q and dO rows (and transposes), zero in the lanes past nr. */
 static void gather_block(const grad_args* a, int64_t l0, int64_t l1, int64_t t0, int nr, grad_block* b,
                          const grad_scratch* s) {
+  const int reverse = a->dout != NULL;
   memset(s->qrows, 0, sizeof(float) * GRAD_LANES * a->dp);
-  memset(s->drows, 0, sizeof(float) * GRAD_LANES * a->ep);
+  if (reverse) memset(s->drows, 0, sizeof(float) * GRAD_LANES * a->ep);
   b->nr = nr;
   b->lo = a->nk;
   b->hi = 0;
@@ -138,11 +144,15 @@ static void gather_block(const grad_args* a, int64_t l0, int64_t l1, int64_t t0,
     const int64_t so = l0 * a->ss[0] + l1 * a->ss[1] + g * a->ss[2] + i * a->ss[3];
     const int64_t oo = l0 * a->os[0] + l1 * a->os[1] + g * a->os[2] + i * a->os[3];
     b->m[r] = a->mask + l0 * a->ms[0] + l1 * a->ms[1] + g * a->ms[2] + i * a->ms[3];
-    b->dq[r] = a->dq + l0 * a->dqs[0] + l1 * a->dqs[1] + g * a->dqs[2] + i * a->dqs[3];
+    b->row[r] = a->rows + l0 * a->rs[0] + l1 * a->rs[1] + g * a->rs[2] + i * a->rs[3];
+    b->max[r] = a->max + xo;
+    b->sum[r] = a->sum + so;
     for (int64_t c = 0; c < a->d; ++c) s->qrows[r * a->dp + c] = a->q[qo + c * a->qs[4]];
-    for (int64_t c = 0; c < a->e; ++c) s->drows[r * a->ep + c] = a->dout[oo + c * a->os[4]];
-    mx[r] = a->max[xo];
-    inv[r] = 1.0f / a->sum[so];
+    if (reverse) {
+      for (int64_t c = 0; c < a->e; ++c) s->drows[r * a->ep + c] = a->dout[oo + c * a->os[4]];
+      mx[r] = a->max[xo];
+      inv[r] = 1.0f / a->sum[so];
+    }
     const key_range kr = scan_mask(b->m[r], a->ms[4], a->nk);
     int64_t lo = kr.lo, hi = kr.hi;
     seen[r] = kr.count > 0 ? -1 : 0;
@@ -155,7 +165,7 @@ static void gather_block(const grad_args* a, int64_t l0, int64_t l1, int64_t t0,
   }
   for (int64_t c = 0; c < a->dp; ++c)
     for (int r = 0; r < GRAD_LANES; ++r) s->qt[c * GRAD_LANES + r] = s->qrows[r * a->dp + c];
-  for (int64_t c = 0; c < a->ep; ++c)
+  for (int64_t c = 0; reverse && c < a->ep; ++c)
     for (int r = 0; r < GRAD_LANES; ++r) s->dt[c * GRAD_LANES + r] = s->drows[r * a->ep + c];
   memcpy(&b->mx, mx, sizeof mx);
   memcpy(&b->inv_sum, inv, sizeof inv);
@@ -217,20 +227,23 @@ static void block_probabilities(const grad_args* a, const grad_block* b, const g
   }
 }
 
-/* dq of the block's rows: sum_j dS[j] k_j, 8 columns at a time. */
-static void block_dq(const grad_args* a, const grad_block* b, const grad_scratch* s, const float* k) {
-  for (int64_t c0 = 0; c0 < a->d; c0 += 8) {
-    const int cols = (int)min64(8, a->d - c0);
+/* Each row's output row[r][c] = mul[r] sum_j w[j][r] x_j[c] (c < n; x rows
+ * of stride xj, elements of stride xc), 8 columns at a time: dq = dS k,
+ * and the forward's out = (P v) / sum. */
+static void block_rows_out(const grad_args* a, const grad_block* b, const float* w, const float* x, int64_t xj,
+                           int64_t xc, int64_t n, v16 mul) {
+  for (int64_t c0 = 0; c0 < n; c0 += 8) {
+    const int cols = (int)min64(8, n - c0);
     v16 acc[8] = {{0}};
     for (int64_t j = b->lo; j < b->hi; ++j) {
-      const v16 ds = load16(s->ds + (j - b->lo) * GRAD_LANES);
-      const float* kj = k + j * a->ks[2];
-      for (int cc = 0; cc < 8; ++cc) acc[cc] += ds * kj[(c0 + (cc < cols ? cc : 0)) * a->ks[3]];
+      const v16 wj = load16(w + (j - b->lo) * GRAD_LANES);
+      const float* xr = x + j * xj;
+      for (int cc = 0; cc < 8; ++cc) acc[cc] += wj * xr[(c0 + (cc < cols ? cc : 0)) * xc];
     }
     for (int cc = 0; cc < cols; ++cc) {
       float lanes[GRAD_LANES];
-      store16(lanes, acc[cc]);
-      for (int r = 0; r < b->nr; ++r) b->dq[r][(c0 + cc) * a->dqs[4]] = lanes[r];
+      store16(lanes, acc[cc] * mul);
+      for (int r = 0; r < b->nr; ++r) b->row[r][(c0 + cc) * a->rs[4]] = lanes[r];
     }
   }
 }
@@ -274,7 +287,7 @@ static void run_part(const grad_args* a, int64_t l0, int64_t l1, int64_t part, i
     gather_block(a, l0, l1, t0, (int)min64(GRAD_LANES, rows - t0), &b, s);
     if (b.lo >= b.hi) continue;
     block_probabilities(a, &b, s, k, v);
-    block_dq(a, &b, s, k);
+    block_rows_out(a, &b, s->ds, k, a->ks[2], a->ks[3], a->d, splat(1.0f));
     block_key_sums(&b, s->ds, s->qrows, a->dp, dk_sum);
     block_key_sums(&b, s->p, s->drows, a->ep, dv_sum);
   }
@@ -304,19 +317,91 @@ static int scratch_alloc(const grad_args* a, grad_scratch* s, float** block) {
   return 1;
 }
 
+/* K, G or Q = 0: every output zero (the forward's max the masked value,
+ * its sum 0 keys). */
 static void zero_outputs(const grad_args* a) {
+  const int64_t width = a->dout ? a->d : a->e;
   for (int64_t l0 = 0; l0 < a->l0; ++l0)
     for (int64_t l1 = 0; l1 < a->l1; ++l1) {
       for (int64_t t = 0; t < a->g * a->nq; ++t) {
-        float* dq = a->dq + l0 * a->dqs[0] + l1 * a->dqs[1] + (t % a->g) * a->dqs[2] + (t / a->g) * a->dqs[3];
-        for (int64_t c = 0; c < a->d; ++c) dq[c * a->dqs[4]] = 0.0f;
+        const int64_t g = t % a->g, i = t / a->g;
+        float* row = a->rows + l0 * a->rs[0] + l1 * a->rs[1] + g * a->rs[2] + i * a->rs[3];
+        for (int64_t c = 0; c < width; ++c) row[c * a->rs[4]] = 0.0f;
+        if (a->dout) continue;
+        a->max[l0 * a->xs[0] + l1 * a->xs[1] + g * a->xs[2] + i * a->xs[3]] = GRAD_MASKED;
+        a->sum[l0 * a->ss[0] + l1 * a->ss[1] + g * a->ss[2] + i * a->ss[3]] = 0.0f;
       }
-      for (int64_t j = 0; j < a->nk; ++j) {
+      for (int64_t j = 0; a->dout && j < a->nk; ++j) {
         for (int64_t c = 0; c < a->d; ++c) a->dk[l0 * a->dks[0] + l1 * a->dks[1] + j * a->dks[2] + c * a->dks[3]] = 0.0f;
         for (int64_t c = 0; c < a->e; ++c) a->dv[l0 * a->dvs[0] + l1 * a->dvs[1] + j * a->dvs[2] + c * a->dvs[3]] = 0.0f;
       }
     }
 }
+
+/* ---- forward ------------------------------------------------------------ */
+
+static ALWAYS_INLINE v16 select16(v16i m, v16 x, v16 y) { return (v16)(((v16i)x & m) | ((v16i)y & ~m)); }
+
+/* The block's output rows and statistics: scores (masked ones -3e38) into
+ * P's scratch and each row's maximum; then P = exp(s - max), its sum, and
+ * out = (P v) / sum. */
+static void block_forward(const grad_args* a, grad_block* b, const grad_scratch* s, const float* k, const float* v) {
+  v16 mx = splat(GRAD_MASKED), sum = {0};
+  for (int64_t j0 = b->lo; j0 < b->hi; j0 += 8) {
+    const int count = (int)min64(8, b->hi - j0);
+    v16 sc[8];
+    dots8(s->qt, a->d, k, a->ks[2], a->ks[3], j0, count, sc);
+    for (int jj = 0; jj < count; ++jj) {
+      const v16 score = select16(visible_at(a, b, j0 + jj), sc[jj] * a->scale, splat(GRAD_MASKED));
+      store16(s->p + (j0 + jj - b->lo) * GRAD_LANES, score);
+      mx = select16(score > mx, score, mx);
+    }
+  }
+  for (int64_t j = b->lo; j < b->hi; ++j) {
+    float* p = s->p + (j - b->lo) * GRAD_LANES;
+    const v16i counted = visible_at(a, b, j) | ~b->seen;
+    const v16 e = where(counted, exp_nonpositive(where(b->seen, load16(p) - mx)));
+    store16(p, e);
+    sum += e;
+  }
+  block_rows_out(a, b, s->p, v, a->vs[2], a->vs[3], a->e, splat(1.0f) / sum);
+  float m[GRAD_LANES], z[GRAD_LANES];
+  store16(m, mx);
+  store16(z, sum);
+  for (int r = 0; r < b->nr; ++r) {
+    *b->max[r] = m[r];
+    *b->sum[r] = z[r];
+  }
+}
+
+static void run_forward(const grad_args* a) {
+  const int64_t heads = a->l0 * a->l1, rows = a->g * a->nq, blocks = (rows + GRAD_LANES - 1) / GRAD_LANES;
+  const int64_t tasks = heads * blocks;
+  const double work = (double)rows * (double)a->nk * (double)(a->d + a->e) * (double)heads;
+  (void)work;
+  int failed = 0;
+#pragma omp parallel if (work >= GRAD_PARALLEL_MIN_WORK && tasks > 1)
+  {
+    grad_scratch s;
+    float* block = NULL;
+    if (!scratch_alloc(a, &s, &block)) {
+#pragma omp atomic write
+      failed = 1;
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < tasks; ++task) {
+      if (!block) continue;
+      const int64_t head = task / blocks, t0 = (task % blocks) * GRAD_LANES, l0 = head / a->l1, l1 = head % a->l1;
+      grad_block b;
+      gather_block(a, l0, l1, t0, (int)min64(GRAD_LANES, rows - t0), &b, &s);
+      block_forward(a, &b, &s, k_at(a, l0, l1), v_at(a, l0, l1));
+    }
+    free(block);
+  }
+  if (failed) out_of_memory(scratch_floats(a) * (int64_t)sizeof(float));
+}
+
+/* ---- reverse ------------------------------------------------------------ */
 
 /* dk and dv: each head's parts added in part order, keys split over threads. */
 static void add_parts(const grad_args* a, const float* sums, int64_t parts, double work) {
@@ -374,43 +459,68 @@ static void run_grad(const grad_args* a) {
   free(sums);
 }
 
+/* ---- entry points ------------------------------------------------------- */
+
+static void read_common(grad_args* a, linnet_memref5* q, linnet_memref4* k, linnet_memref4* v, linnet_memref5* mask,
+                        linnet_memref5* max, linnet_memref5* sum, linnet_memref5* rows, float scale) {
+  a->q = (const float*)q->aligned + q->offset;
+  a->k = (const float*)k->aligned + k->offset;
+  a->v = (const float*)v->aligned + v->offset;
+  a->mask = (const uint8_t*)mask->aligned + mask->offset;
+  a->max = (float*)max->aligned + max->offset;
+  a->sum = (float*)sum->aligned + sum->offset;
+  a->rows = (float*)rows->aligned + rows->offset;
+  a->dout = NULL;
+  a->dk = a->dv = NULL;
+  a->l0 = q->sizes[0];
+  a->l1 = q->sizes[1];
+  a->g = q->sizes[2];
+  a->nq = q->sizes[3];
+  a->d = q->sizes[4];
+  a->nk = k->sizes[2];
+  a->e = v->sizes[3];
+  a->dp = round16(a->d);
+  a->ep = round16(a->e);
+  a->scale = scale;
+  for (int i = 0; i < 5; ++i) {
+    a->qs[i] = q->strides[i];
+    a->ms[i] = mask->strides[i];
+    a->xs[i] = max->strides[i];
+    a->ss[i] = sum->strides[i];
+    a->rs[i] = rows->strides[i];
+    a->os[i] = 0;
+  }
+  for (int i = 0; i < 4; ++i) {
+    a->ks[i] = k->strides[i];
+    a->vs[i] = v->strides[i];
+    a->dks[i] = a->dvs[i] = 0;
+  }
+}
+
+void KERNEL(_mlir_ciface_linnet_kernel_attention_rows_f32)(linnet_memref5* q, linnet_memref4* k, linnet_memref4* v,
+                                                           linnet_memref5* mask, linnet_memref5* out,
+                                                           linnet_memref5* max, linnet_memref5* sum, float scale) {
+  grad_args a;
+  read_common(&a, q, k, v, mask, max, sum, out, scale);
+  if (a.l0 <= 0 || a.l1 <= 0 || a.g <= 0 || a.nq <= 0) return;
+  if (a.nk <= 0)
+    zero_outputs(&a);
+  else
+    run_forward(&a);
+}
+
 void KERNEL(_mlir_ciface_linnet_kernel_attention_grad_f32)(linnet_memref5* q, linnet_memref4* k, linnet_memref4* v,
                                                            linnet_memref5* mask, linnet_memref5* max,
                                                            linnet_memref5* sum, linnet_memref5* dout,
                                                            linnet_memref5* dq, linnet_memref4* dk,
                                                            linnet_memref4* dv, float scale) {
   grad_args a;
-  a.q = (const float*)q->aligned + q->offset;
-  a.k = (const float*)k->aligned + k->offset;
-  a.v = (const float*)v->aligned + v->offset;
-  a.mask = (const uint8_t*)mask->aligned + mask->offset;
-  a.max = (const float*)max->aligned + max->offset;
-  a.sum = (const float*)sum->aligned + sum->offset;
+  read_common(&a, q, k, v, mask, max, sum, dq, scale);
   a.dout = (const float*)dout->aligned + dout->offset;
-  a.dq = (float*)dq->aligned + dq->offset;
   a.dk = (float*)dk->aligned + dk->offset;
   a.dv = (float*)dv->aligned + dv->offset;
-  a.l0 = q->sizes[0];
-  a.l1 = q->sizes[1];
-  a.g = q->sizes[2];
-  a.nq = q->sizes[3];
-  a.d = q->sizes[4];
-  a.nk = k->sizes[2];
-  a.e = v->sizes[3];
-  a.dp = round16(a.d);
-  a.ep = round16(a.e);
-  a.scale = scale;
-  for (int i = 0; i < 5; ++i) {
-    a.qs[i] = q->strides[i];
-    a.ms[i] = mask->strides[i];
-    a.xs[i] = max->strides[i];
-    a.ss[i] = sum->strides[i];
-    a.os[i] = dout->strides[i];
-    a.dqs[i] = dq->strides[i];
-  }
+  for (int i = 0; i < 5; ++i) a.os[i] = dout->strides[i];
   for (int i = 0; i < 4; ++i) {
-    a.ks[i] = k->strides[i];
-    a.vs[i] = v->strides[i];
     a.dks[i] = dk->strides[i];
     a.dvs[i] = dv->strides[i];
   }

@@ -1,6 +1,7 @@
-// The reverse of f32 attention for a training step
-// (compiler/targets/cpu/kernels/linnet_attention_grad.c) against the
-// definition computed in double precision from the same row statistics:
+// f32 attention for a training step
+// (compiler/targets/cpu/kernels/linnet_attention_train.c) against the
+// definition computed in double precision: the forward's output and row
+// statistics, and the reverse from the same row statistics:
 // causal, packed and arbitrary masks, a row that sees no key, a broadcast
 // mask, odd sizes and strided views; the same bits on 1 and 2 threads.
 // Each case runs on the build's kernels and on the portable copy.
@@ -22,6 +23,10 @@
 #endif
 
 #ifdef LINNET_KERNELS_TEST_PORTABLE
+extern "C" void linnet_portable_mlir_ciface_linnet_kernel_attention_rows_f32(linnet_memref5*, linnet_memref4*,
+                                                                             linnet_memref4*, linnet_memref5*,
+                                                                             linnet_memref5*, linnet_memref5*,
+                                                                             linnet_memref5*, float);
 extern "C" void linnet_portable_mlir_ciface_linnet_kernel_attention_grad_f32(
     linnet_memref5*, linnet_memref4*, linnet_memref4*, linnet_memref5*, linnet_memref5*, linnet_memref5*,
     linnet_memref5*, linnet_memref5*, linnet_memref4*, linnet_memref4*, float);
@@ -33,10 +38,21 @@ using GradKernel = void (*)(linnet_memref5*, linnet_memref4*, linnet_memref4*, l
                             linnet_memref5*, linnet_memref5*, linnet_memref5*, linnet_memref4*, linnet_memref4*,
                             float);
 
-std::vector<std::pair<const char*, GradKernel>> kernels() {
-  std::vector<std::pair<const char*, GradKernel>> ks = {{"native", _mlir_ciface_linnet_kernel_attention_grad_f32}};
+using RowsKernel = void (*)(linnet_memref5*, linnet_memref4*, linnet_memref4*, linnet_memref5*, linnet_memref5*,
+                            linnet_memref5*, linnet_memref5*, float);
+
+struct Kernels {
+  const char* name;
+  RowsKernel rows;
+  GradKernel grad;
+};
+
+std::vector<Kernels> kernels() {
+  std::vector<Kernels> ks = {
+      {"native", _mlir_ciface_linnet_kernel_attention_rows_f32, _mlir_ciface_linnet_kernel_attention_grad_f32}};
 #ifdef LINNET_KERNELS_TEST_PORTABLE
-  ks.push_back({"portable", linnet_portable_mlir_ciface_linnet_kernel_attention_grad_f32});
+  ks.push_back({"portable", linnet_portable_mlir_ciface_linnet_kernel_attention_rows_f32,
+                linnet_portable_mlir_ciface_linnet_kernel_attention_grad_f32});
 #endif
   return ks;
 }
@@ -84,7 +100,7 @@ struct Shape {
 
 struct Case {
   Shape s;
-  Strided<float, 5> q, dout, max, sum, dq;
+  Strided<float, 5> q, dout, max, sum, dq, out;
   Strided<float, 4> k, v, dk, dv;
   Strided<uint8_t, 5> mask;
   float scale;
@@ -96,6 +112,7 @@ struct Case {
         max({sh.l0, sh.l1, sh.g, sh.q, 1}, NAN),
         sum({sh.l0, sh.l1, sh.g, sh.q, 1}, NAN),
         dq({sh.l0, sh.l1, sh.g, sh.q, sh.d}, NAN, inner, pad, 2),
+        out({sh.l0, sh.l1, sh.g, sh.q, sh.e}, NAN, inner, pad, 6),
         k({sh.l0, sh.l1, sh.k, sh.d}, NAN, inner, pad, 5),
         v({sh.l0, sh.l1, sh.k, sh.e}, NAN, inner, pad),
         dk({sh.l0, sh.l1, sh.k, sh.d}, NAN, inner, pad, 1),
@@ -149,6 +166,36 @@ struct Case {
       max.at({a, b, g, i, 0}) = m;
       sum.at({a, b, g, i, 0}) = static_cast<float>(z);
     });
+  }
+
+  // The forward kernel's output and statistics (into max and sum), against
+  // the definition in double: ||out - want|| / ||want||, and the largest
+  // relative error of max and of sum.
+  std::array<double, 3> forwardErrors(RowsKernel kernel) {
+    Strided<float, 5> wantMax = max, wantSum = sum;
+    linnet_memref5 qm = ref5(q), mm = ref5(mask), om = ref5(out), xm = ref5(max), sm = ref5(sum);
+    linnet_memref4 km = ref4(k), vm = ref4(v);
+    kernel(&qm, &km, &vm, &mm, &om, &xm, &sm, scale);
+    std::array<double, 3> err{};
+    double num = 0, den = 0;
+    each({s.l0, s.l1, s.g, s.q}, [&](int64_t a, int64_t b, int64_t g, int64_t i) {
+      const float mw = wantMax.at({a, b, g, i, 0}), zw = wantSum.at({a, b, g, i, 0});
+      err[1] = std::max(err[1], std::abs(double(max.at({a, b, g, i, 0})) - mw) / std::max(1.0, std::abs(double(mw))));
+      err[2] = std::max(err[2], std::abs(double(sum.at({a, b, g, i, 0})) - zw) / zw);
+      for (int64_t c = 0; c < s.e; ++c) {
+        double want = 0;
+        for (int64_t j = 0; j < s.k; ++j) {
+          const bool none = mw == -3.0e38f, seen = mask.at({a, b, g, i, j});
+          const double p = none ? 1.0 : seen ? std::exp(double(score(a, b, g, i, j)) - mw) : 0.0;
+          want += p * v.at({a, b, j, c});
+        }
+        want /= zw;
+        num += std::pow(out.at({a, b, g, i, c}) - want, 2);
+        den += want * want;
+      }
+    });
+    err[0] = std::sqrt(num / den);
+    return err;
   }
 
   void run(GradKernel kernel) {
@@ -213,10 +260,19 @@ struct Case {
 };
 
 void check(const Shape& s, const Visible& visible, int64_t inner = 1, int64_t pad = 0, bool broadcast = false) {
-  for (auto [name, kernel] : kernels()) {
+  for (const Kernels& ks : kernels()) {
+    const char* name = ks.name;
     std::mt19937 rng(17);
     Case c(s, visible, inner, pad, broadcast, rng);
-    c.run(kernel);
+    {
+      Case f(s, visible, inner, pad, broadcast, rng);
+      const auto err = f.forwardErrors(ks.rows);
+      INFO(name << " forward: out " << err[0] << " max " << err[1] << " sum " << err[2]);
+      CHECK(err[0] < 1e-5);
+      CHECK(err[1] < 1e-5);
+      CHECK(err[2] < 1e-5);
+    }
+    c.run(ks.grad);
     const auto err = c.errors();
     INFO(name << ": L " << s.l0 << "x" << s.l1 << " G " << s.g << " Q " << s.q << " K " << s.k << " D " << s.d
               << " E " << s.e << " inner " << inner << " pad " << pad << ": dq " << err[0] << " dk " << err[1]
@@ -233,7 +289,7 @@ const Visible kCausal = [](int64_t, int64_t, int64_t i, int64_t j) { return j <=
 
 using namespace attention_grad_test;
 
-TEST_CASE("attention grad: causal, packed segments and odd sizes", "[cpu_kernels][attention_grad]") {
+TEST_CASE("attention rows and grad: causal, packed segments and odd sizes", "[cpu_kernels][attention_grad]") {
   check({1, 2, 3, 40, 40, 64, 64}, kCausal);
   check({2, 1, 2, 17, 17, 5, 33}, kCausal);
   check({1, 1, 1, 1, 1, 3, 2}, kCausal);
@@ -242,20 +298,22 @@ TEST_CASE("attention grad: causal, packed segments and odd sizes", "[cpu_kernels
   check({1, 3, 3, 37, 37, 16, 16}, packed);
 }
 
-TEST_CASE("attention grad: arbitrary masks and a row that sees no key", "[cpu_kernels][attention_grad]") {
+TEST_CASE("attention rows and grad: arbitrary masks and a row that sees no key", "[cpu_kernels][attention_grad]") {
   const Visible holes = [](int64_t b, int64_t g, int64_t i, int64_t j) { return ((i * 7 + j * 3 + g + b) % 5) != 0; };
   check({1, 2, 2, 21, 29, 8, 12}, holes);
   const Visible blind = [](int64_t, int64_t g, int64_t i, int64_t j) { return i != 4 && (g == 1 || j <= i); };
   check({1, 1, 2, 19, 19, 16, 16}, blind);
 }
 
-TEST_CASE("attention grad: strided views and a mask broadcast over heads", "[cpu_kernels][attention_grad]") {
+TEST_CASE("attention rows and grad: strided views and a mask broadcast over heads", "[cpu_kernels][attention_grad]") {
   check({1, 2, 3, 23, 23, 16, 8}, kCausal, /*inner=*/2, /*pad=*/3);
   check({2, 1, 4, 18, 18, 32, 32}, kCausal, 1, 0, /*broadcast=*/true);
 }
 
 TEST_CASE("attention grad: empty sizes write zeros", "[cpu_kernels][attention_grad]") {
-  for (auto [name, kernel] : kernels()) {
+  for (const Kernels& ks : kernels()) {
+    const char* name = ks.name;
+    const GradKernel kernel = ks.grad;
     std::mt19937 rng(3);
     Case c({1, 1, 2, 4, 0, 8, 8}, kCausal, 1, 0, false, rng);
     c.run(kernel);
@@ -270,17 +328,22 @@ TEST_CASE("attention grad: empty sizes write zeros", "[cpu_kernels][attention_gr
 }
 
 #ifdef LINNET_KERNELS_TEST_OPENMP
-TEST_CASE("attention grad: the same bits on 1 and 2 threads", "[cpu_kernels][attention_grad]") {
-  for (auto [name, kernel] : kernels()) {
+TEST_CASE("attention rows and grad: the same bits on 1 and 2 threads", "[cpu_kernels][attention_grad]") {
+  for (const Kernels& ks : kernels()) {
+    const char* name = ks.name;
     std::mt19937 rng(5);
     Case c({1, 3, 3, 150, 150, 64, 64}, kCausal, 1, 0, false, rng);
     const int before = omp_get_max_threads();
     omp_set_num_threads(1);
-    c.run(kernel);
-    const auto dq = c.dq.data, dk = c.dk.data, dv = c.dv.data;
+    c.forwardErrors(ks.rows);
+    c.run(ks.grad);
+    const auto dq = c.dq.data, dk = c.dk.data, dv = c.dv.data, out = c.out.data, max = c.max.data;
     omp_set_num_threads(2);
-    c.run(kernel);
+    c.forwardErrors(ks.rows);
+    c.run(ks.grad);
     omp_set_num_threads(before);
+    CHECK(std::memcmp(out.data(), c.out.data.data(), out.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(max.data(), c.max.data.data(), max.size() * sizeof(float)) == 0);
     INFO(name);
     CHECK(std::memcmp(dq.data(), c.dq.data.data(), dq.size() * sizeof(float)) == 0);
     CHECK(std::memcmp(dk.data(), c.dk.data.data(), dk.size() * sizeof(float)) == 0);
