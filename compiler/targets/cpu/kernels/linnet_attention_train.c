@@ -54,6 +54,7 @@
 #endif
 typedef float v16 __attribute__((vector_size(64)));
 typedef int32_t v16i __attribute__((vector_size(64)));
+typedef uint32_t v16u __attribute__((vector_size(64)));
 
 static ALWAYS_INLINE v16 load16(const float* p) {
   v16 v;
@@ -71,7 +72,7 @@ static ALWAYS_INLINE v16 exp_nonpositive(v16 x) {
   x = where(kept, x);
   const v16 shift = splat(12582912.0f); /* 1.5 * 2^23: rounds to an integer */
   v16 n = x * 1.44269504088896341f + shift;
-  const v16i bits = ((v16i)n - (v16i)shift + 127) << 23;
+  const v16i bits = (v16i)(((v16u)n - (v16u)shift + 127u) << 23); /* unsigned: no shift is undefined */
   n = n - shift;
   const v16 r = x - n * 0.693359375f + n * 2.12194440e-4f;
   v16 p = splat(1.9875691500e-4f);

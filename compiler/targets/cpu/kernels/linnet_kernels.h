@@ -1,7 +1,9 @@
 /* The CPU kernel library for weight products: matrix products, embedding
  * lookups and unpacking whose weight operand W stays in its checkpoint's
  * storage format (common/storage_formats.def); and a fused f32 attention
- * (attention_f32, its contract beside its declaration). linnet_kernels.c is compiled
+ * (attention_f32, its contract beside its declaration), with a training
+ * step's forward and reverse of it (attention_rows_f32, attention_grad_f32,
+ * in linnet_attention_train.c). linnet_kernels.c is compiled
  * with model.so (clang -O3 -march=native -fPIC [-fopenmp]) and called from
  * the generated code through MLIR's C interface.
  *
