@@ -32,7 +32,7 @@ extern "C" void linnet_portable_mlir_ciface_linnet_kernel_attention_grad_f32(
     linnet_memref5*, linnet_memref5*, linnet_memref4*, linnet_memref4*, float);
 #endif
 
-namespace attention_grad_test {
+namespace attention_train_test {
 
 using GradKernel = void (*)(linnet_memref5*, linnet_memref4*, linnet_memref4*, linnet_memref5*, linnet_memref5*,
                             linnet_memref5*, linnet_memref5*, linnet_memref5*, linnet_memref4*, linnet_memref4*,
@@ -285,9 +285,8 @@ void check(const Shape& s, const Visible& visible, int64_t inner = 1, int64_t pa
 
 const Visible kCausal = [](int64_t, int64_t, int64_t i, int64_t j) { return j <= i; };
 
-}  // namespace attention_grad_test
-
-using namespace attention_grad_test;
+// The cases stay inside the namespace: the sanitizer build compiles unit
+// tests as one unity source, where other files have a `Kernels` of their own.
 
 TEST_CASE("attention rows and grad: causal, packed segments and odd sizes", "[cpu_kernels][attention_grad]") {
   check({1, 2, 3, 40, 40, 64, 64}, kCausal);
@@ -351,3 +350,5 @@ TEST_CASE("attention rows and grad: the same bits on 1 and 2 threads", "[cpu_ker
   }
 }
 #endif
+
+}  // namespace attention_train_test
