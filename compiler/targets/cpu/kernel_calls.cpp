@@ -96,23 +96,11 @@ class KernelCalls {
   // axes, padded to two), the mask broadcast by zero strides: one call.
   void lower(ir::AttentionOp op) {
     b_.setInsertionPoint(op);
-    Location loc = op.getLoc();
-    auto result = op.getType();
-    int64_t lead = op.getK().getType().getRank() - 2;  // ..L
-    Value q = withTwoLeading(op.getQ(), lead), k = withTwoLeading(op.getK(), lead), v = withTwoLeading(op.getV(), lead);
-    auto qShape = cast<RankedTensorType>(q.getType()).getShape();
-    int64_t keys = op.getK().getType().getShape()[lead];
-    SmallVector<int64_t> scores{qShape[0], qShape[1], qShape[2], qShape[3], keys};
-    Value mask = broadcastMask(op.getMask(), scores);
-    SmallVector<int64_t> outShape{qShape[0], qShape[1], qShape[2], qShape[3], result.getShape().back()};
-    auto outType = MemRefType::get(outShape, b_.getF32Type());
-    Value out = memref::AllocOp::create(b_, loc, outType, b_.getI64IntegerAttr(64));
-    Value scale = tensor::ExtractOp::create(b_, loc, op.getScale(), ValueRange{});
-    SmallVector<Value> operands{buffer(q), buffer(k), buffer(v), mask, dynamic(out), scale};
-    func::CallOp::create(b_, loc, declaration("linnet_kernel_attention_f32", ValueRange(operands).getTypes()), operands);
-    Value t = bufferization::ToTensorOp::create(b_, loc, RankedTensorType::get(outShape, b_.getF32Type()), out,
-                                                /*restrict=*/true, /*writable=*/true);
-    op.getResult().replaceAllUsesWith(fromTwoLeading(t, result, lead));
+    AttentionCall c = attentionCall(op.getQ(), op.getK(), op.getV(), op.getMask());
+    Value out = newBuffer(op.getLoc(), c.rowsBy(op.getType().getShape().back()));
+    c.operands.append({dynamic(out), scalar(op.getScale())});
+    callAttention(op.getLoc(), "linnet_kernel_attention_f32", c.operands);
+    op.getResult().replaceAllUsesWith(fromTwoLeading(asTensor(out), op.getType(), c.lead));
     op.erase();
   }
 
@@ -122,27 +110,18 @@ class KernelCalls {
   void lower(ir::AttentionRowsOp op) {
     b_.setInsertionPoint(op);
     Location loc = op.getLoc();
-    auto result = op.getType();
-    int64_t lead = op.getK().getType().getRank() - 2;  // ..L
-    Value q = withTwoLeading(op.getQ(), lead), k = withTwoLeading(op.getK(), lead), v = withTwoLeading(op.getV(), lead);
-    auto qShape = cast<RankedTensorType>(q.getType()).getShape();
-    int64_t keys = op.getK().getType().getShape()[lead], e = result.getShape().back() - 2;
-    SmallVector<int64_t> scores{qShape[0], qShape[1], qShape[2], qShape[3], keys};
-    SmallVector<int64_t> packed{qShape[0], qShape[1], qShape[2], qShape[3], e + 2};
-    Value rows = memref::AllocOp::create(b_, loc, MemRefType::get(packed, b_.getF32Type()), b_.getI64IntegerAttr(64));
+    AttentionCall c = attentionCall(op.getQ(), op.getK(), op.getV(), op.getMask());
+    const int64_t e = op.getType().getShape().back() - 2;
+    SmallVector<int64_t> packed = c.rowsBy(e + 2);
+    Value rows = newBuffer(loc, packed);
     auto columns = [&](int64_t from, int64_t count) {
       SmallVector<int64_t> offsets{0, 0, 0, 0, from}, sizes(packed), strides(5, 1);
       sizes[4] = count;
       return dynamic(memref::SubViewOp::create(b_, loc, rows, offsets, sizes, strides));
     };
-    SmallVector<Value> operands{buffer(q), buffer(k), buffer(v), broadcastMask(op.getMask(), scores),
-                                columns(0, e), columns(e, 1), columns(e + 1, 1),
-                                tensor::ExtractOp::create(b_, loc, op.getScale(), ValueRange{})};
-    func::CallOp::create(b_, loc, declaration("linnet_kernel_attention_rows_f32", ValueRange(operands).getTypes()),
-                         operands);
-    Value t = bufferization::ToTensorOp::create(b_, loc, RankedTensorType::get(packed, b_.getF32Type()), rows,
-                                                /*restrict=*/true, /*writable=*/true);
-    op.getResult().replaceAllUsesWith(fromTwoLeading(t, result, lead));
+    c.operands.append({columns(0, e), columns(e, 1), columns(e + 1, 1), scalar(op.getScale())});
+    callAttention(loc, "linnet_kernel_attention_rows_f32", c.operands);
+    op.getResult().replaceAllUsesWith(fromTwoLeading(asTensor(rows), op.getType(), c.lead));
     op.erase();
   }
 
@@ -152,35 +131,60 @@ class KernelCalls {
   void lower(ir::AttentionGradOp op) {
     b_.setInsertionPoint(op);
     Location loc = op.getLoc();
-    int64_t lead = op.getK().getType().getRank() - 2;  // ..L
-    SmallVector<Value> in;
-    for (Value t : {op.getQ(), op.getK(), op.getV(), op.getMax(), op.getSum(), op.getDout()})
-      in.push_back(withTwoLeading(t, lead));
-    auto qShape = cast<RankedTensorType>(in[0].getType()).getShape();
-    int64_t keys = op.getK().getType().getShape()[lead];
-    SmallVector<int64_t> scores{qShape[0], qShape[1], qShape[2], qShape[3], keys};
+    AttentionCall c = attentionCall(op.getQ(), op.getK(), op.getV(), op.getMask());
+    for (Value t : {op.getMax(), op.getSum(), op.getDout()}) c.operands.push_back(buffer(withTwoLeading(t, c.lead)));
     SmallVector<Value> outs;
-    for (int k = 0; k < 3; ++k)
-      outs.push_back(memref::AllocOp::create(
-          b_, loc, MemRefType::get(cast<RankedTensorType>(in[k].getType()).getShape(), b_.getF32Type()),
-          b_.getI64IntegerAttr(64)));
-    SmallVector<Value> operands{buffer(in[0]), buffer(in[1]), buffer(in[2]), broadcastMask(op.getMask(), scores),
-                                buffer(in[3]), buffer(in[4]), buffer(in[5])};
-    for (Value o : outs) operands.push_back(dynamic(o));
-    operands.push_back(tensor::ExtractOp::create(b_, loc, op.getScale(), ValueRange{}));
-    func::CallOp::create(b_, loc, declaration("linnet_kernel_attention_grad_f32", ValueRange(operands).getTypes()),
-                         operands);
+    for (Value operand : {op.getQ(), op.getK(), op.getV()}) {
+      auto shape = cast<RankedTensorType>(withTwoLeading(operand, c.lead).getType()).getShape();
+      outs.push_back(newBuffer(loc, shape));
+      c.operands.push_back(dynamic(outs.back()));
+    }
+    c.operands.push_back(scalar(op.getScale()));
+    callAttention(loc, "linnet_kernel_attention_grad_f32", c.operands);
     for (int k = 0; k < 3; ++k) {
-      auto memref = cast<MemRefType>(outs[k].getType());
-      Value t = bufferization::ToTensorOp::create(b_, loc, RankedTensorType::get(memref.getShape(), b_.getF32Type()),
-                                                  outs[k], /*restrict=*/true, /*writable=*/true);
       Value result = op->getResult(k);
-      result.replaceAllUsesWith(fromTwoLeading(t, cast<RankedTensorType>(result.getType()), lead));
+      result.replaceAllUsesWith(fromTwoLeading(asTensor(outs[k]), cast<RankedTensorType>(result.getType()), c.lead));
     }
     op.erase();
   }
 
  private:
+  // What every attention kernel takes first: q, k and v padded to two
+  // leading axes, as buffers, and the mask as a [L0, L1, G, Q, K] view.
+  struct AttentionCall {
+    int64_t lead;              // ..L's axes before padding
+    SmallVector<int64_t> rows;  // [L0, L1, G, Q]
+    SmallVector<Value> operands;
+    SmallVector<int64_t> rowsBy(int64_t last) const {
+      SmallVector<int64_t> shape(rows);
+      shape.push_back(last);
+      return shape;
+    }
+  };
+  AttentionCall attentionCall(Value q, Value k, Value v, Value mask) {
+    AttentionCall c;
+    c.lead = cast<RankedTensorType>(k.getType()).getRank() - 2;
+    Value q2 = withTwoLeading(q, c.lead), k2 = withTwoLeading(k, c.lead), v2 = withTwoLeading(v, c.lead);
+    auto qShape = cast<RankedTensorType>(q2.getType()).getShape();
+    c.rows.assign(qShape.begin(), qShape.begin() + 4);
+    const int64_t keys = cast<RankedTensorType>(k.getType()).getShape()[c.lead];
+    c.operands = {buffer(q2), buffer(k2), buffer(v2), broadcastMask(mask, c.rowsBy(keys))};
+    return c;
+  }
+  Value newBuffer(Location loc, ArrayRef<int64_t> shape) {
+    return memref::AllocOp::create(b_, loc, MemRefType::get(shape, b_.getF32Type()), b_.getI64IntegerAttr(64));
+  }
+  // A buffer the kernel wrote, as the tensor its op's users read.
+  Value asTensor(Value buffer) {
+    auto type = cast<MemRefType>(buffer.getType());
+    return bufferization::ToTensorOp::create(b_, buffer.getLoc(), RankedTensorType::get(type.getShape(), b_.getF32Type()),
+                                             buffer, /*restrict=*/true, /*writable=*/true);
+  }
+  Value scalar(Value t) { return tensor::ExtractOp::create(b_, t.getLoc(), t, ValueRange{}); }
+  void callAttention(Location loc, StringRef name, ArrayRef<Value> operands) {
+    func::CallOp::create(b_, loc, declaration(name, ValueRange(operands).getTypes()), operands);
+  }
+
   // [..L, rest] with `lead` axes in ..L (0, 1 or 2) as [L0, L1, rest].
   Value withTwoLeading(Value t, int64_t lead) {
     auto type = cast<RankedTensorType>(t.getType());

@@ -33,12 +33,6 @@
 #include "linnet_kernels_common.h"
 #include "linnet_kernels_mask.h"
 
-#ifdef LINNET_KERNELS_PORTABLE_TEST
-#define KERNEL(name) linnet_portable##name
-#else
-#define KERNEL(name) name
-#endif
-
 #define GRAD_LANES 16
 #define GRAD_MAX_PARTS 4
 /* Per-part sums of dk and dv stay under this many bytes in all. */
@@ -375,10 +369,13 @@ static void block_forward(const grad_args* a, grad_block* b, const grad_scratch*
   }
 }
 
-static void run_forward(const grad_args* a) {
-  const int64_t heads = a->l0 * a->l1, rows = a->g * a->nq, blocks = (rows + GRAD_LANES - 1) / GRAD_LANES;
-  const int64_t tasks = heads * blocks;
-  const double work = (double)rows * (double)a->nk * (double)(a->d + a->e) * (double)heads;
+/* A task's work on one thread, with that thread's scratch. */
+typedef void (*grad_task)(const grad_args* a, int64_t task, const grad_scratch* s, void* context);
+
+/* Runs task(a, t, scratch, context) for t in [0, tasks), on OpenMP threads
+ * where the call is big enough, each thread with scratch of its own. */
+static void run_tasks(const grad_args* a, int64_t tasks, grad_task task, void* context) {
+  const double work = (double)(a->l0 * a->l1 * a->g * a->nq) * (double)a->nk * (double)(a->d + a->e);
   (void)work;
   int failed = 0;
 #pragma omp parallel if (work >= GRAD_PARALLEL_MIN_WORK && tasks > 1)
@@ -390,23 +387,34 @@ static void run_forward(const grad_args* a) {
       failed = 1;
     }
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t task = 0; task < tasks; ++task) {
-      if (!block) continue;
-      const int64_t head = task / blocks, t0 = (task % blocks) * GRAD_LANES, l0 = head / a->l1, l1 = head % a->l1;
-      grad_block b;
-      gather_block(a, l0, l1, t0, (int)min64(GRAD_LANES, rows - t0), &b, &s);
-      block_forward(a, &b, &s, k_at(a, l0, l1), v_at(a, l0, l1));
-    }
+    for (int64_t t = 0; t < tasks; ++t)
+      if (block) task(a, t, &s, context);
     free(block);
   }
   if (failed) out_of_memory(scratch_floats(a) * (int64_t)sizeof(float));
 }
 
+/* Forward task t: block t % blocks of head t / blocks. */
+static void forward_task(const grad_args* a, int64_t task, const grad_scratch* s, void* context) {
+  (void)context;
+  const int64_t rows = a->g * a->nq, blocks = (rows + GRAD_LANES - 1) / GRAD_LANES;
+  const int64_t head = task / blocks, t0 = (task % blocks) * GRAD_LANES, l0 = head / a->l1, l1 = head % a->l1;
+  grad_block b;
+  gather_block(a, l0, l1, t0, (int)min64(GRAD_LANES, rows - t0), &b, s);
+  block_forward(a, &b, s, k_at(a, l0, l1), v_at(a, l0, l1));
+}
+
+static void run_forward(const grad_args* a) {
+  const int64_t blocks = (a->g * a->nq + GRAD_LANES - 1) / GRAD_LANES;
+  run_tasks(a, a->l0 * a->l1 * blocks, forward_task, NULL);
+}
+
 /* ---- reverse ------------------------------------------------------------ */
 
 /* dk and dv: each head's parts added in part order, keys split over threads. */
-static void add_parts(const grad_args* a, const float* sums, int64_t parts, double work) {
+static void add_parts(const grad_args* a, const float* sums, int64_t parts) {
   const int64_t heads = a->l0 * a->l1, part = a->nk * (a->dp + a->ep);
+  const double work = (double)(heads * a->nk) * (double)(a->d + a->e) * (double)parts;
   (void)work;
 #pragma omp parallel for if (work >= GRAD_PARALLEL_MIN_WORK) schedule(static)
   for (int64_t hj = 0; hj < heads * a->nk; ++hj) {
@@ -427,37 +435,29 @@ static void add_parts(const grad_args* a, const float* sums, int64_t parts, doub
   }
 }
 
+typedef struct {
+  float* sums; /* per head and part: dk [nk][dp], then dv [nk][ep] */
+  int64_t parts;
+} grad_parts;
+
+/* Reverse task t: part t % parts of head t / parts. */
+static void reverse_task(const grad_args* a, int64_t task, const grad_scratch* s, void* context) {
+  const grad_parts* p = (const grad_parts*)context;
+  const int64_t head = task / p->parts, part = task % p->parts;
+  float* dk_sum = p->sums + (head * p->parts + part) * a->nk * (a->dp + a->ep);
+  run_part(a, head / a->l1, head % a->l1, part, p->parts, dk_sum, dk_sum + a->nk * a->dp, s);
+}
+
 static void run_grad(const grad_args* a) {
-  const int64_t heads = a->l0 * a->l1, rows = a->g * a->nq, blocks = (rows + GRAD_LANES - 1) / GRAD_LANES;
+  const int64_t heads = a->l0 * a->l1, blocks = (a->g * a->nq + GRAD_LANES - 1) / GRAD_LANES;
   const int64_t head_bytes = a->nk * (a->dp + a->ep) * (int64_t)sizeof(float);
-  int64_t parts = GRAD_MAX_PARTS;
-  while (parts > 1 && (parts > blocks || heads * parts * head_bytes > GRAD_PART_BYTES)) --parts;
-  float* sums = (float*)malloc((size_t)(heads * parts * head_bytes));
-  if (!sums) out_of_memory(heads * parts * head_bytes);
-  const int64_t tasks = heads * parts;
-  const double work = (double)rows * (double)a->nk * (double)(a->d + a->e) * (double)heads;
-  (void)work;
-  int failed = 0;
-#pragma omp parallel if (work >= GRAD_PARALLEL_MIN_WORK && tasks > 1)
-  {
-    grad_scratch s;
-    float* block = NULL;
-    if (!scratch_alloc(a, &s, &block)) {
-#pragma omp atomic write
-      failed = 1;
-    }
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t task = 0; task < tasks; ++task) {
-      if (!block) continue;
-      const int64_t head = task / parts, part = task % parts;
-      float* dk_sum = sums + (head * parts + part) * a->nk * (a->dp + a->ep);
-      run_part(a, head / a->l1, head % a->l1, part, parts, dk_sum, dk_sum + a->nk * a->dp, &s);
-    }
-    free(block);
-  }
-  if (failed) out_of_memory(scratch_floats(a) * (int64_t)sizeof(float));
-  add_parts(a, sums, parts, work);
-  free(sums);
+  grad_parts p = {NULL, GRAD_MAX_PARTS};
+  while (p.parts > 1 && (p.parts > blocks || heads * p.parts * head_bytes > GRAD_PART_BYTES)) --p.parts;
+  p.sums = (float*)malloc((size_t)(heads * p.parts * head_bytes));
+  if (!p.sums) out_of_memory(heads * p.parts * head_bytes);
+  run_tasks(a, heads * p.parts, reverse_task, &p);
+  add_parts(a, p.sums, p.parts);
+  free(p.sums);
 }
 
 /* ---- entry points ------------------------------------------------------- */

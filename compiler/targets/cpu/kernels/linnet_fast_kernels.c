@@ -67,14 +67,11 @@
 #include <immintrin.h>
 #endif
 
-/* The unit test builds a second, portable copy under other names; it calls
- * the portable copy of the exact kernel. */
+/* The unit test's portable copy (KERNEL, linnet_kernels_common.h) calls the
+ * portable copy of the exact kernel. */
 #ifdef LINNET_KERNELS_PORTABLE_TEST
-#define KERNEL(name) linnet_portable##name
 void linnet_portable_mlir_ciface_linnet_kernel_matmul_packed(linnet_memref2* x, linnet_memref2* w,
                                                              linnet_memref2* out, int64_t format, int64_t k);
-#else
-#define KERNEL(name) name
 #endif
 void KERNEL(_mlir_ciface_linnet_kernel_matmul_packed_fast)(linnet_memref2* x, linnet_memref2* w,
                                                            linnet_memref2* out, int64_t format, int64_t k);

@@ -34,13 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The unit test builds a second, portable copy under other names. */
-#ifdef LINNET_KERNELS_PORTABLE_TEST
-#define KERNEL(name) linnet_portable##name
-#else
-#define KERNEL(name) name
-#endif
-
 
 /* Products below this many weight elements (N*K) run on the calling thread:
  * forking costs more than they take. */

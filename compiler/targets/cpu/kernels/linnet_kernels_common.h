@@ -1,5 +1,5 @@
-/* What the CPU kernel sources (linnet_kernels.c, linnet_fast_kernels.c)
- * share: scalar readers of ggml's block fields (a Q5 block's values among
+/* What the CPU kernel sources (linnet_kernels.c, linnet_fast_kernels.c,
+ * linnet_attention_train.c) share: the KERNEL naming, scalar readers of ggml's block fields (a Q5 block's values among
  * them), the Q4_K/Q5_K scale
  * unpacking, the weight-stream prefetch and (AVX2) a Q5_0/Q5_1 block's
  * values as bytes. Internal: static inline, so each
@@ -17,6 +17,14 @@
 
 #if defined(__AVX512F__) || defined(LINNET_KERNELS_AVX2)
 #include <immintrin.h>
+#endif
+
+/* The unit test builds a second, portable copy of each kernel source under
+ * other names. */
+#ifdef LINNET_KERNELS_PORTABLE_TEST
+#define KERNEL(name) linnet_portable##name
+#else
+#define KERNEL(name) name
 #endif
 
 #if defined(__GNUC__)
