@@ -34,6 +34,13 @@
 #include "linnet_kernels_mask.h"
 
 #define GRAD_LANES 16
+/* Keys (or columns) a loop keeps in accumulators at once: 8 vectors of 16
+ * are 8 of AVX-512's 32 registers, but 16 of AVX2's 16 (spilled): 4 there. */
+#ifdef __AVX512F__
+#define GRAD_UNROLL 8
+#else
+#define GRAD_UNROLL 4
+#endif
 #define GRAD_MAX_PARTS 4
 /* Per-part sums of dk and dv stay under this many bytes in all. */
 #define GRAD_PART_BYTES ((int64_t)64 << 20)
@@ -179,30 +186,30 @@ static ALWAYS_INLINE v16i visible_at(const grad_args* a, const grad_block* b, in
   return v;
 }
 
-/* out[jj] = sum_c rows_t[c] * x[j0 + jj][c] for 8 keys (rows transposed
- * [n][16]; x rows of stride xj, elements of stride xc), keys past `count`
- * read key j0 again. */
-static ALWAYS_INLINE void dots8(const float* rows_t, int64_t n, const float* x, int64_t xj, int64_t xc,
-                                int64_t j0, int count, v16 out[8]) {
-  const float* kr[8];
-  for (int jj = 0; jj < 8; ++jj) kr[jj] = x + (j0 + (jj < count ? jj : 0)) * xj;
-  v16 acc[8] = {{0}};
+/* out[jj] = sum_c rows_t[c] * x[j0 + jj][c] for GRAD_UNROLL keys (rows
+ * transposed [n][16]; x rows of stride xj, elements of stride xc), keys
+ * past `count` read key j0 again. */
+static ALWAYS_INLINE void dots(const float* rows_t, int64_t n, const float* x, int64_t xj, int64_t xc, int64_t j0,
+                               int count, v16 out[GRAD_UNROLL]) {
+  const float* kr[GRAD_UNROLL];
+  for (int jj = 0; jj < GRAD_UNROLL; ++jj) kr[jj] = x + (j0 + (jj < count ? jj : 0)) * xj;
+  v16 acc[GRAD_UNROLL] = {{0}};
   for (int64_t c = 0; c < n; ++c) {
     const v16 t = load16(rows_t + c * GRAD_LANES);
-    for (int jj = 0; jj < 8; ++jj) acc[jj] += t * kr[jj][c * xc];
+    for (int jj = 0; jj < GRAD_UNROLL; ++jj) acc[jj] += t * kr[jj][c * xc];
   }
-  for (int jj = 0; jj < 8; ++jj) out[jj] = acc[jj];
+  for (int jj = 0; jj < GRAD_UNROLL; ++jj) out[jj] = acc[jj];
 }
 
 /* P [hi - lo][16] from the scores, and dS [hi - lo][16] from dP. */
 static void block_probabilities(const grad_args* a, const grad_block* b, const grad_scratch* s, const float* k,
                                 const float* v) {
   v16 row_dot = {0};
-  for (int64_t j0 = b->lo; j0 < b->hi; j0 += 8) {
-    const int count = (int)min64(8, b->hi - j0);
-    v16 sc[8], dp[8];
-    dots8(s->qt, a->d, k, a->ks[2], a->ks[3], j0, count, sc);
-    dots8(s->dt, a->e, v, a->vs[2], a->vs[3], j0, count, dp);
+  for (int64_t j0 = b->lo; j0 < b->hi; j0 += GRAD_UNROLL) {
+    const int count = (int)min64(GRAD_UNROLL, b->hi - j0);
+    v16 sc[GRAD_UNROLL], dp[GRAD_UNROLL];
+    dots(s->qt, a->d, k, a->ks[2], a->ks[3], j0, count, sc);
+    dots(s->dt, a->e, v, a->vs[2], a->vs[3], j0, count, dp);
     for (int jj = 0; jj < count; ++jj) {
       const int64_t j = j0 + jj;
       const v16i counted = visible_at(a, b, j) | ~b->seen;
@@ -223,17 +230,17 @@ static void block_probabilities(const grad_args* a, const grad_block* b, const g
 }
 
 /* Each row's output row[r][c] = mul[r] sum_j w[j][r] x_j[c] (c < n; x rows
- * of stride xj, elements of stride xc), 8 columns at a time: dq = dS k,
+ * of stride xj, elements of stride xc), GRAD_UNROLL columns at a time: dq = dS k,
  * and the forward's out = (P v) / sum. */
 static void block_rows_out(const grad_args* a, const grad_block* b, const float* w, const float* x, int64_t xj,
                            int64_t xc, int64_t n, v16 mul) {
-  for (int64_t c0 = 0; c0 < n; c0 += 8) {
-    const int cols = (int)min64(8, n - c0);
-    v16 acc[8] = {{0}};
+  for (int64_t c0 = 0; c0 < n; c0 += GRAD_UNROLL) {
+    const int cols = (int)min64(GRAD_UNROLL, n - c0);
+    v16 acc[GRAD_UNROLL] = {{0}};
     for (int64_t j = b->lo; j < b->hi; ++j) {
       const v16 wj = load16(w + (j - b->lo) * GRAD_LANES);
       const float* xr = x + j * xj;
-      for (int cc = 0; cc < 8; ++cc) acc[cc] += wj * xr[(c0 + (cc < cols ? cc : 0)) * xc];
+      for (int cc = 0; cc < GRAD_UNROLL; ++cc) acc[cc] += wj * xr[(c0 + (cc < cols ? cc : 0)) * xc];
     }
     for (int cc = 0; cc < cols; ++cc) {
       float lanes[GRAD_LANES];
@@ -243,19 +250,20 @@ static void block_rows_out(const grad_args* a, const grad_block* b, const float*
   }
 }
 
-/* sums[j][:] += sum_r w[j][r] rows[r][:] for the block's keys, 4 keys by
+/* sums[j][:] += sum_r w[j][r] rows[r][:] for the block's keys, GRAD_UNROLL / 2 keys by
  * 32 columns at a time (w [hi - lo][16], rows [16][n16], sums [nk][n16]). */
 static void block_key_sums(const grad_block* b, const float* w, const float* rows, int64_t n16, float* sums) {
-  for (int64_t j0 = b->lo; j0 < b->hi; j0 += 4) {
-    const int count = (int)min64(4, b->hi - j0);
-    const float* wj[4];
-    for (int jj = 0; jj < 4; ++jj) wj[jj] = w + (j0 - b->lo + (jj < count ? jj : 0)) * GRAD_LANES;
+  enum { KEYS = GRAD_UNROLL / 2 };
+  for (int64_t j0 = b->lo; j0 < b->hi; j0 += KEYS) {
+    const int count = (int)min64(KEYS, b->hi - j0);
+    const float* wj[KEYS];
+    for (int jj = 0; jj < KEYS; ++jj) wj[jj] = w + (j0 - b->lo + (jj < count ? jj : 0)) * GRAD_LANES;
     for (int64_t c = 0; c < n16; c += 2 * GRAD_LANES) {
       const int two = c + 2 * GRAD_LANES <= n16; /* else the last 16 columns alone */
-      v16 lo[4] = {{0}}, hi[4] = {{0}};
+      v16 lo[KEYS] = {{0}}, hi[KEYS] = {{0}};
       for (int r = 0; r < b->nr; ++r) {
         const v16 x0 = load16(rows + r * n16 + c), x1 = two ? load16(rows + r * n16 + c + GRAD_LANES) : x0;
-        for (int jj = 0; jj < 4; ++jj) {
+        for (int jj = 0; jj < KEYS; ++jj) {
           lo[jj] += x0 * wj[jj][r];
           hi[jj] += x1 * wj[jj][r];
         }
@@ -342,10 +350,10 @@ static ALWAYS_INLINE v16 select16(v16i m, v16 x, v16 y) { return (v16)(((v16i)x 
  * out = (P v) / sum. */
 static void block_forward(const grad_args* a, grad_block* b, const grad_scratch* s, const float* k, const float* v) {
   v16 mx = splat(GRAD_MASKED), sum = {0};
-  for (int64_t j0 = b->lo; j0 < b->hi; j0 += 8) {
-    const int count = (int)min64(8, b->hi - j0);
-    v16 sc[8];
-    dots8(s->qt, a->d, k, a->ks[2], a->ks[3], j0, count, sc);
+  for (int64_t j0 = b->lo; j0 < b->hi; j0 += GRAD_UNROLL) {
+    const int count = (int)min64(GRAD_UNROLL, b->hi - j0);
+    v16 sc[GRAD_UNROLL];
+    dots(s->qt, a->d, k, a->ks[2], a->ks[3], j0, count, sc);
     for (int jj = 0; jj < count; ++jj) {
       const v16 score = select16(visible_at(a, b, j0 + jj), sc[jj] * a->scale, splat(GRAD_MASKED));
       store16(s->p + (j0 + jj - b->lo) * GRAD_LANES, score);
