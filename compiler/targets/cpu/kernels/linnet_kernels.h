@@ -151,7 +151,8 @@ void _mlir_ciface_linnet_kernel_attention_f32(linnet_memref5* q, linnet_memref4*
  * that sees no key, and the sum of its exp(s - max) over the keys it
  * counts), with an exp within 2 ulp instead of libm's and out = (sum_j
  * p_j v_j) / sum: the reverse below reads the statistics. K = 0 writes
- * zeros (max -3e38). Same strides, costs and scratch rule as the reverse. */
+ * zeros (max -3e38). Same strides, costs, scratch rule and K < 2^31 as the
+ * reverse. */
 void _mlir_ciface_linnet_kernel_attention_rows_f32(linnet_memref5* q, linnet_memref4* k, linnet_memref4* v,
                                                    linnet_memref5* mask, linnet_memref5* out, linnet_memref5* max,
                                                    linnet_memref5* sum, float scale);
@@ -166,7 +167,7 @@ void _mlir_ciface_linnet_kernel_attention_rows_f32(linnet_memref5* q, linnet_mem
  * for s_j = dot(q, k_j) * scale, exp within 2 ulp, sums in f32 in an order
  * that depends on the shape only (not the thread count). A row costs its
  * visible keys; no [Q, K] square is formed. K, G or Q = 0 writes zeros.
- * Any strides (the mask's may be 0). Scratch it cannot allocate ends the
+ * Any strides (the mask's may be 0); K < 2^31. Scratch it cannot allocate ends the
  * process (abort, after a line on stderr): a partial gradient is wrong. */
 void _mlir_ciface_linnet_kernel_attention_grad_f32(linnet_memref5* q, linnet_memref4* k, linnet_memref4* v,
                                                    linnet_memref5* mask, linnet_memref5* max, linnet_memref5* sum,
