@@ -134,9 +134,8 @@ class KernelCalls {
     AttentionCall c = attentionCall(op.getQ(), op.getK(), op.getV(), op.getMask());
     for (Value t : {op.getMax(), op.getSum(), op.getDout()}) c.operands.push_back(buffer(withTwoLeading(t, c.lead)));
     SmallVector<Value> outs;
-    for (Value operand : {op.getQ(), op.getK(), op.getV()}) {
-      auto shape = cast<RankedTensorType>(withTwoLeading(operand, c.lead).getType()).getShape();
-      outs.push_back(newBuffer(loc, shape));
+    for (Value padded : c.padded) {  // dq, dk and dv: q's, k's and v's padded shapes
+      outs.push_back(newBuffer(loc, cast<RankedTensorType>(padded.getType()).getShape()));
       c.operands.push_back(dynamic(outs.back()));
     }
     c.operands.push_back(scalar(op.getScale()));
@@ -152,8 +151,9 @@ class KernelCalls {
   // What every attention kernel takes first: q, k and v padded to two
   // leading axes, as buffers, and the mask as a [L0, L1, G, Q, K] view.
   struct AttentionCall {
-    int64_t lead;              // ..L's axes before padding
-    SmallVector<int64_t> rows;  // [L0, L1, G, Q]
+    int64_t lead;                // ..L's axes before padding
+    SmallVector<Value, 3> padded;  // q, k and v with two leading axes
+    SmallVector<int64_t> rows;   // [L0, L1, G, Q]
     SmallVector<Value> operands;
     SmallVector<int64_t> rowsBy(int64_t last) const {
       SmallVector<int64_t> shape(rows);
@@ -164,11 +164,12 @@ class KernelCalls {
   AttentionCall attentionCall(Value q, Value k, Value v, Value mask) {
     AttentionCall c;
     c.lead = cast<RankedTensorType>(k.getType()).getRank() - 2;
-    Value q2 = withTwoLeading(q, c.lead), k2 = withTwoLeading(k, c.lead), v2 = withTwoLeading(v, c.lead);
-    auto qShape = cast<RankedTensorType>(q2.getType()).getShape();
+    for (Value t : {q, k, v}) c.padded.push_back(withTwoLeading(t, c.lead));
+    auto qShape = cast<RankedTensorType>(c.padded[0].getType()).getShape();
     c.rows.assign(qShape.begin(), qShape.begin() + 4);
     const int64_t keys = cast<RankedTensorType>(k.getType()).getShape()[c.lead];
-    c.operands = {buffer(q2), buffer(k2), buffer(v2), broadcastMask(mask, c.rowsBy(keys))};
+    for (Value t : c.padded) c.operands.push_back(buffer(t));
+    c.operands.push_back(broadcastMask(mask, c.rowsBy(keys)));
     return c;
   }
   Value newBuffer(Location loc, ArrayRef<int64_t> shape) {

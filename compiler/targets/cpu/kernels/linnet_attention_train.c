@@ -46,7 +46,6 @@
 #define GRAD_PART_BYTES ((int64_t)64 << 20)
 /* Below this much work (multiply-adds) the call runs on one thread. */
 #define GRAD_PARALLEL_MIN_WORK 65536.0
-#define GRAD_MASKED (-3.0e38f) /* sema::kAttentionMasked */
 
 /* GCC notes that a 64-byte vector passed by value would change the ABI
  * without AVX-512 (the portable copy); these helpers are static and inlined. */
@@ -331,7 +330,7 @@ static void zero_outputs(const grad_args* a) {
         float* row = a->rows + l0 * a->rs[0] + l1 * a->rs[1] + g * a->rs[2] + i * a->rs[3];
         for (int64_t c = 0; c < width; ++c) row[c * a->rs[4]] = 0.0f;
         if (a->dout) continue;
-        a->max[l0 * a->xs[0] + l1 * a->xs[1] + g * a->xs[2] + i * a->xs[3]] = GRAD_MASKED;
+        a->max[l0 * a->xs[0] + l1 * a->xs[1] + g * a->xs[2] + i * a->xs[3]] = ATTN_MASKED;
         a->sum[l0 * a->ss[0] + l1 * a->ss[1] + g * a->ss[2] + i * a->ss[3]] = 0.0f;
       }
       for (int64_t j = 0; a->dout && j < a->nk; ++j) {
@@ -349,21 +348,23 @@ static ALWAYS_INLINE v16 select16(v16i m, v16 x, v16 y) { return (v16)(((v16i)x 
  * P's scratch and each row's maximum; then P = exp(s - max), its sum, and
  * out = (P v) / sum. */
 static void block_forward(const grad_args* a, grad_block* b, const grad_scratch* s, const float* k, const float* v) {
-  v16 mx = splat(GRAD_MASKED), sum = {0};
+  v16 mx = splat(ATTN_MASKED), sum = {0};
   for (int64_t j0 = b->lo; j0 < b->hi; j0 += GRAD_UNROLL) {
     const int count = (int)min64(GRAD_UNROLL, b->hi - j0);
     v16 sc[GRAD_UNROLL];
     dots(s->qt, a->d, k, a->ks[2], a->ks[3], j0, count, sc);
     for (int jj = 0; jj < count; ++jj) {
-      const v16 score = select16(visible_at(a, b, j0 + jj), sc[jj] * a->scale, splat(GRAD_MASKED));
+      const v16 score = select16(visible_at(a, b, j0 + jj), sc[jj] * a->scale, splat(ATTN_MASKED));
       store16(s->p + (j0 + jj - b->lo) * GRAD_LANES, score);
       mx = select16(score > mx, score, mx);
     }
   }
+  /* A masked score (-3e38) less a row's max is below exp's range: its p is
+   * 0 without reading the mask again; a row that sees no key counts every
+   * key with exp(0). */
   for (int64_t j = b->lo; j < b->hi; ++j) {
     float* p = s->p + (j - b->lo) * GRAD_LANES;
-    const v16i counted = visible_at(a, b, j) | ~b->seen;
-    const v16 e = where(counted, exp_nonpositive(where(b->seen, load16(p) - mx)));
+    const v16 e = exp_nonpositive(where(b->seen, load16(p) - mx));
     store16(p, e);
     sum += e;
   }

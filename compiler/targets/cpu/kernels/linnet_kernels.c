@@ -34,7 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* Products below this many weight elements (N*K) run on the calling thread:
  * forking costs more than they take. */
 #define PARALLEL_MIN_WORK 65536
@@ -1354,7 +1353,6 @@ void KERNEL(_mlir_ciface_linnet_kernel_gather_rows)(linnet_memref2* w, linnet_me
 
 #include "linnet_kernels_mask.h"
 
-#define ATTN_MASKED (-3.0e38f) /* sema::kAttentionMasked */
 #define ATTN_ROWS 16
 #define ATTN_PV_ROWS 6
 

@@ -10,6 +10,9 @@
 
 #include "linnet_kernels_common.h"
 
+/* A masked score (sema::kAttentionMasked). */
+#define ATTN_MASKED (-3.0e38f)
+
 typedef struct {
   int64_t lo, hi, count; /* visible keys: count of them, all in [lo, hi) */
 } key_range;
