@@ -50,8 +50,9 @@ struct Gradient {
 // value saved. A loop the scan cannot take falls back to the second.
 // `lowRank` > 0 asks for the low-rank gradient of every param `wrt`
 // accepts (each must be a float matrix; elab::Error names one that is not).
-// `attentionKernel`: the target runs f32 attention's reverse as one op
-// (linnet.attention_grad; attention.h), which the reference backend does not.
+// `attentionKernel`: the target runs f32 attention's two halves as ops of
+// their own (linnet.attention_rows and linnet.attention_grad; attention.h),
+// which the reference backend does not.
 Gradient deriveGradient(elab::Program& program, const elab::EntryInstance& entry,
                         const std::function<bool(const std::string&)>& wrt, bool inputs = false,
                         Policy policy = Policy::Scan, int64_t lowRank = 0, bool attentionKernel = false);

@@ -20,8 +20,9 @@ struct Generated {
 // Adds the entries to gen's module. An entry asked for by --entry that
 // cannot be generated throws ir::GenError; others are skipped with a note
 // on stderr. Bad --arg or --generic text throws std::runtime_error.
-// `attentionKernel`: a gradient's f32 attention reverse as one op, for a
-// target that keeps f32 attention (SharedOptions::targetAttentionF32).
+// `attentionKernel`: a gradient's f32 attention as ops of its own, both
+// halves, for a target that keeps f32 attention
+// (SharedOptions::targetAttentionF32).
 Generated generate(ir::MLIRGen& gen, const sema::Program& program, const BuildArgs& args, bool attentionKernel);
 
 // Every entry of the root block with its parameter names, in declaration order.

@@ -128,9 +128,10 @@ enum class ExprKind : uint8_t {
   Gather,       // operands[0] at one integer tensor per axis (operands 1..), clamped, broadcast
   Attention,    // operands q, k, v, scale (f32), mask: see the `attention` primitive
   AttentionRows,  // operands q, k, v, scale, mask: f32 attention's output [..L, G, Q, E] with each row's max
-                  // and sum after its E values, [..L, G, Q, E + 2] (linnet.attention_rows); AttentionGrad:
+                  // and sum after its E values, [..L, G, Q, E + 2] (linnet.attention_rows); only in derived
+                  // programs for a target that keeps it, as AttentionGrad:
   AttentionGrad,  // operands q, k, v, scale, mask, max, sum, dout: the tuple (dq, dk, dv) of f32 attention's
-                  // reverse (linnet.attention_grad). Both only in derived programs for a target that keeps them
+                  // reverse (linnet.attention_grad)
   WritePoints,  // operands[0] with point p of operands[1] (along axis `ints[0]`) at row operands[2][p],
                 // position operands[3][p]; in order, outside points dropped
   WriteSlice,   // operands[0] with operands[1] written from position operands[2] (a scalar) along

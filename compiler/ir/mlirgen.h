@@ -77,8 +77,9 @@ class MLIRGen {
   // input, or every value of every layer kept. `lowRank` > 0: the
   // low-rank (LoRA) gradient of each param, which takes inputs and gives
   // outputs `PATH.lora_A` and `PATH.lora_B` (autodiff/low_rank.h).
-  // `attentionKernel`: f32 attention's reverse as one linnet.attention_grad,
-  // for a target that keeps it (SharedOptions::targetAttentionF32).
+  // `attentionKernel`: f32 attention's two halves as linnet.attention_rows
+  // and linnet.attention_grad, for a target that keeps them
+  // (SharedOptions::targetAttentionF32).
   EntryInstance addGradient(const std::string& name, const std::vector<TensorSpec>& args,
                             const std::map<std::string, int64_t>& generics, const std::vector<std::string>& wrt,
                             autodiff::Policy tape = autodiff::Policy::Scan, int64_t lowRank = 0,

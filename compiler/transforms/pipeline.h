@@ -78,7 +78,7 @@ struct SharedOptions {
 inline constexpr char kProductsAttr[] = "linnet.products";
 
 // True when `options` leave this attention op (or a gradient's
-// linnet.attention_grad) to the target.
+// linnet.attention_rows or linnet.attention_grad) to the target.
 bool targetKeepsAttention(mlir::Operation* attention, const SharedOptions& options);
 // True when `options` leave this product to the target (targetDecodeProducts).
 bool targetKeepsDecodeProduct(mlir::Operation* matmul, const SharedOptions& options);
